@@ -1,0 +1,17 @@
+"""Sitemap expander Lambda handler: one SQS batch of SitemapJob messages -> expand_sitemap, partial failures reported."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from cdif_harvester.aws_runtime import handle_sqs_batch, logger, metrics, tracer
+from cdif_harvester.contracts import SitemapJob
+from cdif_harvester.stages.expand import expand_sitemap
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Process the batch; failed records are returned for SQS to redeliver."""
+    return handle_sqs_batch(event, context, SitemapJob, expand_sitemap)

@@ -1,0 +1,17 @@
+"""URL resolver Lambda handler: one SQS batch of UrlJob messages -> resolve_url, partial failures reported."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from cdif_harvester.aws_runtime import handle_sqs_batch, logger, metrics, tracer
+from cdif_harvester.contracts import UrlJob
+from cdif_harvester.stages.resolve import resolve_url
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Process the batch; failed records are returned for SQS to redeliver."""
+    return handle_sqs_batch(event, context, UrlJob, resolve_url)

@@ -1,0 +1,94 @@
+"""``cdif-harvest``: harvest CDIF metadata on one machine, or serve and harvest the demo site.
+
+Commands:
+
+* ``cdif-harvest harvest URL --out DIR [--allow-loopback]``: harvest a robots.txt, sitemap or
+  single page URL into DIR (see README: output layout).
+* ``cdif-harvest demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and
+  harvest it.
+
+Exit status: 0 when the harvest ran (whatever the outcomes of its URLs), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cdif_harvester import __version__
+from cdif_harvester.cli.runner import HarvestSummary, LocalHarvester, default_progress
+from cdif_harvester.stages.intake import InvalidEntryUrl
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cdif-harvest",
+        description="Harvest CDIF dataset metadata: discover, resolve, normalise, validate, "
+        "store, and publish PID Kernel and Signposting views.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    harvest = commands.add_parser("harvest", help="harvest a robots.txt, sitemap or page URL")
+    harvest.add_argument("url", help="robots.txt, sitemap (index) or landing page URL")
+    harvest.add_argument("--out", required=True, type=Path, help="output directory")
+    harvest.add_argument(
+        "--allow-loopback",
+        action="store_true",
+        help="allow fetching from 127.0.0.0/8 and ::1 (for local test sites only)",
+    )
+    harvest.add_argument("--quiet", action="store_true", help="no progress output")
+
+    demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
+    demo.add_argument("--out", type=Path, default=Path("demo-out"), help="output directory")
+    demo.add_argument("--quiet", action="store_true", help="no progress output")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args = _parser().parse_args(argv)
+    progress = None if args.quiet else default_progress()
+    if args.command == "harvest":
+        try:
+            with LocalHarvester(
+                args.out, allow_loopback=args.allow_loopback, progress=progress
+            ) as harvester:
+                summary = harvester.harvest(args.url)
+        except InvalidEntryUrl as exc:
+            print(f"cdif-harvest: {exc}", file=sys.stderr)
+            return 2
+        _print_summary(summary, args.out)
+        return 0
+    if args.command == "demo":
+        from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+
+        with PublisherSite(demo_site_dir()) as site:
+            if progress is not None:
+                print(f"demo publisher site serving at {site.base_url}", file=progress)
+            with LocalHarvester(args.out, allow_loopback=True, progress=progress) as harvester:
+                summary = harvester.harvest(site.url("/robots.txt"))
+        _print_summary(summary, args.out)
+        return 0
+    return 2  # pragma: no cover - argparse enforces the commands
+
+
+def _print_summary(summary: HarvestSummary, out: Path) -> None:
+    data = summary.to_dict()
+    print(json.dumps(data, indent=2))
+    print(
+        f"\n{summary.urls} URLs: "
+        + ", ".join(f"{n} {k}" for k, n in data["outcomes"].items() if n)
+        + f"; {summary.records} records ({summary.valid_records} valid, "
+        f"{summary.invalid_records} invalid); details in {out / 'outcomes.jsonl'}",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The object-store key layout, identical in S3 and in the local output directory.
+
+::
+
+    raw/<source>/<url-hash>/<content-hash>.<ext>        a document exactly as fetched
+    raw/<source>/<url-hash>/<content-hash>.meta.json    its provenance: URL, when, status,
+                                                         response headers, discovery pattern
+    staging/<run-id>/<url-hash>.json                     extractor -> indexer hand-over (claim
+                                                         check; expires after 7 days on AWS)
+    records/<source>/<record-key>.jsonld                 the record normalised to CDIF 1.0
+    reports/<source>/<record-key>.json                   its validation report
+    views/<source>/<record-key>/pid-kernel.json          PID Kernel view (Appendix 2)
+    views/<source>/<record-key>/linkset.json             Signposting linkset, application/linkset+json
+    views/<source>/<record-key>/linkset.txt              Signposting linkset, application/linkset
+    views/<source>/<record-key>/link-header.txt          Signposting HTTP Link header value
+    views/<source>/<record-key>/links.html               Signposting HTML <link> elements
+
+``source`` is a file-name-safe form of the publisher's host and port; ``url-hash`` and
+``record-key`` are the first 32 hex digits of a SHA-256 (of the URL and of the metadata record id),
+so keys stay short, stable and safe on every file system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from urllib.parse import urlsplit
+
+__all__ = [
+    "VIEW_NAMES",
+    "content_hash",
+    "raw_key",
+    "raw_meta_key",
+    "record_key",
+    "parse_records_key",
+    "records_key",
+    "records_prefix",
+    "report_key",
+    "source_of",
+    "staging_key",
+    "url_hash",
+    "view_key",
+    "view_keys",
+]
+
+RECORDS_PREFIX = "records/"
+records_prefix = RECORDS_PREFIX
+VIEW_NAMES: dict[str, str] = {
+    "pid-kernel": "pid-kernel.json",
+    "linkset-json": "linkset.json",
+    "linkset": "linkset.txt",
+    "link-header": "link-header.txt",
+    "html-links": "links.html",
+}
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def content_hash(body: bytes) -> str:
+    """Return the full SHA-256 hex digest of ``body``."""
+    return hashlib.sha256(body).hexdigest()
+
+
+def source_of(url: str) -> str:
+    """Return the source name of ``url``: its host (and port when given), file-name safe."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "unknown").lower()
+    name = f"{host}_{parts.port}" if parts.port else host
+    return _UNSAFE.sub("_", name)
+
+
+def url_hash(url: str) -> str:
+    """Return the short stable hash of a URL used in keys."""
+    return _digest(url)
+
+
+def record_key(record_id: str) -> str:
+    """Return the short stable key of a metadata record id."""
+    return _digest(record_id)
+
+
+def raw_key(source: str, url: str, body: bytes, extension: str) -> str:
+    """Key of a raw document: content-addressed under its URL, so a change keeps history."""
+    return f"raw/{source}/{url_hash(url)}/{content_hash(body)[:32]}.{extension.lstrip('.')}"
+
+
+def raw_meta_key(key: str) -> str:
+    """Key of the provenance file that sits beside raw document ``key``."""
+    stem = key.rsplit(".", 1)[0]
+    return f"{stem}.meta.json"
+
+
+def staging_key(run_id: str, url: str) -> str:
+    """Key of the extractor's hand-over object for ``url`` in ``run_id``."""
+    return f"staging/{run_id}/{url_hash(url)}.json"
+
+
+def records_key(source: str, rkey: str) -> str:
+    """Key of a normalised record."""
+    return f"{RECORDS_PREFIX}{source}/{rkey}.jsonld"
+
+
+def report_key(source: str, rkey: str) -> str:
+    """Key of a record's validation report."""
+    return f"reports/{source}/{rkey}.json"
+
+
+def view_key(source: str, rkey: str, view: str) -> str:
+    """Key of one named view (see VIEW_NAMES) of a record."""
+    return f"views/{source}/{rkey}/{VIEW_NAMES[view]}"
+
+
+def view_keys(source: str, rkey: str) -> dict[str, str]:
+    """Keys of every view of a record, by view name."""
+    return {name: view_key(source, rkey, name) for name in VIEW_NAMES}
+
+
+def parse_records_key(key: str) -> tuple[str, str] | None:
+    """Return (source, record-key) of a ``records/`` key, or None for any other key."""
+    match = re.fullmatch(r"records/([^/]+)/([0-9a-f]{32})\.jsonld", key)
+    return (match.group(1), match.group(2)) if match else None

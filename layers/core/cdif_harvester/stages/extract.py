@@ -1,0 +1,146 @@
+"""Stage 4: the extractor pulls JSON-LD out of each document, normalises it to the CDIF 1.0
+shape and validates it.
+
+One broken script block never spoils its neighbours: each block is parsed, normalised and judged
+on its own, and every block that yields nothing is listed with its reason. The records and their
+reports wait in the object store (claim check) for the indexer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from cdif_harvester.contracts import INDEX_QUEUE, DocumentJob, DocumentRef, IndexJob, encode
+from cdif_harvester.domain.extraction import (
+    ExtractionError,
+    find_jsonld_scripts,
+    has_dataset,
+    parse_jsonld,
+)
+from cdif_harvester.domain.normalisation import NormalisationError, normalise
+from cdif_harvester.domain.validation import validate_record
+from cdif_harvester.errors import PermanentError
+from cdif_harvester.keys import staging_key
+from cdif_harvester.model import Outcome, UrlOutcome
+from cdif_harvester.stages import Ports, record_outcome
+
+__all__ = ["MalformedMetadata", "extract_documents"]
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+class MalformedMetadata(PermanentError):
+    """Every JSON-LD block of the URL was unreadable."""
+
+    reason = "malformed-json"
+
+
+def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
+    """Extract, normalise and validate every Dataset in the job's documents.
+
+    Returns the IndexJob sent to the indexer, or the recorded ``no-metadata`` outcome when no
+    block holds a Dataset. Raises MalformedMetadata when every block was unreadable JSON.
+    """
+    records: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    seen_ids: set[str] = set()
+    for ref in job.documents:
+        for index, text in _blocks(ports, ref):
+            _extract_block(ref, index, text, records, skipped, seen_ids)
+
+    if not records:
+        if skipped and all(item["reason"].startswith("malformed-json") for item in skipped):
+            raise MalformedMetadata("; ".join(item["reason"] for item in skipped))
+        reasons = "; ".join(item["reason"] for item in skipped) or "no JSON-LD found"
+        return record_outcome(
+            ports,
+            run_id=job.run_id,
+            source=job.source,
+            url=job.url,
+            outcome=Outcome.NO_METADATA,
+            reason=f"no-dataset: {reasons}",
+            pattern=job.pattern,
+        )
+
+    staged = {
+        "url": job.url,
+        "pattern": job.pattern,
+        "links": [asdict(link) for link in job.links],
+        "documents": [asdict(ref) for ref in job.documents],
+        "records": records,
+        "skipped": skipped,
+    }
+    key = staging_key(job.run_id, job.url)
+    ports.store.put(key, json.dumps(staged).encode("utf-8"), content_type="application/json")
+    index_job = IndexJob(
+        run_id=job.run_id, source=job.source, url=job.url, pattern=job.pattern, staged_key=key
+    )
+    ports.queue.send(INDEX_QUEUE, [encode(index_job)])
+    return index_job
+
+
+def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
+    body = ports.store.get(ref.key)
+    if ref.media_type in _HTML_TYPES:
+        return [(block.index, block.text) for block in find_jsonld_scripts(body)]
+    return [(0, body)]
+
+
+def _extract_block(
+    ref: DocumentRef,
+    index: int,
+    text: str | bytes,
+    records: list[dict[str, Any]],
+    skipped: list[dict[str, Any]],
+    seen_ids: set[str],
+) -> None:
+    where = {"document": ref.key, "block": index}
+    try:
+        parsed = parse_jsonld(text)
+    except ExtractionError as exc:
+        skipped.append({**where, "reason": f"malformed-json: {exc}"})
+        return
+    if not has_dataset(parsed.data):
+        skipped.append({**where, "reason": "no Dataset node in this block"})
+        return
+    try:
+        normalised = normalise(parsed.data, document_url=ref.url)
+    except NormalisationError as exc:
+        # The raw document is kept; the record is listed, unnormalised, with why.
+        records.append(
+            {
+                **where,
+                "record_id": f"{ref.url}#block-{index}",
+                "resource_id": f"{ref.url}#block-{index}",
+                "record": None,
+                "report": {
+                    "valid": False,
+                    "conformance": None,
+                    "errors": [{"pointer": "", "message": str(exc), "keyword": exc.reason}],
+                    "warnings": [],
+                },
+                "repairs": list(parsed.repairs),
+                "notes": [],
+                "identity_fallback": True,
+            }
+        )
+        return
+    for item in normalised:
+        if item.record_id in seen_ids:
+            skipped.append({**where, "reason": f"duplicate of record {item.record_id}"})
+            continue
+        seen_ids.add(item.record_id)
+        records.append(
+            {
+                **where,
+                "record_id": item.record_id,
+                "resource_id": item.resource_id,
+                "record": item.record,
+                "report": validate_record(item.record).to_dict(),
+                "repairs": list(parsed.repairs),
+                "notes": list(item.notes),
+                "identity_fallback": item.identity_fallback,
+            }
+        )

@@ -1,0 +1,43 @@
+"""Shared test set-up: no test may reach beyond loopback, and AWS credentials are fake."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.netguard import guard_network
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_network_beyond_loopback() -> Iterator[None]:
+    """Every test runs with the loopback-only guard (see tests/support/netguard.py)."""
+    with guard_network():
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fake_aws_credentials() -> None:
+    """boto3 must never find real credentials or a real region in tests."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        os.environ[name] = value
+    os.environ.pop("AWS_PROFILE", None)
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """The reference corpus beside the repository; tests using it skip when it is absent."""
+    if not CORPUS.is_dir():
+        pytest.skip("reference corpus (../shared/corpus) not present")
+    return CORPUS
