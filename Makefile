@@ -1,0 +1,50 @@
+# The two commands of the README:
+#   make demo   set everything up, serve the bundled demo publisher site and harvest it
+#   make test   set everything up, then lint, type-check, test and check the SAM template
+# Everything is installed into ./.venv (the product and its dev tools) and ./.tools/sam (the SAM
+# CLI, kept apart because it pins its own versions of boto3 and friends).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+SAM_VENV := .tools/sam
+BIN := $(VENV)/bin
+DEMO_OUT ?= demo-out
+
+.PHONY: setup demo test lint typecheck pytest check-template sam-tools clean
+
+$(VENV)/.installed: pyproject.toml layers/core/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+$(SAM_VENV)/.installed:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli
+	touch $@
+
+setup: $(VENV)/.installed
+
+sam-tools: $(SAM_VENV)/.installed
+
+demo: setup
+	$(BIN)/cdif-harvest demo --out $(DEMO_OUT)
+
+test: setup sam-tools lint typecheck pytest check-template
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest -q
+
+check-template: setup sam-tools
+	SAM=$(SAM_VENV)/bin/sam CFN_LINT=$(BIN)/cfn-lint bash infrastructure/scripts/check-template.sh
+
+clean:
+	rm -rf $(VENV) .tools .aws-sam $(DEMO_OUT) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,121 @@
+"""An offline pyld document loader: our own contexts from package data, nothing else.
+
+JSON-LD processing needs the ``@context`` documents a record names. Fetching them from the
+publisher's web is slow, fragile and a security risk (an attacker-chosen URL reached from inside
+the pipeline), so the domain never fetches anything. Instead this loader serves two contexts we
+wrote ourselves from the specifications and ship in ``cdif_harvester/contexts``:
+
+* ``schemaorg.jsonld``, served for every spelling of the schema.org context: ``http`` and
+  ``https``, with and without a trailing slash, and the ``docs/jsonldcontext.json`` (and
+  ``.jsonld``) variants. It binds ``@vocab`` to ``http://schema.org/`` (the IRI the CDIF
+  schemas use, CDIF core 1.0 implementation: "schema: prefix is required"), the ``id``/``type``
+  aliases and the usual namespace prefixes (dcterms, dct, dcat, prov, spdx, ...).
+  Decision: unlike the live schema.org context it declares **no type coercion** (no
+  ``"@type": "@id"`` on ``url``, no ``Date`` on ``dateModified``). The CDIF JSON shape carries
+  such values as plain strings (``"schema:url": "https://..."``), so without coercion a plain
+  schema.org record and an already CDIF-shaped record normalise to the same JSON.
+* ``cdif.jsonld``, the compaction context of the CDIF 1.0 shape: only namespace prefixes
+  (schema, dcterms, dcat, prov, spdx, skos, time, xsd), exactly the bindings the official
+  CDIF core schema checks in ``@context``. It is served at :data:`CDIF_CONTEXT_URL` (our own
+  name for it; no public URL is claimed).
+
+Every other URL is refused with a :class:`pyld.jsonld.JsonLdError` (code
+``loading document failed``) without touching the network; :func:`is_served` lets the
+normaliser drop such contexts beforehand and note "remote context X not loaded".
+
+Parsed contexts are cached for the life of the process (``functools.cache``), and pyld keeps
+the processed (resolved) contexts in its own process-wide LRU cache because we tag the
+documents ``static``.
+
+Later: issue 5 adds an allowlist of remote contexts (e.g. community vocabularies) fetched once
+through the safe fetcher by an adapter and handed to this loader; the domain itself stays
+offline.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pyld import jsonld
+
+__all__ = [
+    "CDIF_CONTEXT_URL",
+    "SCHEMA_ORG_CONTEXT_URLS",
+    "cdif_context",
+    "document_loader",
+    "is_served",
+    "schema_org_context",
+]
+
+CDIF_CONTEXT_URL = "urn:cdif-harvester:context:cdif-1.0"
+
+_SCHEMA_ORG_HOSTS = ("http://schema.org", "https://schema.org")
+_SCHEMA_ORG_PATHS = ("", "/", "/docs/jsonldcontext.json", "/docs/jsonldcontext.jsonld")
+SCHEMA_ORG_CONTEXT_URLS: frozenset[str] = frozenset(
+    host + path for host in _SCHEMA_ORG_HOSTS for path in _SCHEMA_ORG_PATHS
+) | frozenset(f"{host}/version/latest/schemaorg-current-https.jsonld" for host in _SCHEMA_ORG_HOSTS)
+
+
+@cache
+def _load_package_context(name: str) -> dict[str, Any]:
+    """Read and parse one of our shipped contexts (once per process)."""
+    entry = resources.files("cdif_harvester").joinpath("contexts").joinpath(name)
+    text = entry.read_text(encoding="utf-8")
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("@context"), dict):
+        raise ValueError(f"package context {name} is not a JSON-LD context document")
+    return data
+
+
+def schema_org_context() -> dict[str, Any]:
+    """Return (a copy of) the ``@context`` object of our shipped schema.org context."""
+    return copy.deepcopy(_load_package_context("schemaorg.jsonld")["@context"])
+
+
+def cdif_context() -> dict[str, Any]:
+    """Return (a copy of) the ``@context`` object of our CDIF 1.0 compaction context."""
+    return copy.deepcopy(_load_package_context("cdif.jsonld")["@context"])
+
+
+def _canonical(url: str) -> str:
+    return url.strip()
+
+
+def is_served(url: str) -> bool:
+    """Whether :func:`document_loader` serves ``url`` from package data (no network)."""
+    url = _canonical(url)
+    return url in SCHEMA_ORG_CONTEXT_URLS or url == CDIF_CONTEXT_URL
+
+
+def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A pyld ``documentLoader``: serve our shipped contexts, refuse everything else.
+
+    Returns pyld's remote-document dict (``document`` is a fresh copy, so pyld may not alter
+    our cached data). Raises :class:`pyld.jsonld.JsonLdError` (code ``loading document
+    failed``) for any URL that is not one of ours; it never opens a connection.
+    """
+    del options  # pyld passes its options; nothing in them changes what we serve
+    key = _canonical(url)
+    if key in SCHEMA_ORG_CONTEXT_URLS:
+        document = _load_package_context("schemaorg.jsonld")
+    elif key == CDIF_CONTEXT_URL:
+        document = _load_package_context("cdif.jsonld")
+    else:
+        raise jsonld.JsonLdError(
+            f"remote context {url} not loaded: the harvester does not fetch remote JSON-LD "
+            "documents (offline loader)",
+            "jsonld.LoadDocumentError",
+            {"url": url},
+            code="loading document failed",
+        )
+    return {
+        "contentType": "application/ld+json",
+        "contextUrl": None,
+        "documentUrl": key,
+        "document": copy.deepcopy(document),
+        "tag": "static",
+    }

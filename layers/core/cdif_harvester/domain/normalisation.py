@@ -1,0 +1,700 @@
+"""Normalise any published JSON-LD Dataset description to the CDIF core 1.0 JSON shape.
+
+Target shape (CDIF core 1.0 schema.org implementation): the described resource at the root,
+``@context`` an object binding the ``schema``, ``dcterms``, ``dcat``, ``prov`` and ``spdx``
+prefixes, every key prefixed (``schema:name``), ``@type`` an array containing
+``schema:Dataset``, and ``schema:subjectOf`` holding the metadata (catalog) record node:
+``@type ["schema:Dataset"]``, ``schema:additionalType ["dcat:CatalogRecord"]``,
+``schema:about {"@id": <resource id>}`` and ``dcterms:conformsTo [{"@id": ...}]``.
+
+How (JSON-LD 1.1 with pyld, fully offline):
+
+1. *Prepare* the raw JSON: remote ``@context`` URLs that the offline loader does not serve
+   are removed (note "remote context X not loaded"); ``@id`` values that are empty or not
+   strings are removed (they would otherwise silently become the page URL). A document
+   without any ``@context`` is read with our schema.org context (note "no @context").
+2. *Expand* with :func:`cdif_harvester.domain.jsonld_loader.document_loader` and
+   ``base = document_url`` (relative ``@id`` such as ``#metadata`` become absolute). Then
+   every ``https://schema.org/`` property, type and ``@id`` is mapped to ``http://schema.org/``
+   (the IRI the CDIF schemas and schema.org's own context use).
+3. *Find the Datasets*: top-level nodes (root, top-level array, ``@graph``), the ``about`` of a
+   metadata record (older shape, discoverability Appendix 1 "Option 2") and the elements of an
+   ``ItemList`` (Appendix 1, Example 3). Nodes that share an ``@id`` are merged first, so a
+   Dataset and its catalog record given as separate nodes are joined by ``@id``. A Dataset
+   typed ``dcat:CatalogRecord`` is a metadata record, not a resource.
+4. *Pair each Dataset with its metadata record*: the record whose ``about`` names it, else the
+   ``subjectOf`` value that is a catalog record / points back with ``about`` / declares
+   ``dcterms:conformsTo``. An older-shape record typed e.g. ``DigitalDocument`` keeps its types
+   and gains ``schema:Dataset`` plus ``dcat:CatalogRecord`` (what the 1.0 shape requires); a
+   ``dcterms:conformsTo`` given under the record's ``encoding`` (Appendix 1 pattern) or as
+   ``schemaVersion`` is lifted onto the record. Known CDIF profile URIs are written in their
+   canonical form (``https://w3id.org/cdif/core/1.0``, no trailing slash).
+5. *Compact* the resource node with our CDIF context and *shape* the JSON: ``@type`` always an
+   array; arrays where the CDIF schema wants arrays (license, conditionsOfAccess,
+   additionalType, sameAs, keywords, distribution, provider, contributor, funding,
+   publishingPrinciples, relatedLink, variableMeasured, wasGeneratedBy, wasDerivedFrom,
+   conformsTo, encodingFormat in a distribution, ...); ``schema:creator`` wrapped in ``@list``
+   (the array order the publisher wrote, CDIF core "Originators"); bare ``{"@id"}`` values of
+   string-valued properties (url, contentUrl, additionalType) written as strings; conformsTo
+   strings written as ``{"@id"}``.
+
+Nothing is invented: no conformsTo, licence or date the publisher did not declare. Keys that no
+context maps to an IRI are dropped by JSON-LD expansion (they have no meaning in RDF).
+
+Identity (catalogue keys): ``record_id`` is the metadata record ``@id``, ``resource_id`` the
+resource ``@id`` or, when that is missing or junk, the resource's ``schema:identifier`` (its
+``url``, or a value that is an IRI). Junk is: empty, a blank node (``_:``), ``null``/``none``/
+``undefined``/``nil``/``n/a`` (also as the last segment, e.g. ``doi:null``). When no usable id
+exists, a fallback is derived from ``document_url`` (fragment removed):
+``<document_url>#resource-N`` for the N-th Dataset (1-based) and ``<document_url>#record``
+(``#record-N`` when the document holds several Datasets), ``identity_fallback`` is True and a
+note says so. A missing metadata record is created as an empty catalog-record node with the
+fallback id (no conformsTo: validation then reports it).
+
+Errors: :class:`NormalisationError` (a :class:`~cdif_harvester.errors.PermanentError`) with
+reason ``no-dataset`` when the document holds no Dataset, ``normalisation-failed`` when JSON-LD
+processing fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urldefrag
+
+from pyld import jsonld
+
+from cdif_harvester.domain import jsonld_loader
+from cdif_harvester.errors import PermanentError
+
+__all__ = ["NormalisationError", "NormalisedRecord", "normalise"]
+
+SCHEMA = "http://schema.org/"
+_SCHEMA_HTTPS = "https://schema.org/"
+_DCAT = "http://www.w3.org/ns/dcat#"
+_DCT_CONFORMS_TO = "http://purl.org/dc/terms/conformsTo"
+_DATASET = SCHEMA + "Dataset"
+_ABOUT = SCHEMA + "about"
+_SUBJECT_OF = SCHEMA + "subjectOf"
+_ADDITIONAL_TYPE = SCHEMA + "additionalType"
+_IDENTIFIER = SCHEMA + "identifier"
+_ENCODING = SCHEMA + "encoding"
+_SCHEMA_VERSION = SCHEMA + "schemaVersion"
+_ITEM_LIST_ELEMENT = SCHEMA + "itemListElement"
+_ITEM = SCHEMA + "item"
+_URL = SCHEMA + "url"
+_VALUE = SCHEMA + "value"
+_CATALOG_RECORD_LITERAL = "dcat:CatalogRecord"
+_CATALOG_RECORD_IRI = _DCAT + "CatalogRecord"
+
+# CDIF conformance classes (core 1.0 implementation, "Metadata profile identifier").
+_CDIF_PROFILE = re.compile(
+    r"^https?://w3id\.org/cdif/(?P<profile>core|discovery)/(?P<version>1\.[01])/?$"
+)
+
+_JUNK_IDS = frozenset({"", "null", "none", "undefined", "nil", "n/a", "na", "unknown", "tbd"})
+_JUNK_LAST_SEGMENT = re.compile(r"(?:^|[:/#])(?:null|none|undefined|nil|n/a)$", re.IGNORECASE)
+_IRI_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
+
+# Where the CDIF core 1.0 schema wants arrays (see schemas/cdif-core-1.0.schema.json).
+_ARRAY_KEYS_EVERYWHERE = frozenset(
+    {"schema:additionalType", "schema:sameAs", "dcterms:conformsTo", "prov:used"}
+)
+_ARRAY_KEYS_ROOT = frozenset(
+    {
+        "schema:license",
+        "schema:conditionsOfAccess",
+        "schema:distribution",
+        "schema:keywords",
+        "schema:provider",
+        "schema:contributor",
+        "schema:funding",
+        "schema:publishingPrinciples",
+        "schema:relatedLink",
+        "schema:variableMeasured",
+        "prov:wasGeneratedBy",
+        "prov:wasDerivedFrom",
+    }
+)
+_ARRAY_KEYS_DISTRIBUTION = frozenset(
+    {"schema:encodingFormat", "schema:provider", "schema:potentialAction"}
+)
+_ARRAY_KEYS_ENTRY_POINT = frozenset({"schema:httpMethod", "schema:contentType"})
+_STRING_VALUED_KEYS = frozenset(
+    {"schema:url", "schema:contentUrl", "schema:urlTemplate", "schema:additionalType"}
+)
+
+
+class NormalisationError(PermanentError):
+    """Nothing usable could be made of a document (no Dataset, or JSON-LD processing failed)."""
+
+    reason = "normalisation-failed"
+
+
+@dataclass(frozen=True)
+class NormalisedRecord:
+    """One Dataset of a document in the CDIF 1.0 shape, with its identities and notes."""
+
+    record: dict[str, Any]
+    record_id: str
+    resource_id: str
+    identity_fallback: bool
+    notes: tuple[str, ...]
+
+
+# --- small helpers on expanded JSON-LD ---------------------------------------------------
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _is_node(value: Any) -> bool:
+    return isinstance(value, dict) and "@value" not in value and "@list" not in value
+
+
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"@id"}
+
+
+def _types(node: dict[str, Any]) -> list[str]:
+    return [t for t in _as_list(node.get("@type")) if isinstance(t, str)]
+
+
+def _is_dataset(node: dict[str, Any]) -> bool:
+    return _DATASET in _types(node)
+
+
+def _is_catalog_record(node: dict[str, Any]) -> bool:
+    if _CATALOG_RECORD_IRI in _types(node):
+        return True
+    for value in _as_list(node.get(_ADDITIONAL_TYPE)):
+        if isinstance(value, dict) and (
+            value.get("@value") == _CATALOG_RECORD_LITERAL
+            or value.get("@id") == _CATALOG_RECORD_IRI
+        ):
+            return True
+    return False
+
+
+def is_junk_id(value: Any) -> bool:
+    """Whether an ``@id`` cannot serve as an identity (empty, blank node, ``doi:null``...)."""
+    if not isinstance(value, str):
+        return True
+    text = value.strip()
+    return (
+        text.lower() in _JUNK_IDS
+        or text.startswith("_:")
+        or bool(_JUNK_LAST_SEGMENT.search(text))
+        or any(char.isspace() for char in text)
+    )
+
+
+def _walk_nodes(value: Any) -> Iterator[dict[str, Any]]:
+    """Every node object in an expanded tree (depth first, document order)."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            if "@value" in item:
+                continue
+            if "@list" in item:
+                stack.append(item["@list"])
+                continue
+            yield item
+            children = [v for k, v in item.items() if k not in ("@id", "@type", "@context")]
+            stack.extend(reversed(children))
+
+
+def _merge_into(target: dict[str, Any], other: dict[str, Any]) -> None:
+    for key, value in other.items():
+        if key == "@id":
+            continue
+        if key not in target:
+            target[key] = copy.deepcopy(value)
+            continue
+        if not isinstance(target[key], list) or not isinstance(value, list):
+            continue
+        seen = {json.dumps(item, sort_keys=True) for item in target[key]}
+        for item in value:
+            marker = json.dumps(item, sort_keys=True)
+            if marker not in seen:
+                target[key].append(copy.deepcopy(item))
+                seen.add(marker)
+
+
+def _build_index(top_nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Merge every node object that carries an ``@id`` into one node per id."""
+    index: dict[str, dict[str, Any]] = {}
+    for node in _walk_nodes(top_nodes):
+        node_id = node.get("@id")
+        if not isinstance(node_id, str) or _is_reference(node):
+            continue
+        if node_id in index:
+            _merge_into(index[node_id], node)
+        else:
+            index[node_id] = copy.deepcopy(node)
+    return index
+
+
+def _https_to_http(value: Any) -> tuple[Any, bool]:
+    """Map ``https://schema.org/`` keys, types and ids to ``http://schema.org/``."""
+    changed = False
+
+    def fix(iri: Any) -> Any:
+        nonlocal changed
+        if isinstance(iri, str) and iri.startswith(_SCHEMA_HTTPS):
+            changed = True
+            return SCHEMA + iri[len(_SCHEMA_HTTPS) :]
+        return iri
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, list):
+            return [walk(child) for child in item]
+        if not isinstance(item, dict):
+            return item
+        if "@value" in item:
+            return {k: (fix(v) if k == "@type" else v) for k, v in item.items()}
+        out: dict[str, Any] = {}
+        for key, child in item.items():
+            if key == "@id":
+                out[key] = fix(child)
+            elif key == "@type":
+                out[key] = [fix(t) for t in _as_list(child)]
+            else:
+                new_key = fix(key)
+                new_child = walk(child)
+                if new_key in out and isinstance(out[new_key], list):
+                    out[new_key].extend(_as_list(new_child))
+                else:
+                    out[new_key] = new_child
+        return out
+
+    return walk(value), changed
+
+
+# --- step 1: prepare the raw JSON --------------------------------------------------------
+
+
+def _prepare(document: Any, notes: list[str]) -> tuple[Any, bool]:
+    """Drop refused remote contexts and unusable ``@id`` values; tell whether a context exists."""
+    found_context = False
+
+    def clean_context(ctx: Any) -> Any:
+        entries = _as_list(ctx)
+        kept: list[Any] = []
+        for entry in entries:
+            if isinstance(entry, str) and not jsonld_loader.is_served(entry):
+                notes.append(f"remote context {entry} not loaded")
+                continue
+            kept.append(entry)
+        if not kept:
+            return None
+        return kept if isinstance(ctx, list) else kept[0]
+
+    def walk(item: Any, depth: int) -> Any:
+        nonlocal found_context
+        if isinstance(item, list):
+            return [walk(child, depth + 1) for child in item]
+        if not isinstance(item, dict):
+            return item
+        out: dict[str, Any] = {}
+        for key, child in item.items():
+            if key == "@context":
+                if depth <= 1:
+                    found_context = True
+                cleaned = clean_context(child)
+                if cleaned is not None:
+                    out[key] = cleaned
+            elif key == "@id" and (not isinstance(child, str) or not child.strip()):
+                notes.append(f"unusable @id {json.dumps(child)} ignored")
+            elif key == "@value":
+                out[key] = child
+            else:
+                out[key] = walk(child, depth + 1)
+        return out
+
+    return walk(document, 0), found_context
+
+
+# --- step 3: find the datasets -----------------------------------------------------------
+
+
+@dataclass
+class _Candidate:
+    node: dict[str, Any]
+    record: dict[str, Any] | None
+    how: str | None  # how the record was paired, for the notes
+
+
+def _top_nodes(expanded: list[Any]) -> list[dict[str, Any]]:
+    tops: list[dict[str, Any]] = []
+    for node in expanded:
+        if not isinstance(node, dict):
+            continue
+        if "@graph" in node:
+            tops.extend(n for n in _as_list(node["@graph"]) if isinstance(n, dict))
+            if len(set(node) - {"@id", "@graph"}) == 0:
+                continue
+        tops.append(node)
+    return tops
+
+
+def _find_candidates(
+    tops: list[dict[str, Any]], index: dict[str, dict[str, Any]]
+) -> list[_Candidate]:
+    order: list[str | int] = []
+    found: dict[str | int, _Candidate] = {}
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("@id"), str):
+            return index.get(value["@id"], value)
+        return value
+
+    def key_of(node: dict[str, Any]) -> str | int:
+        node_id = node.get("@id")
+        return node_id if isinstance(node_id, str) else id(node)
+
+    def add(node: dict[str, Any], record: dict[str, Any] | None, how: str | None) -> None:
+        key = key_of(node)
+        if key not in found:
+            order.append(key)
+            found[key] = _Candidate(node=node, record=record, how=how)
+        elif record is not None and found[key].record is None:
+            found[key].record = record
+            found[key].how = how
+
+    def visit(raw: Any, depth: int) -> None:
+        node = resolve(raw)
+        if not _is_node(node) or depth > 4:
+            return
+        if _is_dataset(node) and not _is_catalog_record(node):
+            add(node, None, None)
+        elif _ABOUT in node:
+            for target in _as_list(node[_ABOUT]):
+                resolved = resolve(target)
+                if (
+                    _is_node(resolved)
+                    and _is_dataset(resolved)
+                    and not _is_catalog_record(resolved)
+                ):
+                    how = (
+                        "metadata record joined to the Dataset by @id"
+                        if _is_reference(target)
+                        else "metadata record at the root with the resource under 'about'"
+                        " (older shape)"
+                    )
+                    add(resolved, node, how)
+        for element in _as_list(node.get(_ITEM_LIST_ELEMENT)):
+            element_node = resolve(element)
+            if _is_node(element_node) and _ITEM in element_node and not _is_dataset(element_node):
+                for item in _as_list(element_node[_ITEM]):
+                    visit(item, depth + 1)
+            else:
+                visit(element, depth + 1)
+
+    for top in tops:
+        visit(top, 0)
+    return [found[key] for key in order]
+
+
+# --- step 4: pair with the record and fix identities -------------------------------------
+
+
+def _choose_record(
+    resource: dict[str, Any], index: dict[str, dict[str, Any]], notes: list[str]
+) -> dict[str, Any] | None:
+    resource_id = resource.get("@id")
+    options: list[dict[str, Any]] = []
+    for value in _as_list(resource.get(_SUBJECT_OF)):
+        node = value
+        if isinstance(value, dict) and isinstance(value.get("@id"), str):
+            node = index.get(value["@id"], value)
+        if isinstance(node, dict) and _is_node(node):
+            options.append(node)
+
+    def score(node: dict[str, Any]) -> int:
+        if _is_catalog_record(node):
+            return 3
+        if any(
+            isinstance(ref, dict) and ref.get("@id") == resource_id and resource_id is not None
+            for ref in _as_list(node.get(_ABOUT))
+        ):
+            return 2
+        if _DCT_CONFORMS_TO in node or any(
+            _is_node(enc) and _DCT_CONFORMS_TO in enc for enc in _as_list(node.get(_ENCODING))
+        ):
+            return 1
+        return 0
+
+    ranked = sorted(options, key=score, reverse=True)
+    if not ranked or score(ranked[0]) == 0:
+        if options:
+            notes.append("schema:subjectOf holds no metadata record; its values were dropped")
+        return None
+    if len(options) > 1:
+        notes.append(f"schema:subjectOf had {len(options)} values; kept the metadata record")
+    return ranked[0]
+
+
+def _identifier_iri(resource: dict[str, Any]) -> str | None:
+    for value in _as_list(resource.get(_IDENTIFIER)):
+        if not isinstance(value, dict):
+            continue
+        candidates: list[Any] = []
+        if "@value" in value:
+            candidates.append(value["@value"])
+        elif _is_reference(value):
+            candidates.append(value["@id"])
+        else:
+            for key in (_URL, _VALUE):
+                candidates.extend(
+                    v.get("@value", v.get("@id"))
+                    for v in _as_list(value.get(key))
+                    if isinstance(v, dict)
+                )
+        for text in candidates:
+            if isinstance(text, str) and _IRI_LIKE.match(text.strip()) and not is_junk_id(text):
+                return text.strip()
+    return None
+
+
+def _canonical_profile(iri: str) -> str:
+    match = _CDIF_PROFILE.match(iri.strip())
+    if not match:
+        return iri
+    return f"https://w3id.org/cdif/{match['profile']}/{match['version']}"
+
+
+def _fix_record(
+    record: dict[str, Any], record_id: str, resource_id: str, notes: list[str]
+) -> dict[str, Any]:
+    record = copy.deepcopy(record)
+    record["@id"] = record_id
+    types = _types(record)
+    if _DATASET not in types:
+        if types:
+            shown = ", ".join(t.replace(SCHEMA, "schema:") for t in types)
+            notes.append(
+                f"metadata record typed {shown} also typed schema:Dataset + dcat:CatalogRecord"
+                " (CDIF core 1.0 shape)"
+            )
+        record["@type"] = [_DATASET, *types]
+    if not _is_catalog_record(record):
+        record.setdefault(_ADDITIONAL_TYPE, []).append({"@value": _CATALOG_RECORD_LITERAL})
+    record[_ABOUT] = [{"@id": resource_id}]
+    record.pop(_SUBJECT_OF, None)
+    if _DCT_CONFORMS_TO not in record:
+        lifted: list[Any] = []
+        for encoding in _as_list(record.get(_ENCODING)):
+            if _is_node(encoding):
+                lifted.extend(_as_list(encoding.get(_DCT_CONFORMS_TO)))
+        lifted.extend(_as_list(record.get(_SCHEMA_VERSION)))
+        if lifted:
+            record[_DCT_CONFORMS_TO] = copy.deepcopy(lifted)
+            notes.append("dcterms:conformsTo lifted from the record's encoding/schemaVersion")
+    profiles: list[Any] = []
+    for value in _as_list(record.get(_DCT_CONFORMS_TO)):
+        iri = value.get("@id", value.get("@value")) if isinstance(value, dict) else None
+        if isinstance(iri, str) and ("@value" in value or _is_reference(value)):
+            canonical = _canonical_profile(iri)
+            if canonical != iri.strip():
+                notes.append(f"conformance URI {iri} written as {canonical}")
+            profiles.append({"@id": canonical})
+        else:
+            profiles.append(value)
+    if profiles:
+        record[_DCT_CONFORMS_TO] = profiles
+    return record
+
+
+def _strip_fragment(url: str) -> str:
+    return urldefrag(url)[0] if url else "urn:cdif-harvester:unknown-document"
+
+
+# --- step 5: compact and shape -----------------------------------------------------------
+
+
+def _shape_value(key: str, value: Any, where: str) -> Any:
+    if key == "schema:creator":
+        if isinstance(value, dict) and "@list" in value:
+            value = {"@list": [_shape(v, "agent") for v in _as_list(value["@list"])]}
+            return value
+        return {"@list": [_shape(v, "agent") for v in _as_list(value)]}
+    wants_array = (
+        key in _ARRAY_KEYS_EVERYWHERE
+        or (where == "root" and key in _ARRAY_KEYS_ROOT)
+        or (where == "distribution" and key in _ARRAY_KEYS_DISTRIBUTION)
+        or (where == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
+    )
+    child_where = {
+        "schema:distribution": "distribution",
+        "schema:target": "entrypoint",
+    }.get(key, "node")
+    if key == "schema:subjectOf" and where == "root":
+        child_where = "record"
+    items = [_shape(v, child_where) for v in _as_list(value)]
+    if key in _STRING_VALUED_KEYS:
+        items = [v["@id"] if _is_reference(v) else v for v in items]
+    if key == "dcterms:conformsTo":
+        items = [{"@id": v} if isinstance(v, str) else v for v in items]
+    if wants_array or isinstance(value, list):
+        return items
+    return items[0] if items else value
+
+
+def _shape(value: Any, where: str) -> Any:
+    if isinstance(value, list):
+        return [_shape(v, where) for v in value]
+    if not isinstance(value, dict) or "@value" in value:
+        return value
+    if "@list" in value:
+        return {"@list": [_shape(v, where) for v in _as_list(value["@list"])]}
+    out: dict[str, Any] = {}
+    for key in ("@context", "@id", "@type"):
+        if key in value:
+            out[key] = _as_list(value[key]) if key == "@type" else value[key]
+    for key in sorted(k for k in value if k not in out):
+        out[key] = value[key] if key.startswith("@") else _shape_value(key, value[key], where)
+    return out
+
+
+def _compact(node: dict[str, Any]) -> dict[str, Any]:
+    context = jsonld_loader.cdif_context()
+    compacted = jsonld.compact(
+        node,
+        context,
+        {"documentLoader": jsonld_loader.document_loader, "skipExpansion": True},
+    )
+    if not isinstance(compacted, dict):
+        raise NormalisationError("JSON-LD compaction did not return an object")
+    compacted["@context"] = context
+    shaped = _shape(compacted, "root")
+    if not isinstance(shaped, dict):  # pragma: no cover - _shape keeps dicts as dicts
+        raise NormalisationError("shaping did not return an object")
+    return shaped
+
+
+# --- the entry point ---------------------------------------------------------------------
+
+
+def normalise(document: Any, *, document_url: str) -> list[NormalisedRecord]:
+    """Normalise a parsed JSON-LD document to CDIF 1.0 records, one per Dataset it holds.
+
+    ``document`` is parsed JSON (object or array); ``document_url`` is where it was found
+    (the base for relative ``@id`` and for fallback identities). See the module docstring for
+    the accepted shapes, the target shape and the identity rules.
+
+    Raises :class:`NormalisationError` with reason ``no-dataset`` when no Dataset node is
+    found, or ``normalisation-failed`` when the input is not JSON-LD that pyld can process.
+    """
+    if not isinstance(document, dict | list):
+        raise NormalisationError(
+            f"not a JSON-LD document: top-level JSON {type(document).__name__}",
+            reason="no-dataset",
+        )
+    doc_notes: list[str] = []
+    prepared, has_context = _prepare(document, doc_notes)
+    base = _strip_fragment(document_url)
+    options: dict[str, Any] = {"documentLoader": jsonld_loader.document_loader, "base": base}
+    if not has_context:
+        options["expandContext"] = {"@context": jsonld_loader.schema_org_context()}
+        doc_notes.append("no @context: read with the schema.org context")
+    try:
+        expanded = jsonld.expand(prepared, options)
+    except jsonld.JsonLdError as exc:
+        raise NormalisationError(
+            f"JSON-LD expansion failed ({getattr(exc, 'code', None) or exc.type}): "
+            f"{str(exc).splitlines()[0]}",
+            reason="normalisation-failed",
+        ) from exc
+    expanded, mapped = _https_to_http(expanded)
+    if mapped:
+        doc_notes.append("https://schema.org/ IRIs mapped to http://schema.org/")
+    tops = _top_nodes(_as_list(expanded))
+    index = _build_index(tops)
+    candidates = _find_candidates(tops, index)
+    if not candidates:
+        refused = [n for n in doc_notes if n.startswith("remote context")]
+        hint = f" ({'; '.join(refused)})" if refused else ""
+        raise NormalisationError(
+            f"no schema:Dataset node found in the document{hint}", reason="no-dataset"
+        )
+    several = len(candidates) > 1
+    results: list[NormalisedRecord] = []
+    for number, candidate in enumerate(candidates, start=1):
+        notes = list(doc_notes)
+        results.append(
+            _normalise_one(
+                candidate, index=index, base=base, number=number, several=several, notes=notes
+            )
+        )
+    return results
+
+
+def _normalise_one(
+    candidate: _Candidate,
+    *,
+    index: dict[str, dict[str, Any]],
+    base: str,
+    number: int,
+    several: bool,
+    notes: list[str],
+) -> NormalisedRecord:
+    resource = copy.deepcopy(candidate.node)
+    fallback = False
+    resource_id = resource.get("@id")
+    if is_junk_id(resource_id):
+        if isinstance(resource_id, str):
+            notes.append(f"resource @id {resource_id!r} is not a usable identifier")
+        identifier = _identifier_iri(resource)
+        if identifier is not None:
+            resource_id = identifier
+            notes.append(f"resource @id taken from schema:identifier: {identifier}")
+        else:
+            resource_id = f"{base}#resource-{number}"
+            fallback = True
+            notes.append(f"resource has no usable @id or identifier; fallback {resource_id}")
+    assert isinstance(resource_id, str)
+    resource["@id"] = resource_id
+
+    if candidate.record is not None:
+        record: dict[str, Any] | None = candidate.record
+        if candidate.how:
+            notes.append(candidate.how)
+    else:
+        record = _choose_record(candidate.node, index, notes)
+    record_fallback_id = f"{base}#record-{number}" if several else f"{base}#record"
+    if record is None:
+        record = {}
+        notes.append(f"no metadata record found; created an empty one, {record_fallback_id}")
+    record_id = record.get("@id")
+    if is_junk_id(record_id):
+        if record:
+            notes.append(f"metadata record has no usable @id; fallback {record_fallback_id}")
+        record_id = record_fallback_id
+        fallback = True
+    assert isinstance(record_id, str)
+    resource[_SUBJECT_OF] = [_fix_record(record, record_id, resource_id, notes)]
+    try:
+        shaped = _compact(resource)
+    except jsonld.JsonLdError as exc:
+        raise NormalisationError(
+            f"JSON-LD compaction failed: {str(exc).splitlines()[0]}",
+            reason="normalisation-failed",
+        ) from exc
+    return NormalisedRecord(
+        record=shaped,
+        record_id=record_id,
+        resource_id=resource_id,
+        identity_fallback=fallback,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,415 @@
+"""template.yaml: provisioned in moto from its own properties, and held to the house rules.
+
+The moto tests create the queues, bucket and table from the template (tests/support/aws.py) and
+check behaviour (S3 -> SQS notifications, redrive, environments). The property tests read the
+template and fail when someone breaks a rule: partial batch failures, dead-letter queues,
+visibility timeouts, a private encrypted bucket, an on-demand table with PITR, API keys on every
+method, and least-privilege policies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import unquote_plus
+
+import boto3
+import pytest
+
+from tests.support.aws import (
+    CATALOG_TABLE_ID,
+    RECORDS_BUCKET_ID,
+    ProvisionedStack,
+    function_ids,
+    load_template,
+    mocked_stack,
+)
+
+pytestmark = pytest.mark.aws
+
+TEMPLATE = load_template()
+RESOURCES: dict[str, Any] = TEMPLATE["Resources"]
+GLOBALS: dict[str, Any] = TEMPLATE.get("Globals", {}).get("Function", {})
+FUNCTIONS = function_ids(TEMPLATE)
+QUEUES = [lid for lid, res in RESOURCES.items() if res["Type"] == "AWS::SQS::Queue"]
+DEAD_LETTER_QUEUES = [
+    res["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    for lid, res in RESOURCES.items()
+    if lid in QUEUES and "RedrivePolicy" in res.get("Properties", {})
+]
+WORK_QUEUES = [lid for lid in QUEUES if lid not in DEAD_LETTER_QUEUES]
+
+# The pipeline of docs/architecture.md: who may send to which queue, and which queue feeds whom.
+SENDS_TO = {
+    "SchedulerFunction": {"SitemapExpanderQueue"},
+    "IntakeFunction": {"SitemapExpanderQueue"},
+    "SitemapExpanderFunction": {"UrlResolverQueue", "SitemapExpanderQueue"},
+    "UrlResolverFunction": {"ExtractorQueue"},
+    "ExtractorFunction": {"IndexerQueue"},
+    "IndexerFunction": set(),
+    "CrosswalkFunction": set(),
+}
+FEEDS = {
+    "SitemapExpanderQueue": "SitemapExpanderFunction",
+    "UrlResolverQueue": "UrlResolverFunction",
+    "ExtractorQueue": "ExtractorFunction",
+    "IndexerQueue": "IndexerFunction",
+    "CrosswalkQueue": "CrosswalkFunction",
+}
+READS_ONLY_CATALOG = {"IntakeFunction", "CrosswalkFunction"}
+SHARED_ENV = {
+    "RECORDS_BUCKET",
+    "CATALOG_TABLE",
+    "SITEMAP_QUEUE_URL",
+    "URL_QUEUE_URL",
+    "DOCUMENT_QUEUE_URL",
+    "INDEX_QUEUE_URL",
+    "ALLOW_LOOPBACK",
+    "POWERTOOLS_SERVICE_NAME",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_LOG_LEVEL",
+    "LOG_LEVEL",
+}
+DATA_SERVICES = ("s3:", "sqs:", "dynamodb:")
+POLICY_TEMPLATE_TARGETS = {
+    "SQSSendMessagePolicy": "QueueName",
+    "S3ReadPolicy": "BucketName",
+    "S3WritePolicy": "BucketName",
+    "S3CrudPolicy": "BucketName",
+    "DynamoDBReadPolicy": "TableName",
+    "DynamoDBWritePolicy": "TableName",
+    "DynamoDBCrudPolicy": "TableName",
+}
+
+
+def props(logical_id: str) -> dict[str, Any]:
+    properties: dict[str, Any] = RESOURCES[logical_id].get("Properties", {})
+    return properties
+
+
+def function_setting(function: str, name: str) -> Any:
+    return props(function).get(name, GLOBALS.get(name))
+
+
+def sqs_events(function: str) -> list[dict[str, Any]]:
+    events = props(function).get("Events", {}).values()
+    return [event["Properties"] for event in events if event["Type"] == "SQS"]
+
+
+def getatt_target(value: Any) -> str:
+    assert isinstance(value, dict) and "Fn::GetAtt" in value, value
+    target = value["Fn::GetAtt"]
+    return str(target[0])
+
+
+@pytest.fixture
+def stack() -> Iterator[ProvisionedStack]:
+    with mocked_stack() as provisioned:
+        yield provisioned
+
+
+def drain(queue_url: str) -> list[dict[str, Any]]:
+    """Receive and delete every visible message; return their parsed bodies."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    bodies: list[dict[str, Any]] = []
+    while True:
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get(
+            "Messages", []
+        )
+        if not messages:
+            return bodies
+        for message in messages:
+            bodies.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+# ----------------------------------------------------------------------------- under moto
+
+
+def test_records_put_notifies_the_crosswalk_queue_and_raw_put_does_not(
+    stack: ProvisionedStack,
+) -> None:
+    # Given the stack, with S3's configuration test event cleared from the queue
+    s3 = boto3.client("s3", region_name="us-east-1")
+    crosswalk_queue = stack.sqs_event_sources["CrosswalkFunction"].queue_url
+    assert [body.get("Event") for body in drain(crosswalk_queue)] == ["s3:TestEvent"]
+    record_key = "records/example.org/" + "0" * 32 + ".jsonld"
+
+    # When a raw document and then a record land in the bucket
+    s3.put_object(Bucket=stack.bucket_name, Key="raw/example.org/abc/def.html", Body=b"<html/>")
+    after_raw = drain(crosswalk_queue)
+    s3.put_object(Bucket=stack.bucket_name, Key=record_key, Body=b"{}")
+    after_record = drain(crosswalk_queue)
+
+    # Then only the record reaches the queue that feeds the crosswalk
+    assert after_raw == []
+    assert len(after_record) == 1
+    (notification,) = after_record[0]["Records"]
+    assert notification["eventName"].startswith("ObjectCreated:")
+    assert notification["s3"]["bucket"]["name"] == stack.bucket_name
+    # Keys arrive URL-encoded (AWS keeps '/', moto encodes it too): handlers must unquote_plus.
+    assert unquote_plus(notification["s3"]["object"]["key"]) == record_key
+    assert stack.consumer_of("CrosswalkQueue") == "CrosswalkFunction"
+
+
+def test_bucket_is_versioned_encrypted_private_and_tls_only(stack: ProvisionedStack) -> None:
+    s3 = boto3.client("s3", region_name="us-east-1")
+    bucket = stack.bucket_name
+    assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
+    (rule,) = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    block = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    assert block == {
+        "BlockPublicAcls": True,
+        "IgnorePublicAcls": True,
+        "BlockPublicPolicy": True,
+        "RestrictPublicBuckets": True,
+    }
+    ownership = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]
+    assert ownership["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    # moto cannot evaluate aws:SecureTransport: the TLS rule is checked in the template.
+    policy = stack.resolve(props("RecordsBucketPolicy"))
+    assert policy["Bucket"] == bucket
+    denials = [
+        statement
+        for statement in policy["PolicyDocument"]["Statement"]
+        if statement["Effect"] == "Deny"
+        and statement["Principal"] == "*"
+        and statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"
+    ]
+    assert denials, "the bucket policy must deny requests without TLS"
+    denied = {resource for statement in denials for resource in statement["Resource"]}
+    assert {f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"} <= denied
+    assert stack.moto_omissions == (
+        "RecordsBucketPolicy: statement DenyInsecureTransport not applied "
+        "(moto ignores its condition and would deny every request)",
+    )
+    rules = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    assert any(
+        r.get("Filter", {}).get("Prefix") == "staging/" and r["Expiration"]["Days"] == 7
+        for r in rules
+    )
+
+
+def test_table_is_on_demand_encrypted_with_point_in_time_recovery(
+    stack: ProvisionedStack,
+) -> None:
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    table = dynamodb.describe_table(TableName=stack.table_name)["Table"]
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["SSEDescription"]["Status"] in {"ENABLED", "ENABLING"}
+    assert {(k["AttributeName"], k["KeyType"]) for k in table["KeySchema"]} == {
+        ("pk", "HASH"),
+        ("sk", "RANGE"),
+    }
+    (gsi1,) = table["GlobalSecondaryIndexes"]
+    assert gsi1["IndexName"] == "gsi1"
+    assert gsi1["Projection"]["ProjectionType"] == "ALL"
+    backups = dynamodb.describe_continuous_backups(TableName=stack.table_name)
+    pitr = backups["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+    assert pitr["PointInTimeRecoveryStatus"] == "ENABLED"
+
+
+def test_work_queues_redrive_to_their_own_dead_letter_queue(stack: ProvisionedStack) -> None:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    for queue in WORK_QUEUES:
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=stack.queue_urls[queue], AttributeNames=["All"]
+        )["Attributes"]
+        redrive = json.loads(attributes["RedrivePolicy"])
+        dead_letters = queue.removesuffix("Queue") + "DeadLetterQueue"
+        assert redrive["deadLetterTargetArn"] == stack.queue_arns[dead_letters], queue
+        assert 1 <= int(redrive["maxReceiveCount"]) <= 10, queue
+        assert attributes["SqsManagedSseEnabled"] == "true", queue
+
+
+def test_every_function_sees_the_complete_resolved_environment(stack: ProvisionedStack) -> None:
+    for function in FUNCTIONS:
+        env = stack.function_env(function)
+        assert set(env) >= SHARED_ENV, function
+        assert env["RECORDS_BUCKET"] == stack.bucket_name
+        assert env["CATALOG_TABLE"] == stack.table_name
+        assert env["SITEMAP_QUEUE_URL"] == stack.queue_urls["SitemapExpanderQueue"]
+        assert env["URL_QUEUE_URL"] == stack.queue_urls["UrlResolverQueue"]
+        assert env["DOCUMENT_QUEUE_URL"] == stack.queue_urls["ExtractorQueue"]
+        assert env["INDEX_QUEUE_URL"] == stack.queue_urls["IndexerQueue"]
+        assert env["ALLOW_LOOPBACK"] == "false"
+        assert all(isinstance(value, str) and "${" not in value for value in env.values())
+    assert stack.function_env("SchedulerFunction")["SCHEDULED_ENTRY_URLS"] == ""
+
+
+def test_crosswalk_queue_policy_admits_only_the_records_bucket(stack: ProvisionedStack) -> None:
+    policy = props("CrosswalkQueuePolicy")
+    assert [getatt_target(q) if "Fn::GetAtt" in q else q["Ref"] for q in policy["Queues"]] == [
+        "CrosswalkQueue"
+    ]
+    (statement,) = stack.resolve(policy["PolicyDocument"])["Statement"]
+    assert statement["Principal"] == {"Service": "s3.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert statement["Resource"] == stack.queue_arns["CrosswalkQueue"]
+    conditions = statement["Condition"]
+    source_arn = conditions.get("ArnEquals", conditions.get("ArnLike", {}))["aws:SourceArn"]
+    assert source_arn == f"arn:aws:s3:::{stack.bucket_name}"
+    assert conditions["StringEquals"]["aws:SourceAccount"] == stack.account_id
+    depends = RESOURCES[RECORDS_BUCKET_ID].get("DependsOn", [])
+    assert "CrosswalkQueuePolicy" in ([depends] if isinstance(depends, str) else depends)
+
+
+def test_policies_name_only_provisioned_resources(stack: ProvisionedStack) -> None:
+    """No S3, SQS or DynamoDB action is granted on '*' or on anything outside the stack."""
+    queue_names = {stack.resolve({"Fn::GetAtt": [q, "QueueName"]}) for q in QUEUES}
+    table_arn = stack.resolve({"Fn::GetAtt": [CATALOG_TABLE_ID, "Arn"]})
+    bucket_arn = f"arn:aws:s3:::{stack.bucket_name}"
+    for function in FUNCTIONS:
+        for policy in props(function).get("Policies", []):
+            assert isinstance(policy, dict), f"{function}: managed policy {policy!r}"
+            if "Statement" not in policy:
+                ((name, arguments),) = policy.items()
+                target = stack.resolve(arguments[POLICY_TEMPLATE_TARGETS[name]])
+                assert target in queue_names | {stack.bucket_name, stack.table_name}, function
+                continue
+            for statement in stack.resolve(policy["Statement"]):
+                actions = statement["Action"]
+                actions = [actions] if isinstance(actions, str) else actions
+                if not any(a == "*" or a.startswith(DATA_SERVICES) for a in actions):
+                    continue
+                resources = statement["Resource"]
+                for resource in [resources] if isinstance(resources, str) else resources:
+                    assert resource != "*", f"{function}: {actions} on '*'"
+                    assert resource in {bucket_arn, table_arn, *stack.queue_arns.values()} or (
+                        resource.startswith((bucket_arn + "/", table_arn + "/index/"))
+                    ), f"{function}: {actions} on {resource}"
+
+
+# ----------------------------------------------------------------------------- template rules
+
+
+def test_every_sqs_consumer_reports_batch_item_failures() -> None:
+    consumers = [f for f in FUNCTIONS if sqs_events(f)]
+    assert consumers, "no function consumes a queue"
+    for function in consumers:
+        for event in sqs_events(function):
+            assert "ReportBatchItemFailures" in event.get("FunctionResponseTypes", []), function
+            assert event.get("BatchSize") == 10, function
+
+
+def test_every_work_queue_feeds_exactly_its_stage() -> None:
+    feeds = {
+        getatt_target(event["Queue"]): function
+        for function in FUNCTIONS
+        for event in sqs_events(function)
+    }
+    assert feeds == FEEDS
+    assert set(WORK_QUEUES) == set(FEEDS)
+
+
+def test_every_queue_has_its_own_dead_letter_queue() -> None:
+    assert len(DEAD_LETTER_QUEUES) == len(set(DEAD_LETTER_QUEUES)) == len(WORK_QUEUES)
+    for queue in WORK_QUEUES:
+        redrive = props(queue)["RedrivePolicy"]
+        dead_letters = getatt_target(redrive["deadLetterTargetArn"])
+        assert dead_letters == queue.removesuffix("Queue") + "DeadLetterQueue"
+        assert isinstance(redrive["maxReceiveCount"], int)
+        assert 1 <= redrive["maxReceiveCount"] <= 10
+        # A standard queue keeps the enqueue time on redrive: dead letters must outlive it.
+        retention = props(queue).get("MessageRetentionPeriod", 345600)
+        assert props(dead_letters)["MessageRetentionPeriod"] == 1209600
+        assert props(dead_letters)["MessageRetentionPeriod"] > retention
+        assert "RedrivePolicy" not in props(dead_letters)
+    for queue in QUEUES:
+        assert props(queue).get("SqsManagedSseEnabled") is True or props(queue).get(
+            "KmsMasterKeyId"
+        ), f"{queue} is not encrypted"
+
+
+def test_visibility_timeout_is_at_least_six_function_timeouts() -> None:
+    for function in FUNCTIONS:
+        timeout = function_setting(function, "Timeout")
+        for event in sqs_events(function):
+            queue = getatt_target(event["Queue"])
+            window = event.get("MaximumBatchingWindowInSeconds", 0)
+            assert props(queue)["VisibilityTimeout"] >= 6 * timeout + window, (function, queue)
+
+
+def test_bucket_properties_keep_it_private_versioned_and_encrypted() -> None:
+    bucket = props(RECORDS_BUCKET_ID)
+    assert bucket["VersioningConfiguration"]["Status"] == "Enabled"
+    (sse,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert sse["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    assert set(bucket["PublicAccessBlockConfiguration"].values()) == {True}
+    assert len(bucket["PublicAccessBlockConfiguration"]) == 4
+    assert RESOURCES[RECORDS_BUCKET_ID]["DeletionPolicy"] == "Retain"
+    (queue_config,) = bucket["NotificationConfiguration"]["QueueConfigurations"]
+    assert getatt_target(queue_config["Queue"]) == "CrosswalkQueue"
+    assert queue_config["Filter"]["S3Key"]["Rules"] == [{"Name": "prefix", "Value": "records/"}]
+
+
+def test_table_properties_keep_it_on_demand_with_pitr() -> None:
+    table = props(CATALOG_TABLE_ID)
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert table["SSESpecification"]["SSEEnabled"] is True
+    assert RESOURCES[CATALOG_TABLE_ID]["DeletionPolicy"] == "Retain"
+
+
+def test_every_api_method_requires_an_api_key() -> None:
+    apis = {lid for lid, res in RESOURCES.items() if res["Type"] == "AWS::Serverless::Api"}
+    assert not [lid for lid, res in RESOURCES.items() if res["Type"] == "AWS::Serverless::HttpApi"]
+    for api in apis:
+        auth = props(api)["Auth"]
+        assert auth["ApiKeyRequired"] is True, api
+        plan = auth["UsagePlan"]
+        assert plan["CreateUsagePlan"] in {"PER_API", "SHARED"}, api
+        assert {"RateLimit", "BurstLimit"} <= set(plan["Throttle"]), api
+        assert {"Limit", "Period"} <= set(plan["Quota"]), api
+        settings = props(api)["MethodSettings"]
+        assert any("ThrottlingRateLimit" in s and "ThrottlingBurstLimit" in s for s in settings)
+    routes = set()
+    for function in FUNCTIONS:
+        assert "FunctionUrlConfig" not in props(function), f"{function} has an open function URL"
+        for event in props(function).get("Events", {}).values():
+            assert event["Type"] != "HttpApi", function
+            if event["Type"] != "Api":
+                continue
+            api_event = event["Properties"]
+            # An Api event without RestApiId would create an implicit API without keys.
+            assert api_event.get("RestApiId", {}).get("Ref") in apis, function
+            assert api_event.get("Auth", {}).get("ApiKeyRequired", True) is True, function
+            routes.add((api_event["Method"].upper(), api_event["Path"]))
+    assert routes == {
+        ("POST", "/harvests"),
+        ("GET", "/runs/{run_id}"),
+        ("GET", "/records/{record_id}"),
+    }
+
+
+def test_functions_send_only_to_the_next_stage_and_read_only_where_they_read() -> None:
+    sends = {
+        function: {
+            getatt_target(policy["SQSSendMessagePolicy"]["QueueName"])
+            for policy in props(function).get("Policies", [])
+            if isinstance(policy, dict) and "SQSSendMessagePolicy" in policy
+        }
+        for function in FUNCTIONS
+    }
+    assert sends == SENDS_TO
+    for function in READS_ONLY_CATALOG:
+        names = {name for policy in props(function)["Policies"] for name in policy}
+        assert "DynamoDBReadPolicy" in names
+        assert not names & {"DynamoDBCrudPolicy", "DynamoDBWritePolicy"}, function
+
+
+def test_functions_share_runtime_tracing_and_a_layer_built_for_their_architecture() -> None:
+    layer = RESOURCES["CoreLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Properties"]["ContentUri"].rstrip("/") == "layers/core"
+    assert layer["Metadata"]["BuildMethod"] == "python3.11"
+    for function in FUNCTIONS:
+        assert function_setting(function, "Runtime") == "python3.11"
+        assert function_setting(function, "Tracing") == "Active"
+        assert {"Ref": "CoreLayer"} in function_setting(function, "Layers")
+        (architecture,) = function_setting(function, "Architectures")
+        assert layer["Metadata"].get("BuildArchitecture", "x86_64") == architecture
+        assert architecture in layer["Properties"]["CompatibleArchitectures"]
+        assert props(function)["CodeUri"].startswith("functions/")

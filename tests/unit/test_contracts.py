@@ -1,0 +1,96 @@
+"""The message contracts: round trips, and every kind of malformed message refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cdif_harvester.contracts import (
+    MAX_MESSAGE_BYTES,
+    DocumentJob,
+    DocumentRef,
+    IndexJob,
+    RecordStored,
+    SitemapJob,
+    UrlJob,
+    decode,
+    encode,
+)
+from cdif_harvester.errors import ContractError
+from cdif_harvester.model import TypedLink
+
+MESSAGES = [
+    SitemapJob(run_id="r1", source="example.org", url="https://example.org/robots.txt"),
+    UrlJob(
+        run_id="r1",
+        source="example.org",
+        url="https://example.org/a",
+        sitemap="https://example.org/sitemap.xml",
+        lastmod="2024-01-02",
+        links=(TypedLink(href="https://example.org/a.json", rel="describedby", type="application/ld+json"),),
+    ),
+    DocumentJob(
+        run_id="r1",
+        source="example.org",
+        url="https://example.org/a",
+        pattern="embedded-script",
+        documents=(DocumentRef(key="raw/x/y/z.html", url="https://example.org/a", media_type="text/html"),),
+    ),
+    IndexJob(run_id="r1", source="s", url="https://example.org/a", pattern="p", staged_key="staging/r1/x.json"),
+    RecordStored(key="records/s/abc.jsonld"),
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.KIND)
+def test_round_trip(message: object) -> None:
+    text = encode(message)  # type: ignore[arg-type]
+    data = json.loads(text)
+    assert data["v"] == 1
+    assert data["kind"] == message.KIND  # type: ignore[attr-defined]
+    assert decode(text, type(message)) == message
+
+
+def _wire(**changes: object) -> str:
+    data = json.loads(encode(MESSAGES[1]))
+    data.update(changes)
+    return json.dumps({k: v for k, v in data.items() if v is not ...})
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ("not json", "not JSON"),
+        ("[]", "not a JSON object"),
+        (_wire(v=2), "version"),
+        (_wire(kind="nope"), "unknown message kind"),
+        (_wire(url=...), "missing required field 'url'"),
+        (_wire(url=5), "expected a string"),
+        (_wire(cdif_agent="yes"), "expected a boolean"),
+        (_wire(extra=1), "unknown field"),
+        (_wire(links=[{"rel": "describedby"}]), "missing required field 'href'"),
+        (_wire(links="x"), "expected an array"),
+    ],
+)
+def test_malformed_messages_are_refused(raw: str, fragment: str) -> None:
+    with pytest.raises(ContractError, match=fragment):
+        decode(raw, UrlJob)
+
+
+def test_wrong_kind_for_the_queue_is_refused() -> None:
+    with pytest.raises(ContractError, match="expected a url-job"):
+        decode(encode(MESSAGES[0]), UrlJob)
+
+
+def test_large_payloads_must_go_by_key() -> None:
+    huge = DocumentJob(
+        run_id="r",
+        source="s",
+        url="u",
+        pattern="p",
+        documents=tuple(DocumentRef(key="k" * 1000, url="u", media_type="t") for _ in range(300)),
+    )
+    with pytest.raises(ContractError, match="object store") as info:
+        encode(huge)
+    assert info.value.reason == "message-too-large"
+    assert MAX_MESSAGE_BYTES < 256 * 1024

@@ -1,0 +1,133 @@
+"""Finding and parsing JSON-LD blocks (golden page in, expected blocks out)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdif_harvester.domain.extraction import (
+    ExtractionError,
+    JsonLdBlock,
+    find_jsonld_scripts,
+    has_dataset,
+    parse_jsonld,
+)
+from cdif_harvester.errors import PermanentError
+
+GOLDEN = Path(__file__).parent / "golden" / "extraction"
+
+
+def _summarise(block: JsonLdBlock) -> dict[str, Any]:
+    summary: dict[str, Any] = {"index": block.index, "profile": block.profile}
+    try:
+        parsed = parse_jsonld(block.text)
+    except ExtractionError as exc:
+        summary.update(error=exc.reason, message=str(exc))
+        return summary
+    summary.update(has_dataset=has_dataset(parsed.data), repairs=list(parsed.repairs))
+    return summary
+
+
+def test_page_with_several_blocks_matches_golden() -> None:
+    # Given a page with four JSON-LD blocks (one Organization, one needing repairs, one wrapped
+    # in an HTML comment inside a <div>, one broken) and a JavaScript block
+    page = (GOLDEN / "page_several_blocks.html").read_bytes()
+    # When the blocks are found and parsed
+    summaries = [_summarise(block) for block in find_jsonld_scripts(page)]
+    # Then they match the expected output, in document order
+    expected = json.loads((GOLDEN / "page_several_blocks.expected.json").read_text())
+    assert summaries == expected
+
+
+def test_script_type_is_case_insensitive_and_profile_is_captured() -> None:
+    html = (
+        b'<script type="APPLICATION/ld+json;profile=https://w3id.org/cdif/core/1.0">{}</script>'
+        b'<script type="application/json">{}</script>'
+        b'<script type="application/ld+json" profile="https://p.example/x">[]</script>'
+    )
+    blocks = find_jsonld_scripts(html)
+    assert [(b.index, b.profile, b.text) for b in blocks] == [
+        (0, "https://w3id.org/cdif/core/1.0", "{}"),
+        (1, "https://p.example/x", "[]"),
+    ]
+
+
+@pytest.mark.parametrize("html", [b"", b"   ", b"<html><body>no scripts</body>", b"\x00\xff<<<"])
+def test_pages_without_blocks_give_an_empty_list(html: bytes) -> None:
+    assert find_jsonld_scripts(html) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "repairs"),
+    [
+        ('{"a": 1}', ()),
+        ('\ufeff{"a": 1}', ("stripped byte order mark",)),
+        ('<![CDATA[{"a": 1}]]>', ("removed CDATA or HTML comment wrapper",)),
+        ('<!-- {"a": 1} -->', ("removed CDATA or HTML comment wrapper",)),
+        ("{&quot;a&quot;: 1}", ("unescaped HTML entities",)),
+        ('{"a": 1,}', ("removed trailing commas",)),
+        ('{"a": [1, 2,\n ],\n}', ("removed trailing commas",)),
+        (
+            "\ufeff<!--{&quot;a&quot;: 1,}-->",
+            (
+                "stripped byte order mark",
+                "removed CDATA or HTML comment wrapper",
+                "unescaped HTML entities",
+                "removed trailing commas",
+            ),
+        ),
+    ],
+)
+def test_parse_jsonld_repairs_and_records_them(text: str, repairs: tuple[str, ...]) -> None:
+    parsed = parse_jsonld(text)
+    assert parsed.data in ({"a": 1}, {"a": [1, 2]})
+    assert parsed.repairs == repairs
+
+
+def test_trailing_comma_inside_a_string_is_kept() -> None:
+    parsed = parse_jsonld('{"a": "x,}", "b": [1,],}')
+    assert parsed.data == {"a": "x,}", "b": [1]}
+
+
+def test_parse_jsonld_accepts_bytes() -> None:
+    assert parse_jsonld(b'\xef\xbb\xbf{"name": "caf\xc3\xa9"}').data == {"name": "café"}
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{"a": 1 "b": 2}', "line 1, column 9"),
+        ('{\n  "a": 1,\n  "b" 2\n}', "line 3, column 7"),
+        ("", "empty"),
+    ],
+)
+def test_unrepairable_json_raises_a_permanent_error_with_position(text: str, where: str) -> None:
+    with pytest.raises(ExtractionError) as caught:
+        parse_jsonld(text)
+    assert isinstance(caught.value, PermanentError)
+    assert caught.value.reason == "malformed-json"
+    assert where in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"@type": "Dataset"}, True),
+        ({"@type": ["schema:Dataset", "schema:CreativeWork"]}, True),
+        ({"@type": "https://schema.org/Dataset"}, True),
+        ({"type": "http://schema.org/Dataset"}, True),
+        ([{"@type": "Organization"}, {"@type": "Dataset"}], True),
+        ({"@graph": [{"@type": "Person"}, {"@type": "Dataset"}]}, True),
+        ({"@type": "DigitalDocument", "about": {"@type": "Dataset"}}, True),
+        ({"@type": "ItemList", "itemListElement": [{"about": {"@type": "Dataset"}}]}, True),
+        ({"@type": "Organization"}, False),
+        ({"@type": "DatasetX"}, False),
+        ({"name": "Dataset"}, False),
+        ("Dataset", False),
+        (None, False),
+    ],
+)
+def test_has_dataset(data: Any, expected: bool) -> None:
+    assert has_dataset(data) is expected
