@@ -16,4 +16,5 @@ app = build_api(ports)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Route the request."""
+    metrics.add_metric(name="ApiRequests", unit="Count", value=1)
     return app.resolve(event, context)
