@@ -1,4 +1,7 @@
-"""Extractor Lambda handler: one SQS batch of DocumentJob messages -> extract_documents, partial failures reported."""
+"""Extractor Lambda handler: one SQS batch -> one stage call per message.
+
+Partial batch failures are reported; see cdif_harvester.aws_runtime.handle_sqs_batch.
+"""
 
 from typing import Any
 

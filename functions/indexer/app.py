@@ -1,4 +1,7 @@
-"""Indexer Lambda handler: one SQS batch of IndexJob messages -> index_records, partial failures reported."""
+"""Indexer Lambda handler: one SQS batch -> one stage call per message.
+
+Partial batch failures are reported; see cdif_harvester.aws_runtime.handle_sqs_batch.
+"""
 
 from typing import Any
 

@@ -1,4 +1,7 @@
-"""Sitemap expander Lambda handler: one SQS batch of SitemapJob messages -> expand_sitemap, partial failures reported."""
+"""Sitemap expander Lambda handler: one SQS batch -> one stage call per message.
+
+Partial batch failures are reported; see cdif_harvester.aws_runtime.handle_sqs_batch.
+"""
 
 from typing import Any
 

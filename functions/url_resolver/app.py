@@ -1,4 +1,7 @@
-"""URL resolver Lambda handler: one SQS batch of UrlJob messages -> resolve_url, partial failures reported."""
+"""URL resolver Lambda handler: one SQS batch -> one stage call per message.
+
+Partial batch failures are reported; see cdif_harvester.aws_runtime.handle_sqs_batch.
+"""
 
 from typing import Any
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -17,6 +18,9 @@ from cdif_harvester.model import Outcome
 from tests.support.aws import ProvisionedStack, mocked_stack
 from tests.support.pipeline import invoke, run_pipeline
 
+INTAKE_EVENT = (
+    Path(__file__).resolve().parents[2] / "infrastructure/events/intake-post-harvest.json"
+)
 pytestmark = [pytest.mark.aws, pytest.mark.network]
 
 EXPECTED = {
@@ -44,8 +48,7 @@ def site() -> Iterator[PublisherSite]:
 
 
 def _api_post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-    with open("infrastructure/events/intake-post-harvest.json", encoding="utf-8") as handle:
-        event: dict[str, Any] = json.load(handle)
+    event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["path"] = event["resource"] = path
     event["body"] = json.dumps(body)
     return event
@@ -76,7 +79,9 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
         "IndexerFunction",
         "CrosswalkFunction",
     }
-    catalog = DynamoCatalog(boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name))
+    catalog = DynamoCatalog(
+        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    )
     outcomes = {o.url.removeprefix(site.base_url): o for o in catalog.outcomes(run_id)}
     assert {path: o.outcome for path, o in outcomes.items()} == {
         path: outcome for path, (outcome, _) in EXPECTED.items()
@@ -94,13 +99,17 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
         assert ref.record_key in keys and ref.report_key in keys
         entry = catalog.get_record(ref.record_id)
         assert entry is not None and entry.valid is valid and entry.record_key == ref.record_key
-        record = json.loads(s3.get_object(Bucket=stack.bucket_name, Key=ref.record_key)["Body"].read())
+        record = json.loads(
+            s3.get_object(Bucket=stack.bucket_name, Key=ref.record_key)["Body"].read()
+        )
         assert "schema:Dataset" in record["@type"]
         if valid:
             assert set(ref.view_keys) == set(VIEW_NAMES)
             assert set(ref.view_keys.values()) <= keys, f"views missing for {path}"
             kernel = json.loads(
-                s3.get_object(Bucket=stack.bucket_name, Key=ref.view_keys["pid-kernel"])["Body"].read()
+                s3.get_object(Bucket=stack.bucket_name, Key=ref.view_keys["pid-kernel"])[
+                    "Body"
+                ].read()
             )
             assert kernel  # the PID Kernel view names the object (content checked in unit tests)
         else:
@@ -122,9 +131,13 @@ def test_loopback_is_refused_unless_the_deployment_allows_it(
         stack, "IntakeFunction", _api_post("/harvests", {"url": site.url("/robots.txt")})
     )
     run_id = json.loads(response["body"])["run_id"]
-    stats = run_pipeline(boto3.client("sqs", region_name=stack.region), stack)  # ALLOW_LOOPBACK false
+    stats = run_pipeline(
+        boto3.client("sqs", region_name=stack.region), stack
+    )  # ALLOW_LOOPBACK false
     assert stats.failures == []
-    catalog = DynamoCatalog(boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name))
+    catalog = DynamoCatalog(
+        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    )
     (outcome,) = catalog.outcomes(run_id)
     assert outcome.outcome is Outcome.BLOCKED
     assert outcome.reason and outcome.reason.startswith("loopback-address")

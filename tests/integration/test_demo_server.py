@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator, FormatChecker
+from lxml import html
+
 from cdif_harvester import USER_AGENT
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.domain.robots import parse_robots
 from cdif_harvester.domain.sitemap import SitemapEntry, parse_sitemap
-from jsonschema import Draft202012Validator, FormatChecker
-from lxml import html
 
 pytestmark = pytest.mark.network
 

@@ -23,6 +23,7 @@ from typing import Any
 import httpcore
 import httpx
 import pytest
+
 from cdif_harvester import CONTACT_URL, PRODUCT
 from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
 from cdif_harvester.errors import (
@@ -35,7 +36,6 @@ from cdif_harvester.errors import (
     RedirectError,
 )
 from cdif_harvester.ports import Fetcher
-
 from tests.support import netguard
 from tests.support.httpserver import LocalHTTPServer
 

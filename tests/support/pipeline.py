@@ -22,7 +22,9 @@ STAGE_FUNCTIONS = [
 
 
 @contextmanager
-def function_environment(stack: ProvisionedStack, function: str, **overrides: str) -> Iterator[None]:
+def function_environment(
+    stack: ProvisionedStack, function: str, **overrides: str
+) -> Iterator[None]:
     """Give the process exactly the environment ``function`` has on Lambda (plus overrides), and
     a fresh execution environment (the cached ports are rebuilt)."""
     from cdif_harvester import aws_runtime

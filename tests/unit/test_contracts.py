@@ -28,16 +28,28 @@ MESSAGES = [
         url="https://example.org/a",
         sitemap="https://example.org/sitemap.xml",
         lastmod="2024-01-02",
-        links=(TypedLink(href="https://example.org/a.json", rel="describedby", type="application/ld+json"),),
+        links=(
+            TypedLink(
+                href="https://example.org/a.json", rel="describedby", type="application/ld+json"
+            ),
+        ),
     ),
     DocumentJob(
         run_id="r1",
         source="example.org",
         url="https://example.org/a",
         pattern="embedded-script",
-        documents=(DocumentRef(key="raw/x/y/z.html", url="https://example.org/a", media_type="text/html"),),
+        documents=(
+            DocumentRef(key="raw/x/y/z.html", url="https://example.org/a", media_type="text/html"),
+        ),
     ),
-    IndexJob(run_id="r1", source="s", url="https://example.org/a", pattern="p", staged_key="staging/r1/x.json"),
+    IndexJob(
+        run_id="r1",
+        source="s",
+        url="https://example.org/a",
+        pattern="p",
+        staged_key="staging/r1/x.json",
+    ),
     RecordStored(key="records/s/abc.jsonld"),
 ]
 

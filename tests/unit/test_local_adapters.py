@@ -40,7 +40,9 @@ def test_directory_store_refuses_keys_that_escape(tmp_path: Path, key: str) -> N
 
 def test_notifying_store_announces_records_only(tmp_path: Path) -> None:
     queue = InProcessQueue()
-    store = NotifyingObjectStore(DirectoryObjectStore(tmp_path), queue, prefix="records/", target="cw")
+    store = NotifyingObjectStore(
+        DirectoryObjectStore(tmp_path), queue, prefix="records/", target="cw"
+    )
     store.put("raw/s/x.html", b"x")
     assert queue.pending("cw") == 0
     store.put("records/s/x.jsonld", b"{}")
@@ -51,11 +53,21 @@ def test_notifying_store_announces_records_only(tmp_path: Path) -> None:
 
 def _outcome(run: str, url: str, outcome: Outcome) -> UrlOutcome:
     ref = RecordRef(
-        record_id="r1", resource_id="d1", valid=False, errors=("schema:name is required",),
-        record_key="records/s/k.jsonld", report_key="reports/s/k.json",
+        record_id="r1",
+        resource_id="d1",
+        valid=False,
+        errors=("schema:name is required",),
+        record_key="records/s/k.jsonld",
+        report_key="reports/s/k.json",
     )
-    return UrlOutcome(run_id=run, source="s", url=url, outcome=outcome, pattern="embedded-script",
-                      records=(ref,) if outcome is Outcome.RECORD else ())
+    return UrlOutcome(
+        run_id=run,
+        source="s",
+        url=url,
+        outcome=outcome,
+        pattern="embedded-script",
+        records=(ref,) if outcome is Outcome.RECORD else (),
+    )
 
 
 def test_catalogue_keeps_one_outcome_per_url_and_run(tmp_path: Path) -> None:
@@ -78,11 +90,21 @@ def test_catalogue_keeps_one_outcome_per_url_and_run(tmp_path: Path) -> None:
 def test_catalogue_records(tmp_path: Path) -> None:
     catalog = SqliteCatalog(tmp_path / "c.sqlite")
     entry = CatalogEntry(
-        record_id="https://e.org/md/1", resource_id="https://doi.org/10.5072/1", source="e.org",
-        url="https://e.org/1", title="T", pattern="embedded-script", valid=True,
-        conformance="https://w3id.org/cdif/core/1.0", date_modified="2024-01-01",
-        sd_date_published=None, content_hash="abc", record_key="records/e.org/k.jsonld",
-        report_key="reports/e.org/k.json", run_id="run1", harvested_at="2024-01-01T00:00:00+00:00",
+        record_id="https://e.org/md/1",
+        resource_id="https://doi.org/10.5072/1",
+        source="e.org",
+        url="https://e.org/1",
+        title="T",
+        pattern="embedded-script",
+        valid=True,
+        conformance="https://w3id.org/cdif/core/1.0",
+        date_modified="2024-01-01",
+        sd_date_published=None,
+        content_hash="abc",
+        record_key="records/e.org/k.jsonld",
+        report_key="reports/e.org/k.json",
+        run_id="run1",
+        harvested_at="2024-01-01T00:00:00+00:00",
     )
     catalog.put_record(entry)
     assert catalog.get_record("https://e.org/md/1") == entry

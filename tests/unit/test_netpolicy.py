@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+
 from cdif_harvester.adapters import netpolicy
 from cdif_harvester.adapters.netpolicy import (
     REASONS,

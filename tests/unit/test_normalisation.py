@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyld import jsonld
+
 from cdif_harvester.domain import jsonld_loader
 from cdif_harvester.domain.normalisation import (
     NormalisationError,
@@ -16,7 +18,6 @@ from cdif_harvester.domain.normalisation import (
 )
 from cdif_harvester.domain.validation import validate_record
 from cdif_harvester.errors import PermanentError
-from pyld import jsonld
 
 GOLDEN = Path(__file__).parent / "golden" / "normalisation"
 DOCUMENT_URL = "https://pub.example/page.html#frag"

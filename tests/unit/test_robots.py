@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
 
 ROBOTS_URL = "https://data.example.org/robots.txt"

@@ -8,6 +8,7 @@ import tracemalloc
 import zlib
 
 import pytest
+
 from cdif_harvester.domain.sitemap import (
     ParsedSitemap,
     SitemapEntry,

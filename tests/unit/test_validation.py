@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cdif_harvester.domain.validation import (
     ValidationReport,
     declared_conformance,

@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from cdif_harvester.adapters.local import SystemClock
 from cdif_harvester.contracts import (
     DOCUMENT_QUEUE,
     INDEX_QUEUE,
@@ -32,6 +33,7 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.errors import ContractError, PermanentError
 from cdif_harvester.stages import Ports, run_job
+from cdif_harvester.stages.crosswalk import keys_from_s3_event
 
 __all__ = [
     "AwsConfig",
@@ -88,11 +90,15 @@ class AwsConfig:
 @cache
 def ports() -> Ports:
     """Build (once per execution environment) the ports of a Lambda function."""
-    import boto3  # imported here: keeps handler import (cold start) light
+    # Imported on first use, not at module import: keeps the handler's cold start light.
+    import boto3  # noqa: PLC0415
 
-    from cdif_harvester.adapters.aws import DynamoCatalog, S3ObjectStore, SqsQueue
-    from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
-    from cdif_harvester.adapters.local import SystemClock
+    from cdif_harvester.adapters.aws import (  # noqa: PLC0415
+        DynamoCatalog,
+        S3ObjectStore,
+        SqsQueue,
+    )
+    from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher  # noqa: PLC0415
 
     config = AwsConfig.from_env(os.environ)
     return Ports(
@@ -126,7 +132,9 @@ def handle_sqs_batch(
         try:
             job = decode(record.body, contract)
         except ContractError as exc:
-            logger.error("message breaks its contract", message_id=record.message_id, error=str(exc))
+            logger.error(
+                "message breaks its contract", message_id=record.message_id, error=str(exc)
+            )
             metrics.add_metric(name="BadMessages", unit=MetricUnit.Count, value=1)
             return
         logger.append_keys(run_id=getattr(job, "run_id", None), url=getattr(job, "url", None))
@@ -137,9 +145,10 @@ def handle_sqs_batch(
         metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
 
     metrics.add_metric(name="Batches", unit=MetricUnit.Count, value=1)
-    return process_partial_response(
+    response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    return dict(response)
 
 
 def handle_s3_notifications(
@@ -150,8 +159,6 @@ def handle_s3_notifications(
     A notification that names no record (the ``s3:TestEvent``, a key outside ``records/``) is
     logged and consumed.
     """
-    from cdif_harvester.stages.crosswalk import keys_from_s3_event
-
     if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
         raise ContractError("not an SQS event: no Records list")
     processor = BatchProcessor(event_type=EventType.SQS)
@@ -171,6 +178,7 @@ def handle_s3_notifications(
         metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
 
     metrics.add_metric(name="Batches", unit=MetricUnit.Count, value=1)
-    return process_partial_response(
+    response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    return dict(response)

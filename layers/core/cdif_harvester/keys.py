@@ -10,7 +10,7 @@
     records/<source>/<record-key>.jsonld                 the record normalised to CDIF 1.0
     reports/<source>/<record-key>.json                   its validation report
     views/<source>/<record-key>/pid-kernel.json          PID Kernel view (Appendix 2)
-    views/<source>/<record-key>/linkset.json             Signposting linkset, application/linkset+json
+    views/<source>/<record-key>/linkset.json             Signposting linkset (linkset+json)
     views/<source>/<record-key>/linkset.txt              Signposting linkset, application/linkset
     views/<source>/<record-key>/link-header.txt          Signposting HTTP Link header value
     views/<source>/<record-key>/links.html               Signposting HTML <link> elements

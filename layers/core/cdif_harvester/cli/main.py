@@ -20,9 +20,12 @@ from pathlib import Path
 
 from cdif_harvester import __version__
 from cdif_harvester.cli.runner import HarvestSummary, LocalHarvester, default_progress
+from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.stages.intake import InvalidEntryUrl
 
 __all__ = ["main"]
+
+DEMO_PORT = 8765
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="output directory")
+    demo.add_argument(
+        "--port",
+        type=int,
+        default=DEMO_PORT,
+        help=f"port of the demo site on 127.0.0.1 (default {DEMO_PORT}, so record ids stay the "
+        "same from one demo run to the next; 0 picks a free port)",
+    )
     demo.add_argument("--quiet", action="store_true", help="no progress output")
     return parser
 
@@ -66,9 +76,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_summary(summary, args.out)
         return 0
     if args.command == "demo":
-        from cdif_harvester.demo.server import PublisherSite, demo_site_dir
-
-        with PublisherSite(demo_site_dir()) as site:
+        try:
+            site = PublisherSite(demo_site_dir(), port=args.port).start()
+        except OSError as exc:
+            print(
+                f"cdif-harvest: port {args.port} unavailable ({exc}); using a free port",
+                file=sys.stderr,
+            )
+            site = PublisherSite(demo_site_dir(), port=0).start()
+        with site:
             if progress is not None:
                 print(f"demo publisher site serving at {site.base_url}", file=progress)
             with LocalHarvester(args.out, allow_loopback=True, progress=progress) as harvester:

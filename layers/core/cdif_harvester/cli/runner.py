@@ -221,8 +221,9 @@ class LocalHarvester:
         self._last_progress = now
         done = Counter(o.outcome.value for o in self.catalog.outcomes(run_id))
         waiting = {name: self.queue.pending(name) for name, _, _ in _STAGES}
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(done.items())) or "-"
         self._say(
-            f"  {sum(done.values())} URLs done ({', '.join(f'{k} {v}' for k, v in sorted(done.items())) or '-'}); "
+            f"  {sum(done.values())} URLs done ({counts}); "
             f"waiting: {waiting[SITEMAP_QUEUE]} sitemaps, {waiting[URL_QUEUE]} URLs, "
             f"{waiting[DOCUMENT_QUEUE] + waiting[INDEX_QUEUE]} documents"
         )

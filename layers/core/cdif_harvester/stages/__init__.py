@@ -69,9 +69,7 @@ def record_outcome(
     return result
 
 
-def settle(
-    ports: Ports, *, run_id: str, source: str, url: str, error: HarvestError
-) -> UrlOutcome:
+def settle(ports: Ports, *, run_id: str, source: str, url: str, error: HarvestError) -> UrlOutcome:
     """Record the outcome a permanent (or finally given-up retryable) error ends a URL in.
 
     The reason is ``<code>: <details>`` so it is both machine-groupable and readable.

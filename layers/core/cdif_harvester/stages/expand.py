@@ -1,8 +1,8 @@
 """Stage 2: the sitemap expander turns robots.txt, sitemaps and sitemap indexes into URL jobs.
 
 Main path: robots.txt -> its ``Sitemap:`` lines -> sitemap index -> sitemaps -> one URL job per
-``<loc>``. A URL disallowed by the host's robots.txt ends here with the outcome ``disallowed`` and is
-never fetched. An entry URL that turns out to be an HTML page is harvested as a single page.
+``<loc>``. A URL disallowed by the host's robots.txt ends here with the outcome ``disallowed``
+and is never fetched. An entry URL that turns out to be an HTML page is harvested as a single page.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
     return [(0, body)]
 
 
-def _extract_block(
+def _extract_block(  # noqa: PLR0917 - private helper filling two accumulators
     ref: DocumentRef,
     index: int,
     text: str | bytes,

@@ -12,7 +12,12 @@ from __future__ import annotations
 import json
 
 from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, DocumentRef, UrlJob, encode
-from cdif_harvester.domain.extraction import ExtractionError, find_jsonld_scripts, has_dataset, parse_jsonld
+from cdif_harvester.domain.extraction import (
+    ExtractionError,
+    find_jsonld_scripts,
+    has_dataset,
+    parse_jsonld,
+)
 from cdif_harvester.errors import FetchFailed, PermanentError
 from cdif_harvester.keys import raw_key, raw_meta_key
 from cdif_harvester.model import FetchResponse, Outcome, UrlOutcome
@@ -89,7 +94,9 @@ def store_raw(ports: Ports, job: UrlJob, response: FetchResponse, pattern: str) 
     """Keep a fetched document as fetched, with a provenance file beside it; return its ref."""
     extension = "html" if response.media_type in _HTML_TYPES else "json"
     key = raw_key(job.source, response.url, response.body, extension)
-    ports.store.put(key, response.body, content_type=response.media_type or "application/octet-stream")
+    ports.store.put(
+        key, response.body, content_type=response.media_type or "application/octet-stream"
+    )
     provenance = {
         "url": job.url,
         "final_url": response.url,
