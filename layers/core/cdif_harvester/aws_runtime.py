@@ -123,8 +123,7 @@ def handle_sqs_batch(
     redelivers and finally dead-letters. Raises ContractError when ``event`` is not an SQS
     event at all (a dict without ``Records`` is not an empty batch).
     """
-    if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
-        raise ContractError("not an SQS event: no Records list")
+    _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
     bundle = ports()
 
@@ -159,8 +158,7 @@ def handle_s3_notifications(
     A notification that names no record (the ``s3:TestEvent``, a key outside ``records/``) is
     logged and consumed.
     """
-    if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
-        raise ContractError("not an SQS event: no Records list")
+    _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
     bundle = ports()
 
@@ -182,3 +180,10 @@ def handle_s3_notifications(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
     return dict(response)
+
+
+def _require_sqs_event(event: Any) -> None:
+    """Refuse an event that is not an SQS batch (a dict without Records is not an empty batch)."""
+    if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
+        metrics.add_metric(name="BadEvents", unit=MetricUnit.Count, value=1)
+        raise ContractError("not an SQS event: no Records list")

@@ -1,0 +1,165 @@
+"""Every handler on every event file of infrastructure/events, under moto.
+
+The event files are what ``sam local invoke`` sends; running them here keeps them valid. They are
+run in pipeline order, so each one does real work: the publisher host of the files
+(``https://data.example.org``) is served by the demo site on 127.0.0.1, and objects the later
+events name are the ones the earlier events made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from cdif_harvester.contracts import (
+    DocumentJob,
+    IndexJob,
+    SitemapJob,
+    UrlJob,
+    decode,
+)
+from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.errors import ContractError
+from cdif_harvester.keys import VIEW_NAMES, parse_records_key, view_keys
+from tests.support.aws import ProvisionedStack, mocked_stack
+from tests.support.pipeline import invoke
+
+pytestmark = [pytest.mark.aws, pytest.mark.network]
+
+EVENTS = Path(__file__).resolve().parents[2] / "infrastructure" / "events"
+PUBLISHER = "https://data.example.org"
+FUNCTIONS = {
+    "scheduler.json": "SchedulerFunction",
+    "intake-post-harvest.json": "IntakeFunction",
+    "sitemap-expander.json": "SitemapExpanderFunction",
+    "url-resolver.json": "UrlResolverFunction",
+    "extractor.json": "ExtractorFunction",
+    "indexer.json": "IndexerFunction",
+    "crosswalk.json": "CrosswalkFunction",
+}
+
+
+def _event(name: str, site: PublisherSite | None = None) -> dict[str, Any]:
+    text = (EVENTS / name).read_text(encoding="utf-8")
+    if site is not None:  # send the fetching stages to the demo publisher on 127.0.0.1
+        text = text.replace(PUBLISHER, site.base_url)
+    event: dict[str, Any] = json.loads(text)
+    return event
+
+
+def _take(sqs: Any, stack: ProvisionedStack, queue: str) -> list[str]:
+    url = stack.queue_urls[queue]
+    bodies = []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        for message in messages:
+            bodies.append(message["Body"])
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return bodies
+
+
+@pytest.fixture
+def stack() -> Iterator[ProvisionedStack]:
+    with mocked_stack() as provisioned:
+        yield provisioned
+
+
+@pytest.fixture
+def site() -> Iterator[PublisherSite]:
+    with PublisherSite(demo_site_dir()) as served:
+        yield served
+
+
+def test_every_function_has_an_event_file_and_its_environment(stack: ProvisionedStack) -> None:
+    assert sorted(p.name for p in EVENTS.glob("*.json")) == sorted(FUNCTIONS)
+    assert set(FUNCTIONS.values()) == set(stack.environments)
+    env = json.loads((EVENTS.parent / "env.json").read_text(encoding="utf-8"))
+    for function in FUNCTIONS.values():
+        # sam local invoke --env-vars: "Parameters" applies to every function
+        given = set(env["Parameters"]) | set(env.get(function, {}))
+        assert set(stack.function_env(function)) <= given, function
+
+
+def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: PublisherSite) -> None:
+    sqs = boto3.client("sqs", region_name=stack.region)
+    s3 = boto3.client("s3", region_name=stack.region)
+    loopback = {"ALLOW_LOOPBACK": "true"}
+
+    # scheduler: one run per configured entry URL
+    result = invoke(
+        stack,
+        "SchedulerFunction",
+        _event("scheduler.json"),
+        SCHEDULED_ENTRY_URLS=f"{site.url('/robots.txt')},not a url",
+    )
+    assert [run["url"] for run in result["runs"]] == [site.url("/robots.txt")]
+    (body,) = _take(sqs, stack, "SitemapExpanderQueue")
+    assert decode(body, SitemapJob).url == site.url("/robots.txt")
+
+    # intake: a publisher posts its robots.txt
+    result = invoke(stack, "IntakeFunction", _event("intake-post-harvest.json"))
+    assert result["statusCode"] == 202, result
+    (body,) = _take(sqs, stack, "SitemapExpanderQueue")
+    assert decode(body, SitemapJob).url == f"{PUBLISHER}/robots.txt"
+
+    # sitemap expander: the datasets sitemap becomes URL jobs
+    result = invoke(
+        stack, "SitemapExpanderFunction", _event("sitemap-expander.json", site), **loopback
+    )
+    assert result == {"batchItemFailures": []}
+    urls = [decode(b, UrlJob).url for b in _take(sqs, stack, "UrlResolverQueue")]
+    assert site.url("/datasets/north-atlantic-ctd-2021.html") in urls
+
+    # URL resolver: the landing page holds embedded JSON-LD
+    result = invoke(stack, "UrlResolverFunction", _event("url-resolver.json", site), **loopback)
+    assert result == {"batchItemFailures": []}
+    (body,) = _take(sqs, stack, "ExtractorQueue")
+    assert decode(body, DocumentJob).pattern == "embedded-script"
+
+    # extractor: its document is the demo page, stored where the event says
+    extractor_event = _event("extractor.json")
+    job = decode(extractor_event["Records"][0]["body"], DocumentJob)
+    page = (demo_site_dir() / "datasets" / "north-atlantic-ctd-2021.html").read_text()
+    s3.put_object(
+        Bucket=stack.bucket_name,
+        Key=job.documents[0].key,
+        Body=page.replace("{{BASE}}", PUBLISHER).encode(),
+    )
+    result = invoke(stack, "ExtractorFunction", extractor_event)
+    assert result == {"batchItemFailures": []}
+    (body,) = _take(sqs, stack, "IndexerQueue")
+    indexer_event = _event("indexer.json")
+    assert decode(body, IndexJob) == decode(indexer_event["Records"][0]["body"], IndexJob)
+
+    # indexer: writes the record the crosswalk event names
+    result = invoke(stack, "IndexerFunction", indexer_event)
+    assert result == {"batchItemFailures": []}
+    crosswalk_event = _event("crosswalk.json")
+    notification = json.loads(crosswalk_event["Records"][0]["body"])
+    record_key = notification["Records"][0]["s3"]["object"]["key"]
+    assert s3.head_object(Bucket=stack.bucket_name, Key=record_key)
+
+    # crosswalk: the views of that record
+    result = invoke(stack, "CrosswalkFunction", crosswalk_event)
+    assert result == {"batchItemFailures": []}
+    parsed = parse_records_key(record_key)
+    assert parsed is not None
+    for name in VIEW_NAMES:
+        assert s3.head_object(Bucket=stack.bucket_name, Key=view_keys(*parsed)[name])
+
+
+def test_a_dict_without_records_is_not_an_empty_batch(stack: ProvisionedStack) -> None:
+    with pytest.raises(ContractError, match="no Records"):
+        invoke(stack, "UrlResolverFunction", {"hello": "world"})
+
+
+def test_a_message_that_breaks_its_contract_is_consumed_not_retried(
+    stack: ProvisionedStack,
+) -> None:
+    event = _event("url-resolver.json")
+    event["Records"][0]["body"] = json.dumps({"v": 99, "kind": "url-job"})
+    assert invoke(stack, "UrlResolverFunction", event) == {"batchItemFailures": []}
