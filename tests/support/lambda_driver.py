@@ -7,10 +7,11 @@ ReportBatchItemFailures contract.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.support.aws import sqs_event
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -29,33 +30,6 @@ class FakeLambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 300_000
-
-
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    """Build the SQS event Lambda hands a function for ``messages`` (from ReceiveMessage)."""
-    return {
-        "Records": [
-            {
-                "messageId": message["MessageId"],
-                "receiptHandle": message["ReceiptHandle"],
-                "body": message["Body"],
-                "attributes": {
-                    "ApproximateReceiveCount": message.get("Attributes", {}).get(
-                        "ApproximateReceiveCount", "1"
-                    ),
-                    "SentTimestamp": message.get("Attributes", {}).get("SentTimestamp", "0"),
-                    "SenderId": "AIDATEST",
-                    "ApproximateFirstReceiveTimestamp": "0",
-                },
-                "messageAttributes": {},
-                "md5OfBody": hashlib.md5(message["Body"].encode()).hexdigest(),  # noqa: S324
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": "us-east-1",
-            }
-            for message in messages
-        ]
-    }
 
 
 @dataclass
@@ -91,6 +65,7 @@ def pump(sqs: Any, routes: list[Route], *, max_rounds: int = 500) -> PumpStats:
                 MaxNumberOfMessages=10,
                 WaitTimeSeconds=0,
                 AttributeNames=["All"],
+                MessageAttributeNames=["All"],
             ).get("Messages", [])
             if not received:
                 continue

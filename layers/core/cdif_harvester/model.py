@@ -11,6 +11,8 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "HTML_MEDIA_TYPES",
+    "JSONLD_MEDIA_TYPES",
     "CatalogEntry",
     "FetchResponse",
     "Outcome",
@@ -22,6 +24,10 @@ __all__ = [
     "outcome_from_dict",
     "outcome_to_dict",
 ]
+
+
+HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+JSONLD_MEDIA_TYPES = frozenset({"application/ld+json", "application/json"})
 
 
 class Outcome(StrEnum):

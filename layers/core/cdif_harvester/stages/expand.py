@@ -14,12 +14,10 @@ from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJo
 from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
 from cdif_harvester.domain.sitemap import parse_sitemap
 from cdif_harvester.errors import FetchFailed, PermanentError
-from cdif_harvester.model import FetchResponse, Outcome
+from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome
 from cdif_harvester.stages import Ports, record_outcome
 
 __all__ = ["ExpansionResult", "expand_sitemap"]
-
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 class SitemapFetchError(PermanentError):
@@ -47,7 +45,7 @@ def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult:
     if urlsplit(job.url).path == "/robots.txt":
         return _expand_robots(ports, job)
     response = _fetch(ports, job.url, max_bytes=ports.settings.max_sitemap_bytes)
-    if job.depth == 0 and response.media_type in _HTML_TYPES:
+    if job.depth == 0 and response.media_type in HTML_MEDIA_TYPES:
         # The entry URL is a landing page, not a sitemap: harvest that one page.
         return _emit_urls(ports, job, [(job.url, None)])
     parsed = parse_sitemap(

@@ -23,12 +23,10 @@ from cdif_harvester.domain.normalisation import NormalisationError, normalise
 from cdif_harvester.domain.validation import validate_record
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import staging_key
-from cdif_harvester.model import Outcome, UrlOutcome
+from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome
 from cdif_harvester.stages import Ports, record_outcome
 
 __all__ = ["MalformedMetadata", "extract_documents"]
-
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 class MalformedMetadata(PermanentError):
@@ -83,7 +81,7 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
 
 def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
     body = ports.store.get(ref.key)
-    if ref.media_type in _HTML_TYPES:
+    if ref.media_type in HTML_MEDIA_TYPES:
         return [(block.index, block.text) for block in find_jsonld_scripts(body)]
     return [(0, body)]
 

@@ -20,13 +20,16 @@ from cdif_harvester.domain.extraction import (
 )
 from cdif_harvester.errors import FetchFailed, PermanentError
 from cdif_harvester.keys import raw_key, raw_meta_key
-from cdif_harvester.model import FetchResponse, Outcome, UrlOutcome
+from cdif_harvester.model import (
+    HTML_MEDIA_TYPES,
+    JSONLD_MEDIA_TYPES,
+    FetchResponse,
+    Outcome,
+    UrlOutcome,
+)
 from cdif_harvester.stages import Ports, record_outcome
 
 __all__ = ["resolve_url"]
-
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_JSONLD_TYPES = frozenset({"application/ld+json", "application/json"})
 
 
 class HttpStatusError(PermanentError):
@@ -72,7 +75,7 @@ def resolve_url(ports: Ports, job: UrlJob) -> DocumentJob | UrlOutcome:
 
 
 def _pattern_of(response: FetchResponse) -> str | None:
-    if response.media_type in _JSONLD_TYPES:
+    if response.media_type in JSONLD_MEDIA_TYPES:
         try:
             data = parse_jsonld(response.body).data
         except ExtractionError:
@@ -80,7 +83,7 @@ def _pattern_of(response: FetchResponse) -> str | None:
             # records why it could not be read.
             return "content-type"
         return "content-type" if has_dataset(data) else None
-    if response.media_type in _HTML_TYPES or not response.media_type:
+    if response.media_type in HTML_MEDIA_TYPES or not response.media_type:
         for block in find_jsonld_scripts(response.body):
             try:
                 if has_dataset(parse_jsonld(block.text).data):
@@ -92,7 +95,7 @@ def _pattern_of(response: FetchResponse) -> str | None:
 
 def store_raw(ports: Ports, job: UrlJob, response: FetchResponse, pattern: str) -> DocumentRef:
     """Keep a fetched document as fetched, with a provenance file beside it; return its ref."""
-    extension = "html" if response.media_type in _HTML_TYPES else "json"
+    extension = "html" if response.media_type in HTML_MEDIA_TYPES else "json"
     key = raw_key(job.source, response.url, response.body, extension)
     ports.store.put(
         key, response.body, content_type=response.media_type or "application/octet-stream"
