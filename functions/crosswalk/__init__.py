@@ -1,0 +1,1 @@
+"""The crosswalk function (see app.py)."""

@@ -1,0 +1,1 @@
+"""The extractor function (see app.py)."""

@@ -1,0 +1,1 @@
+"""The indexer function (see app.py)."""

@@ -1,0 +1,1 @@
+"""The intake function (see app.py)."""

@@ -1,0 +1,1 @@
+"""The sitemap expander function (see app.py)."""

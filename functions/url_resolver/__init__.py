@@ -1,0 +1,1 @@
+"""The url resolver function (see app.py)."""

@@ -1,0 +1,217 @@
+"""The stage functions against the local adapters and a fake of our own Fetcher port."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from cdif_harvester.adapters.local import (
+    DirectoryObjectStore,
+    InProcessQueue,
+    SqliteCatalog,
+    SystemClock,
+)
+from cdif_harvester.contracts import (
+    DOCUMENT_QUEUE,
+    SITEMAP_QUEUE,
+    URL_QUEUE,
+    DocumentJob,
+    SitemapJob,
+    UrlJob,
+    decode,
+)
+from cdif_harvester.errors import FetchFailed
+from cdif_harvester.model import FetchResponse, Outcome
+from cdif_harvester.stages import Ports, run_job
+from cdif_harvester.stages.expand import expand_sitemap
+from cdif_harvester.stages.extract import extract_documents
+from cdif_harvester.stages.intake import InvalidEntryUrl, schedule_harvests, start_harvest
+from cdif_harvester.stages.resolve import resolve_url
+
+BASE = "https://pub.example.org"
+XML = {"content-type": "application/xml"}
+HTML = {"content-type": "text/html; charset=utf-8"}
+
+
+class FakeFetcher:
+    """Answers from a table; unknown URLs are 404. Records what was asked."""
+
+    def __init__(self, pages: Mapping[str, tuple[int, Mapping[str, str], bytes]]) -> None:
+        self.pages = dict(pages)
+        self.asked: list[str] = []
+
+    def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int | None = None,
+    ) -> FetchResponse:
+        self.asked.append(url)
+        status, head, body = self.pages.get(url, (404, {}, b"not found"))
+        return FetchResponse(url=url, status=status, headers=tuple(head.items()), body=body)
+
+
+def _ports(tmp_path: Path, pages: Mapping[str, tuple[int, Mapping[str, str], bytes]]) -> Ports:
+    return Ports(
+        store=DirectoryObjectStore(tmp_path),
+        catalog=SqliteCatalog(tmp_path / "c.sqlite"),
+        queue=InProcessQueue(),
+        fetcher=FakeFetcher(pages),
+        clock=SystemClock(),
+    )
+
+
+def _drain(ports: Ports, name: str) -> list[str]:
+    queue = ports.queue
+    assert isinstance(queue, InProcessQueue)
+    bodies = []
+    while (body := queue.receive(name)) is not None:
+        bodies.append(body)
+    return bodies
+
+
+def _urlset(*paths: str) -> bytes:
+    urls = "".join(f"<url><loc>{BASE}{p}</loc><lastmod>2024-05-01</lastmod></url>" for p in paths)
+    return f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'.encode()
+
+
+def _index(*paths: str) -> bytes:
+    items = "".join(f"<sitemap><loc>{BASE}{p}</loc></sitemap>" for p in paths)
+    return f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</sitemapindex>'.encode()
+
+
+def _job(path: str, depth: int = 0, parent: str | None = None) -> SitemapJob:
+    return SitemapJob(run_id="r", source="s", url=f"{BASE}{path}", depth=depth, parent=parent)
+
+
+def test_intake_queues_a_sitemap_job_and_refuses_what_can_never_be_fetched(tmp_path: Path) -> None:
+    ports = _ports(tmp_path, {})
+    job = start_harvest(ports, f"  {BASE}/robots.txt ")
+    assert decode(_drain(ports, SITEMAP_QUEUE)[0], SitemapJob) == job
+    assert job.url == f"{BASE}/robots.txt" and job.source == "pub.example.org"
+    for bad in ("ftp://x.org/s.xml", "/relative", "http://", "https://x.org/" + "a" * 3000):
+        with pytest.raises(InvalidEntryUrl):
+            start_harvest(ports, bad)
+    jobs = schedule_harvests(ports, [f"{BASE}/a.xml", "", "nonsense", f"{BASE}/b.xml"])
+    assert [j.url for j in jobs] == [f"{BASE}/a.xml", f"{BASE}/b.xml"]
+    assert len({j.run_id for j in jobs}) == 2  # one run per entry URL
+
+
+def test_robots_sitemaps_and_disallowed_urls(tmp_path: Path) -> None:
+    robots = b"User-agent: *\nDisallow: /private/\nSitemap: " + BASE.encode() + b"/sm.xml\n"
+    ports = _ports(
+        tmp_path,
+        {
+            f"{BASE}/robots.txt": (200, {"content-type": "text/plain"}, robots),
+            f"{BASE}/sm.xml": (200, XML, _urlset("/a.html", "/private/b.html", "/a.html")),
+        },
+    )
+    expand_sitemap(ports, _job("/robots.txt"))
+    (child,) = [decode(b, SitemapJob) for b in _drain(ports, SITEMAP_QUEUE)]
+    assert child.url == f"{BASE}/sm.xml" and child.depth == 1
+    result = expand_sitemap(ports, child)
+    urls = [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
+    assert [(u.url, u.lastmod) for u in urls] == [(f"{BASE}/a.html", "2024-05-01")]
+    assert result.disallowed == 1
+    (outcome,) = ports.catalog.outcomes("r")
+    assert outcome.outcome is Outcome.DISALLOWED and outcome.url == f"{BASE}/private/b.html"
+    assert ports.fetcher.asked.count(f"{BASE}/robots.txt") == 1  # type: ignore[attr-defined]
+
+
+def test_missing_robots_allows_everything_and_5xx_robots_retries_later(tmp_path: Path) -> None:
+    ports = _ports(tmp_path, {f"{BASE}/sm.xml": (200, XML, _urlset("/a.html"))})
+    expand_sitemap(ports, _job("/sm.xml"))
+    assert len(_drain(ports, URL_QUEUE)) == 1
+    ports = _ports(
+        tmp_path / "2",
+        {
+            f"{BASE}/sm.xml": (200, XML, _urlset("/a.html")),
+            f"{BASE}/robots.txt": (503, {}, b""),
+        },
+    )
+    with pytest.raises(FetchFailed):
+        expand_sitemap(ports, _job("/sm.xml"))
+
+
+def test_sitemap_index_children_without_cycles_and_with_a_depth_limit(tmp_path: Path) -> None:
+    ports = _ports(
+        tmp_path, {f"{BASE}/idx.xml": (200, XML, _index("/a.xml", "/idx.xml", "/a.xml", "/b.xml"))}
+    )
+    expand_sitemap(ports, _job("/idx.xml"))
+    children = [decode(b, SitemapJob).url for b in _drain(ports, SITEMAP_QUEUE)]
+    assert children == [f"{BASE}/a.xml", f"{BASE}/b.xml"]  # itself and duplicates dropped
+    deep = _job("/idx.xml", depth=ports.settings.max_sitemap_depth)
+    outcome = run_job(ports, deep, expand_sitemap)
+    assert outcome.outcome is Outcome.FAILED
+    assert outcome.reason.startswith("sitemap-depth-exceeded")
+
+
+def test_broken_or_missing_sitemaps_end_in_a_recorded_outcome(tmp_path: Path) -> None:
+    ports = _ports(
+        tmp_path,
+        {
+            f"{BASE}/html.xml": (200, XML, b"<html><body>hello</body></html>"),
+            f"{BASE}/robots.txt": (200, {}, b"User-agent: *\nAllow: /\n"),
+        },
+    )
+    for path, reason in [
+        ("/html.xml", "not-a-sitemap"),
+        ("/gone.xml", "http-404"),
+        ("/robots.txt", "no-sitemaps-in-robots"),
+    ]:
+        outcome = run_job(ports, _job(path, depth=1), expand_sitemap)
+        assert (outcome.outcome, outcome.reason.split(":")[0]) == (Outcome.FAILED, reason)
+
+
+def test_an_html_entry_url_is_harvested_as_a_single_page(tmp_path: Path) -> None:
+    ports = _ports(tmp_path, {f"{BASE}/page.html": (200, HTML, b"<html></html>")})
+    expand_sitemap(ports, _job("/page.html"))
+    (job,) = [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
+    assert job.url == f"{BASE}/page.html"
+
+
+PAGE = b"""<html><head>
+<script type="application/ld+json">{"@context": "https://schema.org", "@type": "WebSite"}</script>
+<script type="application/ld+json">{"@context": "https://schema.org", "@type": "Dataset",
+  "@id": "https://doi.org/10.5072/x", "name": "X"}</script>
+<script type="application/ld+json">{ broken </script>
+</head></html>"""
+
+
+def test_resolver_hands_on_embedded_json_ld_and_keeps_the_raw_page(tmp_path: Path) -> None:
+    ports = _ports(
+        tmp_path,
+        {
+            f"{BASE}/p.html": (200, HTML, PAGE),
+            f"{BASE}/none.html": (200, HTML, b"<html><p>no metadata</p></html>"),
+            f"{BASE}/busy.html": (502, HTML, b""),
+        },
+    )
+    job = resolve_url(ports, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
+    assert isinstance(job, DocumentJob) and job.pattern == "embedded-script"
+    assert ports.store.get(job.documents[0].key) == PAGE
+    assert ports.store.exists(job.documents[0].key.rsplit(".", 1)[0] + ".meta.json")
+    assert decode(_drain(ports, DOCUMENT_QUEUE)[0], DocumentJob) == job
+
+    outcome = resolve_url(ports, UrlJob(run_id="r", source="s", url=f"{BASE}/none.html"))
+    assert outcome.outcome is Outcome.NO_METADATA  # type: ignore[union-attr]
+    with pytest.raises(FetchFailed):
+        resolve_url(ports, UrlJob(run_id="r", source="s", url=f"{BASE}/busy.html"))
+
+
+def test_extractor_keeps_good_blocks_beside_broken_ones(tmp_path: Path) -> None:
+    ports = _ports(tmp_path, {f"{BASE}/p.html": (200, HTML, PAGE)})
+    document_job = resolve_url(ports, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
+    assert isinstance(document_job, DocumentJob)
+    index_job = extract_documents(ports, document_job)
+    staged = json.loads(ports.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    (record,) = staged["records"]
+    assert record["resource_id"] == "https://doi.org/10.5072/x"
+    assert record["report"]["valid"] is False  # no license, no dateModified, no subjectOf ...
+    reasons = sorted(item["reason"].split(":")[0] for item in staged["skipped"])
+    assert reasons == ["malformed-json", "no Dataset node in this block"]
