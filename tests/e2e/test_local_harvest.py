@@ -86,7 +86,7 @@ def test_harvest_of_the_demo_site_writes_the_documented_files(
     assert (written["records"], written["valid_records"], written["invalid_records"]) == (5, 4, 1)
     assert written["views"] == 4 * len(VIEW_NAMES)
     assert (out / "runs" / summary.run_id / "outcomes.jsonl").is_file()
-    assert not (out / "staging" / summary.run_id).exists()  # hand-over objects cleaned up
+    assert not (out / "staging").exists()  # hand-over objects cleaned up
     # the disallowed page was never fetched
     assert all("/private/" not in path for _, path, _ in site.requests)
 

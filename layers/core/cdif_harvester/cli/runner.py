@@ -253,7 +253,10 @@ class LocalHarvester:
             (folder / OUTCOMES_FILE).write_text(lines, encoding="utf-8")
             (folder / SUMMARY_FILE).write_text(summary_text, encoding="utf-8")
         # The hand-over objects served their purpose (on AWS a lifecycle rule expires them).
-        shutil.rmtree(self.out_dir / "staging" / summary.run_id, ignore_errors=True)
+        staging = self.out_dir / "staging"
+        shutil.rmtree(staging / summary.run_id, ignore_errors=True)
+        if staging.is_dir() and not any(staging.iterdir()):
+            staging.rmdir()
         self._report_progress(summary.run_id, force=True)
 
     def _say(self, text: str) -> None:
