@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from tests.support.aws import ProvisionedStack, mocked_stack
 from tests.support.netguard import guard_network
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -41,3 +43,17 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip("reference corpus (../shared/corpus) not present")
     return CORPUS
+
+
+@pytest.fixture
+def site() -> Iterator[PublisherSite]:
+    """The bundled demo publisher site, served on 127.0.0.1 for the length of one test."""
+    with PublisherSite(demo_site_dir()) as served:
+        yield served
+
+
+@pytest.fixture
+def stack() -> Iterator[ProvisionedStack]:
+    """The data resources of template.yaml (queues, bucket, table), provisioned in moto."""
+    with mocked_stack() as provisioned:
+        yield provisioned

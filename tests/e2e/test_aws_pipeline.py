@@ -4,7 +4,6 @@ entries in the DynamoDB table, views produced — against the demo publisher on 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +11,10 @@ import boto3
 import pytest
 
 from cdif_harvester.adapters.aws import DynamoCatalog
-from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.keys import VIEW_NAMES
 from cdif_harvester.model import Outcome
-from tests.support.aws import ProvisionedStack, mocked_stack
+from tests.support.aws import ProvisionedStack
 from tests.support.pipeline import invoke, run_pipeline
 
 INTAKE_EVENT = (
@@ -33,18 +32,6 @@ EXPECTED = {
     "/datasets/retired-mooring-2009.html": (Outcome.FAILED, None),
     "/private/whale-acoustics-embargoed.html": (Outcome.DISALLOWED, None),
 }
-
-
-@pytest.fixture
-def stack() -> Iterator[ProvisionedStack]:
-    with mocked_stack() as provisioned:
-        yield provisioned
-
-
-@pytest.fixture
-def site() -> Iterator[PublisherSite]:
-    with PublisherSite(demo_site_dir()) as served:
-        yield served
 
 
 def _api_post(path: str, body: dict[str, Any]) -> dict[str, Any]:

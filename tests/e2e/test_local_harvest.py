@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import LocalHarvester
-from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.keys import VIEW_NAMES
 
 pytestmark = pytest.mark.network
@@ -26,12 +25,6 @@ EXPECTED = {
     "/datasets/retired-mooring-2009.html": ("failed", None),
     "/private/whale-acoustics-embargoed.html": ("disallowed", None),
 }
-
-
-@pytest.fixture
-def site() -> Iterator[PublisherSite]:
-    with PublisherSite(demo_site_dir()) as served:
-        yield served
 
 
 def _lines(out: Path) -> list[dict[str, object]]:

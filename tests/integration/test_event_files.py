@@ -9,7 +9,6 @@ events name are the ones the earlier events made.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from cdif_harvester.contracts import (
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.errors import ContractError
 from cdif_harvester.keys import VIEW_NAMES, parse_records_key, view_keys
-from tests.support.aws import ProvisionedStack, mocked_stack
+from tests.support.aws import ProvisionedStack
 from tests.support.pipeline import invoke
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
@@ -60,18 +59,6 @@ def _take(sqs: Any, stack: ProvisionedStack, queue: str) -> list[str]:
             bodies.append(message["Body"])
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     return bodies
-
-
-@pytest.fixture
-def stack() -> Iterator[ProvisionedStack]:
-    with mocked_stack() as provisioned:
-        yield provisioned
-
-
-@pytest.fixture
-def site() -> Iterator[PublisherSite]:
-    with PublisherSite(demo_site_dir()) as served:
-        yield served
 
 
 def test_every_function_has_an_event_file_and_its_environment(stack: ProvisionedStack) -> None:
