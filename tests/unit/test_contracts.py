@@ -7,6 +7,7 @@ import json
 import pytest
 
 from cdif_harvester.contracts import (
+    CONTRACT_VERSION,
     MAX_MESSAGE_BYTES,
     DocumentJob,
     DocumentRef,
@@ -58,7 +59,7 @@ MESSAGES = [
 def test_round_trip(message: object) -> None:
     text = encode(message)  # type: ignore[arg-type]
     data = json.loads(text)
-    assert data["v"] == 1
+    assert data["v"] == CONTRACT_VERSION
     assert data["kind"] == message.KIND  # type: ignore[attr-defined]
     assert decode(text, type(message)) == message
 
@@ -74,7 +75,10 @@ def _wire(**changes: object) -> str:
     [
         ("not json", "not JSON"),
         ("[]", "not a JSON object"),
-        (_wire(v=2), "version"),
+        (_wire(v=3), "version"),
+        (_wire(v=True), "version"),
+        (_wire(v="2"), "version"),
+        (_wire(v=[2]), "version"),
         (_wire(kind="nope"), "unknown message kind"),
         (_wire(url=...), "missing required field 'url'"),
         (_wire(url=5), "expected a string"),
@@ -106,3 +110,19 @@ def test_large_payloads_must_go_by_key() -> None:
         encode(huge)
     assert info.value.reason == "message-too-large"
     assert MAX_MESSAGE_BYTES < 256 * 1024
+
+
+def test_version_1_messages_are_still_read() -> None:
+    # A v1 sitemap job in flight during a deployment: the v2 fields take their defaults.
+    v1 = {
+        "v": 1,
+        "kind": "sitemap-job",
+        "run_id": "r",
+        "source": "s",
+        "url": "https://e.org/s.xml",
+        "depth": 1,
+        "cdif_agent": False,
+        "parent": None,
+    }
+    job = decode(v1, SitemapJob)
+    assert (job.offset, job.body_key, job.ancestors) == (0, None, ())

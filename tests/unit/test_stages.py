@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from cdif_harvester.adapters.local import (
     DirectoryObjectStore,
     InProcessQueue,
+    PoliteFetcher,
     SqliteCatalog,
     SystemClock,
 )
@@ -116,7 +118,7 @@ def test_robots_sitemaps_and_disallowed_urls(tmp_path: Path) -> None:
     assert child.url == f"{BASE}/sm.xml" and child.depth == 1
     result = expand_sitemap(ports, child)
     urls = [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
-    assert [(u.url, u.lastmod) for u in urls] == [(f"{BASE}/a.html", "2024-05-01")]
+    assert [(u.url, u.lastmod) for u in urls] == [(f"{BASE}/a.html", "2024-05-01T00:00:00Z")]
     assert result.disallowed == 1
     (outcome,) = ports.catalog.outcomes("r")
     assert outcome.outcome is Outcome.DISALLOWED and outcome.url == f"{BASE}/private/b.html"
@@ -215,3 +217,146 @@ def test_extractor_keeps_good_blocks_beside_broken_ones(tmp_path: Path) -> None:
     assert record["report"]["valid"] is False  # no license, no dateModified, no subjectOf ...
     reasons = sorted(item["reason"].split(":")[0] for item in staged["skipped"])
     assert reasons == ["malformed-json", "no Dataset node in this block"]
+
+
+def test_a_big_sitemap_continues_in_follow_up_jobs_without_loss_or_repeat(
+    tmp_path: Path,
+) -> None:
+    paths = [f"/p{i}.html" for i in range(23)]
+    ports = _ports(tmp_path, {f"{BASE}/big.xml": (200, XML, _urlset(*paths))})
+    ports.settings = replace(ports.settings, max_urls_per_job=10)
+    handed_on: list[str] = []
+    job: SitemapJob | None = _job("/big.xml", depth=1)
+    parts = 0
+    while job is not None:
+        result = expand_sitemap(ports, job)
+        parts += 1
+        handed_on += [decode(b, UrlJob).url for b in _drain(ports, URL_QUEUE)]
+        follow_ups = [decode(b, SitemapJob) for b in _drain(ports, SITEMAP_QUEUE)]
+        assert result.follow_up is bool(follow_ups)
+        job = follow_ups[0] if follow_ups else None
+        if job is not None:
+            assert job.body_key is not None and job.offset == parts * 10
+    assert parts == 3
+    assert handed_on == [f"{BASE}{p}" for p in paths]  # every URL once, in order
+    assert ports.fetcher.asked.count(f"{BASE}/big.xml") == 1  # type: ignore[attr-defined]
+
+
+def test_cross_host_locations_need_the_other_hosts_robots_txt(tmp_path: Path) -> None:
+    other, third = "https://other.example.net", "https://third.example.net"
+    ports = _ports(
+        tmp_path,
+        {
+            f"{BASE}/sm.xml": (
+                200,
+                XML,
+                b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                + f"<url><loc>{other}/a.html</loc></url>".encode()
+                + f"<url><loc>{third}/b.html</loc></url>".encode()
+                + b"</urlset>",
+            ),
+            f"{other}/robots.txt": (200, {}, f"Sitemap: {BASE}/sm.xml\n".encode()),
+        },
+    )
+    expand_sitemap(ports, _job("/sm.xml", depth=1))
+    assert [decode(b, UrlJob).url for b in _drain(ports, URL_QUEUE)] == [f"{other}/a.html"]
+    (refused,) = ports.catalog.outcomes("r")
+    assert refused.url == f"{third}/b.html" and refused.outcome is Outcome.DISALLOWED
+    assert refused.reason is not None and refused.reason.startswith("cross-host-location")
+
+
+def test_cdif_sitemaps_are_marked_and_the_cdif_group_rules_apply(tmp_path: Path) -> None:
+    robots = (
+        f"User-agent: *\nAllow: /\nSitemap: {BASE}/html.xml\n\n"
+        f"User-agent: CDIF1.0\nDisallow: /drafts/\nSitemap: {BASE}/cdif.xml\n"
+    ).encode()
+    ports = _ports(
+        tmp_path,
+        {
+            f"{BASE}/robots.txt": (200, {}, robots),
+            f"{BASE}/cdif.xml": (200, XML, _urlset("/md/1.json", "/drafts/2.json")),
+        },
+    )
+    expand_sitemap(ports, _job("/robots.txt"))
+    children = {
+        decode(b, SitemapJob).url: decode(b, SitemapJob) for b in _drain(ports, SITEMAP_QUEUE)
+    }
+    assert children[f"{BASE}/cdif.xml"].cdif_agent and not children[f"{BASE}/html.xml"].cdif_agent
+    expand_sitemap(ports, children[f"{BASE}/cdif.xml"])
+    (job,) = [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
+    assert job.url == f"{BASE}/md/1.json" and job.cdif_agent
+    (refused,) = ports.catalog.outcomes("r")
+    assert refused.outcome is Outcome.DISALLOWED and "CDIF1.0" in (refused.reason or "")
+
+
+def test_signmap_links_and_lastmod_ride_on_the_url_job(tmp_path: Path) -> None:
+    signmap = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:rs="http://www.openarchives.org/rs/terms/"><url>'
+        f"<loc>{BASE}/d/1</loc><lastmod>2024-05-01T10:00:00+02:00</lastmod>"
+        f'<rs:ln rel="describedby" href="{BASE}/md/1.json" type="application/ld+json" '
+        'profile="https://w3id.org/cdif/core/1.0"/>'
+        f'<rs:ln rel="cite-as" href="https://doi.org/10.5072/1"/>'
+        "</url></urlset>"
+    ).encode()
+    ports = _ports(tmp_path, {f"{BASE}/signmap.xml": (200, XML, signmap)})
+    expand_sitemap(ports, _job("/signmap.xml", depth=1))
+    (job,) = [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
+    assert job.lastmod == "2024-05-01T08:00:00Z"
+    assert {(link.rel, link.href, link.profile) for link in job.links} == {
+        ("describedby", f"{BASE}/md/1.json", "https://w3id.org/cdif/core/1.0"),
+        ("cite-as", "https://doi.org/10.5072/1", None),
+    }
+
+
+class RecordingQueue(InProcessQueue):
+    """The in-process queue, also keeping the delays asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delays: list[int] = []
+
+    def send(
+        self, queue: str, bodies: Sequence[str], *, delays: Sequence[int] | None = None
+    ) -> None:
+        super().send(queue, bodies, delays=delays)
+        self.delays += list(delays or [0] * len(bodies))
+
+
+def test_crawl_delay_spreads_a_hosts_url_jobs_and_is_capped(tmp_path: Path) -> None:
+    ports = _ports(
+        tmp_path,
+        {
+            f"{BASE}/robots.txt": (200, {}, b"User-agent: *\nCrawl-delay: 60\n"),
+            f"{BASE}/sm.xml": (200, XML, _urlset("/a", "/b", "/c")),
+        },
+    )
+    queue = RecordingQueue()
+    ports.queue = queue
+    expand_sitemap(ports, _job("/sm.xml", depth=1))
+    cap = int(ports.settings.max_crawl_delay)
+    assert queue.delays == [0, cap, 2 * cap]  # 60 s asked, capped
+
+
+def test_polite_fetcher_waits_out_the_crawl_delay_per_origin() -> None:
+    clock = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    inner = FakeFetcher({})
+    polite = PoliteFetcher(
+        inner,
+        lambda url: 5.0 if "pub.example.org" in url else None,
+        max_delay=3.0,
+        sleep=sleep,
+        monotonic=lambda: clock[0],
+    )
+    polite.fetch(f"{BASE}/a")
+    polite.fetch("https://elsewhere.example.net/a")  # another origin: no wait
+    clock[0] += 1.0
+    polite.fetch(f"{BASE}/b")
+    assert slept == [pytest.approx(2.0)]  # capped 3 s minus the 1 s that passed
+    assert len(inner.asked) == 3

@@ -12,6 +12,9 @@ store and the message carries their keys. :func:`encode` refuses a message over
 Version history:
 
 * v1: the first contracts (SitemapJob, UrlJob, DocumentJob, IndexJob, RecordStored).
+* v2: SitemapJob gains ``ancestors`` (cycle check), ``offset`` and ``body_key`` (a large sitemap
+  continues in follow-up jobs from where the last one stopped); UrlJob's ``lastmod`` is
+  normalised to ISO 8601 UTC. v1 messages are still read (the new fields take their defaults).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ __all__ = [
     "encode",
 ]
 
-CONTRACT_VERSION = 1
+CONTRACT_VERSION = 2
+READABLE_VERSIONS = frozenset({1, 2})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Logical queue names; adapters map them to SQS queue URLs or in-process queues.
@@ -61,7 +65,10 @@ class SitemapJob:
 
     ``depth`` counts sitemap-index levels followed so far; ``cdif_agent`` is set when the sitemap
     was announced for ``User-agent: CDIF1.0`` (its locations are metadata or Signposting
-    resources, not HTML with embedded scripts).
+    resources, not HTML with embedded scripts). ``ancestors`` lists the sitemaps that led here,
+    so an index that lists one of them again is not followed. A follow-up job of a sitemap too
+    big for one invocation has ``offset`` (entries already handed on) and ``body_key`` (the
+    fetched sitemap, kept in the object store so every part reads the same document).
     """
 
     KIND: ClassVar[str] = "sitemap-job"
@@ -71,6 +78,9 @@ class SitemapJob:
     depth: int = 0
     cdif_agent: bool = False
     parent: str | None = None
+    ancestors: tuple[str, ...] = ()
+    offset: int = 0
+    body_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +180,11 @@ def decode(raw: str | bytes | dict[str, Any], expected: type[_T] | None = None) 
     if not isinstance(data, dict):
         raise ContractError("message is not a JSON object")
     version = data.get("v")
-    if version != CONTRACT_VERSION:
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, int)
+        or version not in READABLE_VERSIONS
+    ):
         raise ContractError(
             f"message version {version!r} not supported (expected {CONTRACT_VERSION})",
             reason="bad-version",

@@ -7,6 +7,8 @@
                                                          response headers, discovery pattern
     staging/<run-id>/<url-hash>.json                     extractor -> indexer hand-over (claim
                                                          check; expires after 7 days on AWS)
+    staging/<run-id>/sitemaps/<url-hash>                 a sitemap too big for one job, as
+                                                         fetched, read by its follow-up jobs
     records/<source>/<record-key>.jsonld                 the record normalised to CDIF 1.0
     reports/<source>/<record-key>.json                   its validation report
     views/<source>/<record-key>/pid-kernel.json          PID Kernel view (Appendix 2)
@@ -32,10 +34,12 @@ __all__ = [
     "raw_key",
     "raw_meta_key",
     "record_key",
+    "origin_of",
     "parse_records_key",
     "records_key",
     "records_prefix",
     "report_key",
+    "sitemap_body_key",
     "source_of",
     "staging_key",
     "url_hash",
@@ -72,6 +76,13 @@ def source_of(url: str) -> str:
     return _UNSAFE.sub("_", name)
 
 
+def origin_of(url: str) -> str:
+    """Return ``scheme://host[:port]`` of ``url``, lower-cased: the unit of robots.txt and
+    politeness."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
 def url_hash(url: str) -> str:
     """Return the short stable hash of a URL used in keys."""
     return _digest(url)
@@ -96,6 +107,11 @@ def raw_meta_key(key: str) -> str:
 def staging_key(run_id: str, url: str) -> str:
     """Key of the extractor's hand-over object for ``url`` in ``run_id``."""
     return f"staging/{run_id}/{url_hash(url)}.json"
+
+
+def sitemap_body_key(run_id: str, url: str) -> str:
+    """Key of a fetched sitemap kept for the follow-up jobs that continue its expansion."""
+    return f"staging/{run_id}/sitemaps/{url_hash(url)}"
 
 
 def records_key(source: str, rkey: str) -> str:

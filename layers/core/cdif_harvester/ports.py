@@ -85,8 +85,14 @@ class CatalogIndex(Protocol):
 class JobQueue(Protocol):
     """Sends messages to the queue of a stage, named logically: sitemap, url, document, index."""
 
-    def send(self, queue: str, bodies: Sequence[str]) -> None:
-        """Send every body in ``bodies`` to ``queue`` (batched by the adapter)."""
+    def send(
+        self, queue: str, bodies: Sequence[str], *, delays: Sequence[int] | None = None
+    ) -> None:
+        """Send every body in ``bodies`` to ``queue`` (batched by the adapter).
+
+        ``delays``, one per body, asks that a message not be delivered before that many seconds
+        (at most 900, the SQS limit): how Crawl-delay spreads one host's URLs over time on AWS.
+        """
         ...
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["DynamoCatalog", "S3ObjectStore", "SqsQueue"]
 
 _SQS_BATCH = 10  # SendMessageBatch takes at most ten entries
+_SQS_MAX_DELAY = 900  # seconds, the SQS limit on DelaySeconds
 
 
 class S3ObjectStore:
@@ -186,15 +187,25 @@ class SqsQueue:
         self.client = client
         self.urls = dict(urls)
 
-    def send(self, queue: str, bodies: Sequence[str]) -> None:
-        """Send ``bodies`` in batches of ten; any entry SQS rejects raises StorageError."""
+    def send(
+        self, queue: str, bodies: Sequence[str], *, delays: Sequence[int] | None = None
+    ) -> None:
+        """Send ``bodies`` in batches of ten; any entry SQS rejects raises StorageError.
+
+        ``delays`` (seconds, one per body) become each entry's DelaySeconds, capped at 900.
+        """
         try:
             url = self.urls[queue]
         except KeyError as exc:
             raise StorageError(f"no queue URL configured for {queue!r}") from exc
         for start in range(0, len(bodies), _SQS_BATCH):
             chunk = bodies[start : start + _SQS_BATCH]
-            entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(chunk)]
+            entries: list[dict[str, Any]] = [
+                {"Id": str(i), "MessageBody": body} for i, body in enumerate(chunk)
+            ]
+            if delays is not None:
+                for entry, delay in zip(entries, delays[start : start + _SQS_BATCH], strict=True):
+                    entry["DelaySeconds"] = max(0, min(_SQS_MAX_DELAY, int(delay)))
             try:
                 response = self.client.send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
             except (BotoCoreError, ClientError) as exc:

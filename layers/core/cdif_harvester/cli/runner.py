@@ -26,6 +26,7 @@ from cdif_harvester.adapters.local import (
     DirectoryObjectStore,
     InProcessQueue,
     NotifyingObjectStore,
+    PoliteFetcher,
     SqliteCatalog,
     SystemClock,
 )
@@ -42,7 +43,7 @@ from cdif_harvester.contracts import (
     decode,
 )
 from cdif_harvester.errors import ContractError, HarvestError, RetryableError
-from cdif_harvester.keys import RECORDS_PREFIX
+from cdif_harvester.keys import RECORDS_PREFIX, origin_of
 from cdif_harvester.model import Outcome, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages import Ports, run_job, settle
@@ -118,6 +119,7 @@ class LocalHarvester:
         fetcher: Fetcher | None = None,
         progress: TextIO | None = None,
         max_attempts: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -138,10 +140,21 @@ class LocalHarvester:
             fetcher=self.fetcher,
             clock=SystemClock(),
         )
+        # Crawl-delay from the robots.txt files the expander has read, per origin.
+        self.ports.fetcher = PoliteFetcher(
+            self.fetcher,
+            self._crawl_delay,
+            max_delay=self.ports.settings.max_crawl_delay,
+            sleep=sleep,
+        )
         self.progress = progress
         self.max_attempts = max_attempts
         self._attempts: Counter[str] = Counter()
         self._last_progress = 0.0
+
+    def _crawl_delay(self, url: str) -> float | None:
+        policy = self.ports.robots.get(origin_of(url))
+        return policy.crawl_delay(self.ports.settings.robots_user_agent) if policy else None
 
     def close(self) -> None:
         """Release the catalogue and the fetcher's connections."""

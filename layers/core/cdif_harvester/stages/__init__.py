@@ -26,8 +26,17 @@ class Settings:
     """Tunables shared by the stages, with their documented defaults."""
 
     robots_user_agent: str = "cdif-harvester"
+    # The token of the robots.txt group that announces CDIF sitemaps (CDIF discoverability,
+    # "Find metadata"); its rules apply to the locations of those sitemaps too.
+    cdif_user_agent: str = "CDIF1.0"
     max_sitemap_depth: int = 5
+    # The sitemaps.org protocol limits: 50,000 URLs and 50 MiB uncompressed per sitemap.
     max_sitemap_urls: int = 50_000
+    # URL jobs handed on per sitemap job; a bigger sitemap continues in follow-up jobs, so one
+    # invocation always finishes well inside the expander's timeout.
+    max_urls_per_job: int = 5_000
+    # Crawl-delay is honoured up to this many seconds (a larger value is read as this).
+    max_crawl_delay: float = 10.0
     max_document_bytes: int = 10 * 1024 * 1024
     max_sitemap_bytes: int = 50 * 1024 * 1024
 

@@ -1,23 +1,48 @@
 """Stage 2: the sitemap expander turns robots.txt, sitemaps and sitemap indexes into URL jobs.
 
-Main path: robots.txt -> its ``Sitemap:`` lines -> sitemap index -> sitemaps -> one URL job per
-``<loc>``. A URL disallowed by the host's robots.txt ends here with the outcome ``disallowed``
-and is never fetched. An entry URL that turns out to be an HTML page is harvested as a single page.
+Specs: CDIF discoverability ("How do harvesters know where to look?", "Find metadata"), the
+sitemaps.org protocol, RFC 9309 (robots.txt) and Signposting Signmaps.
+
+- robots.txt: its ``Sitemap:`` lines become sitemap jobs; those in a ``User-agent: CDIF1.0`` group
+  are marked ``cdif_agent`` (their locations are metadata or Signposting resources, not HTML with
+  embedded scripts), which the resolver uses.
+- A sitemap index becomes one sitemap job per child, with a depth limit and a cycle check (a
+  child that is one of its own ancestors is not followed). A broken child fails alone.
+- A sitemap (XML, gzip, or plain text) becomes one URL job per ``<loc>``, carrying its
+  ``<lastmod>`` (normalised to ISO 8601 UTC) and its Signmap ``<rs:ln>`` typed links.
+- A location disallowed by its host's robots.txt (for our user agent, and for ``CDIF1.0`` when
+  the sitemap was announced for it) ends with the outcome ``disallowed`` and is never fetched.
+  So does a location on another host than the sitemap, unless that host's robots.txt announces
+  the sitemap (the protocol's cross-submission rule); the path rule of the protocol is not
+  enforced, as no major crawler does.
+- Crawl-delay (capped at ``Settings.max_crawl_delay``) spreads a host's URL jobs over time with
+  message delays (at most 15 minutes on SQS); the local runner spaces the requests themselves.
+- A sitemap with more than ``Settings.max_urls_per_job`` locations is handed on in parts: each
+  job sends its part and then a follow-up job that starts where it stopped and reads the same
+  fetched document from the object store.
+- A sitemap that breaks part-way, or exceeds the protocol's 50,000 URLs, keeps what it yielded
+  and is itself recorded as ``failed`` with the reason.
+- An entry URL that answers HTML is harvested as a single landing page.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from collections import Counter
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
+from cdif_harvester.domain.lastmod import normalise_lastmod
 from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
-from cdif_harvester.domain.sitemap import parse_sitemap
+from cdif_harvester.domain.sitemap import ParsedSitemap, SitemapEntry, parse_sitemap
 from cdif_harvester.errors import FetchFailed, PermanentError
+from cdif_harvester.keys import origin_of, sitemap_body_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome
 from cdif_harvester.stages import Ports, record_outcome
 
-__all__ = ["ExpansionResult", "expand_sitemap"]
+__all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
+
+_ROBOTS_MAX_BYTES = 512 * 1024
 
 
 class SitemapFetchError(PermanentError):
@@ -33,35 +58,39 @@ class ExpansionResult:
     url_jobs: int = 0
     sitemap_jobs: int = 0
     disallowed: int = 0
+    follow_up: bool = False
     partial_error: str | None = None
 
 
 def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult:
     """Expand one robots.txt, sitemap, sitemap index, or single page into queued jobs.
 
-    Raises SitemapFetchError (permanent) when the document is unusable, FetchFailed (retryable)
-    on a 5xx answer, and whatever the fetcher raises.
+    Raises SitemapFetchError or SitemapError (permanent) when the document is unusable,
+    FetchFailed (retryable) on a 5xx answer, and whatever the fetcher raises.
     """
-    if urlsplit(job.url).path == "/robots.txt":
+    if job.body_key is None and urlsplit(job.url).path == "/robots.txt":
         return _expand_robots(ports, job)
-    response = _fetch(ports, job.url, max_bytes=ports.settings.max_sitemap_bytes)
-    if job.depth == 0 and response.media_type in HTML_MEDIA_TYPES:
-        # The entry URL is a landing page, not a sitemap: harvest that one page.
-        return _emit_urls(ports, job, [(job.url, None)])
+    if job.body_key is not None:
+        body, url = ports.store.get(job.body_key), job.url
+    else:
+        response = _fetch(ports, job.url, max_bytes=ports.settings.max_sitemap_bytes)
+        if job.depth == 0 and response.media_type in HTML_MEDIA_TYPES:
+            # The entry URL is a landing page, not a sitemap: harvest that one page.
+            return _emit_urls(ports, job, [SitemapEntry(loc=job.url, lastmod=None)])
+        body, url = response.body, response.url
     parsed = parse_sitemap(
-        response.body,
-        sitemap_url=response.url,
+        body,
+        sitemap_url=url,
         max_urls=ports.settings.max_sitemap_urls,
         max_bytes=ports.settings.max_sitemap_bytes,
     )
     if parsed.kind == "sitemapindex":
-        return _emit_children(ports, job, [entry.loc for entry in parsed.entries])
-    result = _emit_urls(ports, job, [(entry.loc, entry.lastmod) for entry in parsed.entries])
-    return ExpansionResult(
-        url_jobs=result.url_jobs,
-        disallowed=result.disallowed,
-        partial_error=parsed.error or parsed.limit_hit,
-    )
+        result = _emit_children(ports, job, [entry.loc for entry in parsed.entries])
+    else:
+        result = _emit_part(ports, job, parsed, body)
+    if not result.follow_up:
+        _record_partial(ports, job, parsed)
+    return result
 
 
 def _fetch(ports: Ports, url: str, *, max_bytes: int) -> FetchResponse:
@@ -76,23 +105,23 @@ def _fetch(ports: Ports, url: str, *, max_bytes: int) -> FetchResponse:
 
 
 def _expand_robots(ports: Ports, job: SitemapJob) -> ExpansionResult:
-    policy = _robots_for(ports, job.url)
+    policy = _robots_for(ports, job.url, entry=True)
     if not policy.sitemaps:
         raise SitemapFetchError(
             f"{job.url} announces no Sitemap: lines", reason="no-sitemaps-in-robots"
         )
-    children = []
-    for url in policy.sitemaps:
-        children.append(
-            SitemapJob(
-                run_id=job.run_id,
-                source=job.source,
-                url=url,
-                depth=job.depth + 1,
-                cdif_agent=url in policy.cdif_sitemaps,
-                parent=job.url,
-            )
+    children = [
+        SitemapJob(
+            run_id=job.run_id,
+            source=job.source,
+            url=url,
+            depth=job.depth + 1,
+            cdif_agent=url in policy.cdif_sitemaps,
+            parent=job.url,
+            ancestors=(*job.ancestors, job.url),
         )
+        for url in policy.sitemaps
+    ]
     ports.queue.send(SITEMAP_QUEUE, [encode(child) for child in children])
     return ExpansionResult(sitemap_jobs=len(children))
 
@@ -100,10 +129,10 @@ def _expand_robots(ports: Ports, job: SitemapJob) -> ExpansionResult:
 def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionResult:
     if job.depth + 1 > ports.settings.max_sitemap_depth:
         raise SitemapFetchError(
-            f"sitemap index nesting deeper than {ports.settings.max_sitemap_depth}",
+            f"sitemap index nesting deeper than {ports.settings.max_sitemap_depth} levels",
             reason="sitemap-depth-exceeded",
         )
-    seen = {job.url, job.parent}
+    lineage = {*job.ancestors, job.url}
     children = [
         SitemapJob(
             run_id=job.run_id,
@@ -112,63 +141,142 @@ def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionR
             depth=job.depth + 1,
             cdif_agent=job.cdif_agent,
             parent=job.url,
+            ancestors=(*job.ancestors, job.url),
         )
         for url in dict.fromkeys(urls)
-        if url not in seen  # an index that lists itself or its parent would never end
+        if url not in lineage  # an index listing one of its ancestors would never end
     ]
     ports.queue.send(SITEMAP_QUEUE, [encode(child) for child in children])
     return ExpansionResult(sitemap_jobs=len(children))
 
 
-def _emit_urls(
-    ports: Ports, job: SitemapJob, locations: list[tuple[str, str | None]]
+def _emit_part(
+    ports: Ports, job: SitemapJob, parsed: ParsedSitemap, body: bytes
 ) -> ExpansionResult:
-    bodies = []
+    """Hand on this job's part of the sitemap, then a follow-up job for the rest."""
+    end = job.offset + ports.settings.max_urls_per_job
+    part = parsed.entries[job.offset : end]
+    result = _emit_urls(ports, job, part)
+    if end >= len(parsed.entries):
+        return result
+    key = job.body_key
+    if key is None:
+        # Keep the document as fetched: every part reads the same bytes, even if the
+        # publisher changes the sitemap meanwhile, and it is fetched only once.
+        key = sitemap_body_key(job.run_id, job.url)
+        ports.store.put(key, body, content_type="application/octet-stream")
+    follow_up = replace(job, offset=end, body_key=key)
+    # Sent after this part's URL jobs: a redelivered job repeats only its own part.
+    ports.queue.send(SITEMAP_QUEUE, [encode(follow_up)])
+    return replace(result, sitemap_jobs=1, follow_up=True)
+
+
+def _emit_urls(
+    ports: Ports, job: SitemapJob, entries: tuple[SitemapEntry, ...] | list[SitemapEntry]
+) -> ExpansionResult:
+    settings = ports.settings
+    bodies: list[str] = []
+    delays: list[int] = []
+    per_origin: Counter[str] = Counter()
     disallowed = 0
-    agent = ports.settings.robots_user_agent
-    for url, lastmod in dict.fromkeys(locations):
-        if not _robots_for(ports, url).allows(url, agent):
+    seen: set[str] = set()
+    for entry in entries:
+        if entry.loc in seen:
+            continue
+        seen.add(entry.loc)
+        policy = _robots_for(ports, entry.loc)
+        refusal = _refusal(ports, job, entry.loc, policy)
+        if refusal is not None:
             disallowed += 1
             record_outcome(
                 ports,
                 run_id=job.run_id,
                 source=job.source,
-                url=url,
+                url=entry.loc,
                 outcome=Outcome.DISALLOWED,
-                reason=f"robots-txt: disallowed for {agent}",
+                reason=refusal,
             )
             continue
+        origin = origin_of(entry.loc)
+        delay = min(policy.crawl_delay(settings.robots_user_agent) or 0.0, settings.max_crawl_delay)
+        delays.append(int(per_origin[origin] * delay))
+        per_origin[origin] += 1
         bodies.append(
             encode(
                 UrlJob(
                     run_id=job.run_id,
                     source=job.source,
-                    url=url,
+                    url=entry.loc,
                     sitemap=job.url,
-                    lastmod=lastmod,
+                    lastmod=normalise_lastmod(entry.lastmod),
                     cdif_agent=job.cdif_agent,
+                    links=entry.links,
                 )
             )
         )
-    ports.queue.send(URL_QUEUE, bodies)
+    ports.queue.send(URL_QUEUE, bodies, delays=delays if any(delays) else None)
     return ExpansionResult(url_jobs=len(bodies), disallowed=disallowed)
 
 
-def _robots_for(ports: Ports, url: str) -> RobotsPolicy:
-    parts = urlsplit(url)
-    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+def _refusal(ports: Ports, job: SitemapJob, url: str, policy: RobotsPolicy) -> str | None:
+    """Why ``url`` may not be harvested from this sitemap, or None when it may."""
+    settings = ports.settings
+    if origin_of(url) != origin_of(job.url) and not (
+        {job.url, *job.ancestors} & set(policy.sitemaps)
+    ):
+        # sitemaps.org, "Sitemaps & Cross Submits": a sitemap may list another host's URLs
+        # only when that host's robots.txt announces the sitemap.
+        return (
+            f"cross-host-location: the sitemap on {origin_of(job.url)} may not list URLs of "
+            f"{origin_of(url)} (that host's robots.txt does not announce it)"
+        )
+    if not policy.allows(url, settings.robots_user_agent):
+        return f"robots-txt: disallowed for {settings.robots_user_agent}"
+    if job.cdif_agent and not policy.allows(url, settings.cdif_user_agent):
+        return f"robots-txt: disallowed for {settings.cdif_user_agent}"
+    return None
+
+
+def _record_partial(ports: Ports, job: SitemapJob, parsed: ParsedSitemap) -> None:
+    """A sitemap that broke part-way or went over the limit is recorded as failed, with how
+    many of its URLs were still handed on."""
+    if parsed.error is None and parsed.limit_hit is None:
+        return
+    problem = parsed.error or (
+        f"{parsed.limit_hit}: more than {ports.settings.max_sitemap_urls} URLs (the sitemaps.org "
+        "limit); the rest were ignored"
+    )
+    record_outcome(
+        ports,
+        run_id=job.run_id,
+        source=job.source,
+        url=job.url,
+        outcome=Outcome.FAILED,
+        reason=f"{problem} ({len(parsed.entries)} URLs before it were harvested)",
+    )
+
+
+def _robots_for(ports: Ports, url: str, *, entry: bool = False) -> RobotsPolicy:
+    """The robots.txt policy of ``url``'s origin, fetched once per origin and cached.
+
+    RFC 9309 2.3.1: 4xx means no restrictions; 5xx or an unreachable file means "not now",
+    which is a retryable error. When the robots.txt is itself the entry URL, a 4xx is an error.
+    """
+    origin = origin_of(url)
     cached = ports.robots.get(origin)
     if cached is not None:
         return cached
     robots_url = f"{origin}/robots.txt"
-    response = ports.fetcher.fetch(robots_url, max_bytes=512 * 1024)
+    response = ports.fetcher.fetch(robots_url, max_bytes=_ROBOTS_MAX_BYTES)
     if response.status >= 500:
-        # RFC 9309 2.3.1.4: an unreachable robots.txt means "do not crawl now"; try later.
         raise FetchFailed(f"{robots_url} answered {response.status}", reason="robots-unavailable")
     if response.status == 200:
         policy = parse_robots(response.body, robots_url=robots_url)
+    elif entry:
+        raise SitemapFetchError(
+            f"{robots_url} answered {response.status}", reason=f"http-{response.status}"
+        )
     else:
-        # RFC 9309 2.3.1.3: robots.txt unavailable (4xx) means everything is allowed.
         policy = allow_all(robots_url)
     ports.robots[origin] = policy
     return policy

@@ -1,0 +1,48 @@
+"""W3C datetime parsing of sitemap <lastmod> values."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdif_harvester.domain.lastmod import normalise_lastmod
+
+CASES = [
+    ("1997", "1997-01-01T00:00:00Z"),
+    ("1997-07", "1997-07-01T00:00:00Z"),
+    ("1997-07-16", "1997-07-16T00:00:00Z"),
+    ("1997-07-16T19:20+01:00", "1997-07-16T18:20:00Z"),
+    ("1997-07-16T19:20:30+01:00", "1997-07-16T18:20:30Z"),
+    ("1997-07-16T19:20:30.45+01:00", "1997-07-16T18:20:30Z"),
+    ("1997-07-16T19:20:30Z", "1997-07-16T19:20:30Z"),
+    ("1997-07-16T19:20:30.123456789Z", "1997-07-16T19:20:30Z"),
+    ("1997-07-16T19:20:30-05:30", "1997-07-17T00:50:30Z"),
+    # what publishers write beside the standard
+    ("  2024-05-01 \n", "2024-05-01T00:00:00Z"),
+    ("2024-05-01 10:00:00", "2024-05-01T10:00:00Z"),
+    ("2024-05-01t10:00:00z", "2024-05-01T10:00:00Z"),
+    ("2024-05-01T10:00:00+0200", "2024-05-01T08:00:00Z"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_every_w3c_form_is_read(text: str, expected: str) -> None:
+    assert normalise_lastmod(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "yesterday",
+        "2024-13-01",
+        "2024-02-30",
+        "2024-05-01T25:00Z",
+        "24-05-01",
+        "2024-05-01T10",
+        "2024-05-01T10:00+25:00",
+        "2024/05/01",
+    ],
+)
+def test_anything_else_is_not_a_lastmod(text: str | None) -> None:
+    assert normalise_lastmod(text) is None
