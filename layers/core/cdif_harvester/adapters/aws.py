@@ -9,13 +9,16 @@ DynamoDB layout (single table, ``pk``/``sk``):
 =============================  ===================  ==========================================
 pk                             sk                   item
 =============================  ===================  ==========================================
-``RECORD#<record id>``         ``RECORD``           catalogue entry of a record
-``RUN#<run id>``               ``URL#<url>``        outcome of a URL in a run
-``URL#<url>``                  ``LATEST``           latest outcome of a URL
+``RECORD#<record key>``        ``RECORD``           catalogue entry of a record
+``RUN#<run id>``               ``URL#<url hash>``   outcome of a URL in a run
+``URL#<url hash>``             ``LATEST``           latest outcome of a URL
 =============================  ===================  ==========================================
 
-``gsi1pk``/``gsi1sk`` index records by source (``SOURCE#<source>`` / ``RECORD#<id>``) and URL
-outcomes by source (``SOURCE#<source>`` / ``URL#<url>``) for the operator queries of later issues.
+``gsi1pk``/``gsi1sk`` index records by source (``SOURCE#<source>`` / ``RECORD#<key>``) and URL
+outcomes by source (``SOURCE#<source>`` / ``URL#<url hash>``) for the operator queries of later
+issues. URLs and record ids are keyed by their hashes (:func:`cdif_harvester.keys.url_hash`,
+:func:`cdif_harvester.keys.record_key`, the same as in object keys) because DynamoDB limits a sort
+key to 1,024 bytes and both may be longer; the values themselves are attributes.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdif_harvester.errors import StorageError
+from cdif_harvester.keys import record_key, url_hash
 from cdif_harvester.model import (
     CatalogEntry,
     UrlOutcome,
@@ -119,10 +123,11 @@ class DynamoCatalog:
         """Insert or replace the entry of ``entry.record_id``."""
         self._put(
             {
-                "pk": f"RECORD#{entry.record_id}",
+                "pk": f"RECORD#{record_key(entry.record_id)}",
                 "sk": "RECORD",
+                "record_id": entry.record_id,
                 "gsi1pk": f"SOURCE#{entry.source}",
-                "gsi1sk": f"RECORD#{entry.record_id}",
+                "gsi1sk": f"RECORD#{record_key(entry.record_id)}",
                 # Stored as a JSON document: DynamoDB cannot hold floats or empty strings
                 # everywhere, and the entry is read whole anyway.
                 "body": json.dumps(entry_to_dict(entry), sort_keys=True),
@@ -132,7 +137,9 @@ class DynamoCatalog:
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""
         try:
-            item = self.table.get_item(Key={"pk": f"RECORD#{record_id}", "sk": "RECORD"})
+            item = self.table.get_item(
+                Key={"pk": f"RECORD#{record_key(record_id)}", "sk": "RECORD"}
+            )
         except (BotoCoreError, ClientError) as exc:
             raise StorageError(f"DynamoDB get {record_id} failed: {exc}") from exc
         found = item.get("Item")
@@ -141,20 +148,15 @@ class DynamoCatalog:
     def put_outcome(self, outcome: UrlOutcome) -> None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome."""
         body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
+        url_key = f"URL#{url_hash(outcome.url)}"
         common = {
+            "url": outcome.url,
             "outcome": outcome.outcome.value,
             "gsi1pk": f"SOURCE#{outcome.source}",
             "body": body,
         }
-        self._put({"pk": f"RUN#{outcome.run_id}", "sk": f"URL#{outcome.url}", **common})
-        self._put(
-            {
-                "pk": f"URL#{outcome.url}",
-                "sk": "LATEST",
-                **common,
-                "gsi1sk": f"URL#{outcome.url}",
-            }
-        )
+        self._put({"pk": f"RUN#{outcome.run_id}", "sk": url_key, **common})
+        self._put({"pk": url_key, "sk": "LATEST", **common, "gsi1sk": url_key})
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield every outcome of ``run_id`` (paginated query on the run's partition)."""
