@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,122 @@ def test_robots_txt_404_allows_everything_and_5xx_means_try_later(tmp_path: Path
         line = json.loads((tmp_path / "503" / "outcomes.jsonl").read_text())
         assert (line["outcome"], line["reason"].split(":")[0]) == ("failed", "robots-unavailable")
         assert summary.urls == 1
+
+
+DATASET_PAGE = """<html><head><script type="application/ld+json">
+{"@context": "https://schema.org", "@type": "Dataset", "@id": "{{BASE}}/d/1",
+ "name": "Signmap dataset", "identifier": "{{BASE}}/d/1", "url": "{{BASE}}/d/1"}
+</script></head><body>d1</body></html>"""
+
+
+def test_more_sitemap_shapes_and_signmap_links(tmp_path: Path) -> None:
+    with PublisherSite(None) as site, PublisherSite(None) as elsewhere:
+        base, foreign = site.base_url, elsewhere.url("/x.html")
+        site.add_route(
+            "/robots.txt",
+            headers={"Content-Type": "text/plain"},
+            body="User-agent: *\nAllow: /\n\nUser-agent: CDIF1.0\nDisallow: /drafts/\n"
+            "Sitemap: {{BASE}}/index.xml\n",
+        )
+        site.add_route(
+            "/index.xml",
+            headers=XML,
+            body=_index(
+                "/plain-ns.xml",
+                "/gz-named.xml",
+                "/relative.xml",
+                "/xxe.xml",
+                "/signmap.xml",
+                "/cross.xml",
+            ),
+        )
+        # no namespace at all
+        site.add_route(
+            "/plain-ns.xml",
+            headers=XML,
+            body="<urlset><url><loc>{{BASE}}/p/a.html</loc></url></urlset>",
+        )
+        # gzip recognised by its magic bytes although named .xml and served as XML
+        site.add_route(
+            "/gz-named.xml",
+            headers=XML,
+            body=gzip.compress(_urlset("/p/b.html").replace("{{BASE}}", base).encode()),
+        )
+        # a relative location, resolved against the sitemap
+        site.add_route(
+            "/relative.xml",
+            headers=XML,
+            body=f"<urlset {NS}><url><loc>p/c.html</loc></url></urlset>",
+        )
+        site.add_route(
+            "/xxe.xml",
+            headers=XML,
+            body=(
+                '<?xml version="1.0"?><!DOCTYPE u [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                f"<urlset {NS}><url><loc>&x;</loc></url></urlset>"
+            ),
+        )
+        site.add_route(
+            "/signmap.xml",
+            headers=XML,
+            body=(
+                f'<urlset {NS} xmlns:rs="http://www.openarchives.org/rs/terms/">'
+                "<url><loc>{{BASE}}/d/1</loc>"
+                '<rs:ln rel="describedby" href="{{BASE}}/md/1.json" type="application/ld+json" '
+                'profile="https://w3id.org/cdif/core/1.0"/>'
+                '<rs:ln rel="cite-as" href="https://doi.org/10.5072/sig.1"/></url>'
+                "<url><loc>{{BASE}}/drafts/2</loc></url></urlset>"
+            ),
+        )
+        site.add_route(
+            "/cross.xml",
+            headers=XML,
+            body=f"<urlset {NS}><url><loc>{elsewhere.url('/x.html')}</loc></url></urlset>",
+        )
+        site.add_route("/d/1", headers={"Content-Type": "text/html"}, body=DATASET_PAGE)
+        for name in "abc":
+            site.add_route(f"/p/{name}.html", headers={"Content-Type": "text/html"}, body=PAGE)
+        with LocalHarvester(tmp_path, allow_loopback=True) as harvester:
+            harvester.harvest(site.url("/robots.txt"))
+        assert elsewhere.requests == [
+            ("GET", "/robots.txt", elsewhere.requests[0][2])
+        ]  # only asked whether it announces the sitemap; the page itself was never fetched
+
+    lines = {
+        line["url"]: line
+        for line in map(json.loads, (tmp_path / "outcomes.jsonl").read_text().splitlines())
+    }
+    outcome = {
+        url.removeprefix(base): (v["outcome"], (v.get("reason") or "").split(":")[0])
+        for url, v in lines.items()
+    }
+    assert outcome == {
+        "/p/a.html": ("no-metadata", "no-metadata"),
+        "/p/b.html": ("no-metadata", "no-metadata"),
+        "/p/c.html": ("no-metadata", "no-metadata"),
+        "/xxe.xml": ("failed", "xml-entities-refused"),
+        "/d/1": ("record", ""),
+        "/drafts/2": ("disallowed", "robots-txt"),  # the CDIF1.0 group's rule
+        foreign: ("disallowed", "cross-host-location"),
+    }
+    (record,) = lines[f"{base}/d/1"]["records"]
+    report = json.loads((tmp_path / record["report"]).read_text())
+    links = {(link["rel"], link["href"]) for link in report["provenance"]["links"]}
+    assert links == {
+        ("describedby", f"{base}/md/1.json"),
+        ("cite-as", "https://doi.org/10.5072/sig.1"),
+    }
+
+
+def test_a_sitemap_over_the_url_limit_is_cut_and_recorded(tmp_path: Path) -> None:
+    with PublisherSite(None) as site:
+        site.add_route("/sm.xml", headers=XML, body=_urlset(*(f"/p/{n}.html" for n in "abcde")))
+        for name in "abcde":
+            site.add_route(f"/p/{name}.html", headers={"Content-Type": "text/html"}, body=PAGE)
+        with LocalHarvester(tmp_path, allow_loopback=True) as harvester:
+            harvester.ports.settings = replace(harvester.ports.settings, max_sitemap_urls=3)
+            summary = harvester.harvest(site.url("/sm.xml"))
+    lines = [json.loads(line) for line in (tmp_path / "outcomes.jsonl").read_text().splitlines()]
+    (cut,) = [line for line in lines if line["outcome"] == "failed"]
+    assert cut["url"].endswith("/sm.xml") and cut["reason"].startswith("max-urls")
+    assert summary.outcomes["no-metadata"] == 3
