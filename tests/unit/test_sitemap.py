@@ -428,3 +428,23 @@ def test_malformed_xml_with_nothing_readable(body: bytes) -> None:
 
 def test_garbage_behind_gzip_magic() -> None:
     assert refused(b"\x1f\x8b\x08\x00garbage-not-deflate") == "malformed-gzip"
+
+
+def test_iter_sitemap_streams_the_same_entries_and_knows_the_kind_first() -> None:
+    from cdif_harvester.domain.sitemap import iter_sitemap
+
+    body = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>https://e.org/{i}</loc></url>" for i in range(7))
+        + "</urlset>"
+    ).encode()
+    stream = iter_sitemap(body, sitemap_url="https://e.org/s.xml", max_urls=5)
+    assert stream.kind == "urlset" and stream.count <= 1  # known before the caller iterates
+    locs = [entry.loc for entry in stream]
+    assert locs == [
+        entry.loc
+        for entry in parse_sitemap(body, sitemap_url="https://e.org/s.xml", max_urls=5).entries
+    ]
+    assert (stream.count, stream.limit_hit) == (5, "max-urls")
+    with pytest.raises(SitemapError):
+        iter_sitemap(b"<html><body>no</body></html>", sitemap_url="https://e.org/s.xml")

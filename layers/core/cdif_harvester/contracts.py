@@ -13,7 +13,7 @@ Version history:
 
 * v1: the first contracts (SitemapJob, UrlJob, DocumentJob, IndexJob, RecordStored).
 * v2: SitemapJob gains ``ancestors`` (cycle check), ``offset`` and ``body_key`` (a large sitemap
-  continues in follow-up jobs from where the last one stopped); UrlJob's ``lastmod`` is
+  is handed on in stored parts by follow-up jobs); UrlJob's ``lastmod`` is
   normalised to ISO 8601 UTC. v1 messages are still read (the new fields take their defaults).
 """
 
@@ -67,8 +67,8 @@ class SitemapJob:
     was announced for ``User-agent: CDIF1.0`` (its locations are metadata or Signposting
     resources, not HTML with embedded scripts). ``ancestors`` lists the sitemaps that led here,
     so an index that lists one of them again is not followed. A follow-up job of a sitemap too
-    big for one invocation has ``offset`` (entries already handed on) and ``body_key`` (the
-    fetched sitemap, kept in the object store so every part reads the same document).
+    big for one invocation has ``offset`` (entries handed on before its part) and ``body_key``
+    (the key of its part in the object store).
     """
 
     KIND: ClassVar[str] = "sitemap-job"

@@ -7,8 +7,8 @@
                                                          response headers, discovery pattern
     staging/<run-id>/<url-hash>.json                     extractor -> indexer hand-over (claim
                                                          check; expires after 7 days on AWS)
-    staging/<run-id>/sitemaps/<url-hash>                 a sitemap too big for one job, as
-                                                         fetched, read by its follow-up jobs
+    staging/<run-id>/sitemaps/<url-hash>/<n>.json        part n of a sitemap too big for one
+                                                         job, handed on by a follow-up job
     records/<source>/<record-key>.jsonld                 the record normalised to CDIF 1.0
     reports/<source>/<record-key>.json                   its validation report
     views/<source>/<record-key>/pid-kernel.json          PID Kernel view (Appendix 2)
@@ -39,7 +39,7 @@ __all__ = [
     "records_key",
     "records_prefix",
     "report_key",
-    "sitemap_body_key",
+    "sitemap_part_key",
     "source_of",
     "staging_key",
     "url_hash",
@@ -109,9 +109,9 @@ def staging_key(run_id: str, url: str) -> str:
     return f"staging/{run_id}/{url_hash(url)}.json"
 
 
-def sitemap_body_key(run_id: str, url: str) -> str:
-    """Key of a fetched sitemap kept for the follow-up jobs that continue its expansion."""
-    return f"staging/{run_id}/sitemaps/{url_hash(url)}"
+def sitemap_part_key(run_id: str, url: str, index: int) -> str:
+    """Key of part ``index`` (from 1) of a sitemap handed on by follow-up jobs."""
+    return f"staging/{run_id}/sitemaps/{url_hash(url)}/{index:05d}.json"
 
 
 def records_key(source: str, rkey: str) -> str:

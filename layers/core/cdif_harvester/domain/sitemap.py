@@ -37,6 +37,8 @@ __all__ = [
     "ParsedSitemap",
     "SitemapEntry",
     "SitemapError",
+    "SitemapStream",
+    "iter_sitemap",
     "parse_sitemap",
 ]
 
@@ -128,35 +130,115 @@ def parse_sitemap(
     if pause:
         gc.disable()
     try:
-        return _parse(body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes)
+        stream = iter_sitemap(body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes)
+        entries = tuple(stream)
+        return ParsedSitemap(stream.kind, entries, stream.error, stream.limit_hit)
     finally:
         if pause:
             gc.enable()
 
 
-def _parse(body: bytes, *, sitemap_url: str, max_urls: int, max_bytes: int) -> ParsedSitemap:
+@dataclass
+class _Status:
+    """What a reader learns as it goes: the kind first, the count, and how it ended."""
+
+    kind: str = ""
+    count: int = 0
+    error: str | None = None
+    limit_hit: str | None = None
+
+
+class SitemapStream:
+    """The entries of one sitemap, read one at a time (see :func:`iter_sitemap`).
+
+    ``kind`` is known from the start; ``count``, ``error`` and ``limit_hit`` are final once the
+    iteration has ended. Iterate once.
+    """
+
+    def __init__(self, entries: Iterator[SitemapEntry], status: _Status) -> None:
+        self._status = status
+        # Read up to the first entry now, so that the kind is known and a document that is not
+        # a sitemap at all fails here rather than in the middle of the caller's loop.
+        self._first = next(entries, None)
+        self._entries = entries
+
+    @property
+    def kind(self) -> str:
+        """``urlset``, ``sitemapindex`` or ``text``."""
+        return self._status.kind
+
+    @property
+    def count(self) -> int:
+        """Entries read so far."""
+        return self._status.count
+
+    @property
+    def error(self) -> str | None:
+        """Why the document broke part-way (the entries before the break were given)."""
+        return self._status.error
+
+    @property
+    def limit_hit(self) -> str | None:
+        """``max-urls`` when the document had more entries than allowed."""
+        return self._status.limit_hit
+
+    def __iter__(self) -> Iterator[SitemapEntry]:
+        if self._first is not None:
+            first, self._first = self._first, None
+            yield first
+        yield from self._entries
+
+
+def iter_sitemap(
+    body: bytes,
+    *,
+    sitemap_url: str,
+    max_urls: int = MAX_SITEMAP_URLS,
+    max_bytes: int = MAX_SITEMAP_BYTES,
+) -> SitemapStream:
+    """Read a sitemap like :func:`parse_sitemap`, giving its entries one at a time.
+
+    Memory stays flat whatever the number of entries: a caller that hands entries on as they
+    come (the expander writes them out in parts) never holds them all. Raises
+    :class:`SitemapError` here when the document is not a sitemap at all, and during the
+    iteration when it proves too large (the rest of a gzip stream is always inflated, and
+    dropped, so that being too large is reported before the iteration ends).
+    """
+    status = _Status()
+    return SitemapStream(
+        _entries(
+            body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes, status=status
+        ),
+        status,
+    )
+
+
+def _entries(
+    body: bytes, *, sitemap_url: str, max_urls: int, max_bytes: int, status: _Status
+) -> Iterator[SitemapEntry]:
     if not body.startswith(_GZIP_MAGIC):
         if len(body) > max_bytes:
             raise SitemapError(
                 f"sitemap is {len(body)} bytes, more than the {max_bytes} allowed",
                 reason="too-large",
             )
-        return _parse_data(body, sitemap_url=sitemap_url, max_urls=max_urls)
+        yield from _parse_data(body, sitemap_url=sitemap_url, max_urls=max_urls, status=status)
+        return
     # Gzip is inflated while the parser reads it, so the inflated document is never held whole
     # (it would cost up to max_bytes, twice). Being too large still wins over whatever the
-    # parse concluded, exactly as when everything was inflated first: the rest of the stream is
-    # inflated (and dropped) before the outcome is given.
+    # parse concluded: the rest of the stream is inflated (and dropped) before the end.
     inflated = _inflate(body, max_bytes)
     failure: Exception | None = None
     try:
-        parsed = _parse_stream(inflated, sitemap_url=sitemap_url, max_urls=max_urls)
+        yield from _parse_stream(
+            inflated, sitemap_url=sitemap_url, max_urls=max_urls, status=status
+        )
     except Exception as exc:  # given below, unless the document turns out too large
         failure = exc
     for _ in inflated:  # raises "too-large" past max_bytes
         pass
     if failure is not None:
         raise failure
-    return parsed
 
 
 def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
@@ -193,7 +275,9 @@ def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
         pending = inflater.unused_data.lstrip(b"\x00")  # members may be padded with NULs
 
 
-def _parse_data(data: bytes, *, sitemap_url: str, max_urls: int) -> ParsedSitemap:
+def _parse_data(
+    data: bytes, *, sitemap_url: str, max_urls: int, status: _Status
+) -> Iterator[SitemapEntry]:
     """Read a whole document: XML or text."""
     data = data.removeprefix(_UTF8_BOM)
     start = data.lstrip()
@@ -202,11 +286,13 @@ def _parse_data(data: bytes, *, sitemap_url: str, max_urls: int) -> ParsedSitema
     if start.startswith(b"<"):
         # White space before the XML declaration is a common slip libxml2 would reject.
         _refuse_prolog(start)
-        return _parse_xml(_slices(start), sitemap_url=sitemap_url, max_urls=max_urls)
-    return _parse_text(data, max_urls=max_urls)
+        return _parse_xml(_slices(start), sitemap_url=sitemap_url, max_urls=max_urls, status=status)
+    return _parse_text(data, max_urls=max_urls, status=status)
 
 
-def _parse_stream(chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int) -> ParsedSitemap:
+def _parse_stream(
+    chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
+) -> Iterator[SitemapEntry]:
     """Read a document that arrives in ``chunks`` exactly as :func:`_parse_data` reads it
     whole, holding no more of it than the prolog scan needs: XML goes to the parser as it
     arrives; text, and documents shorter than the scan, are read whole."""
@@ -224,15 +310,17 @@ def _parse_stream(chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int) -
         if len(head) - blank >= _PROLOG_SCAN:
             break
     else:  # all of it is here
-        return _parse_data(bytes(head), sitemap_url=sitemap_url, max_urls=max_urls)
+        return _parse_data(bytes(head), sitemap_url=sitemap_url, max_urls=max_urls, status=status)
     start = bytes(head[blank:])
     if not start.startswith(b"<"):
         text = bytes(head[bom:])
         del head
-        return _parse_text(text + b"".join(chunks), max_urls=max_urls)
+        return _parse_text(text + b"".join(chunks), max_urls=max_urls, status=status)
     del head
     _refuse_prolog(start)
-    return _parse_xml(_rechunk(start, chunks), sitemap_url=sitemap_url, max_urls=max_urls)
+    return _parse_xml(
+        _rechunk(start, chunks), sitemap_url=sitemap_url, max_urls=max_urls, status=status
+    )
 
 
 def _slices(data: bytes) -> Iterator[bytes]:
@@ -311,7 +399,9 @@ def _find_root(chunks: Iterator[bytes], seen: list[bytes]) -> Any:
     return None
 
 
-def _parse_xml(chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int) -> ParsedSitemap:
+def _parse_xml(
+    chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
+) -> Iterator[SitemapEntry]:
     """Read XML, fed in ``chunks``: only the root element and the entry elements reach Python
     (a lookahead parse meets the root first, to know what the entries are called); everything
     else stays in libxml2 and is dropped chunk by chunk (flat memory)."""
@@ -319,8 +409,11 @@ def _parse_xml(chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int) -> P
     first = _find_root(chunks, seen)
     replay = itertools.chain(seen, chunks)
     if first is None or not isinstance(first.tag, str):
-        return _parse_xml_generic(replay, sitemap_url=sitemap_url, max_urls=max_urls)
-    kind = _root_kind(first)
+        yield from _parse_xml_generic(
+            replay, sitemap_url=sitemap_url, max_urls=max_urls, status=status
+        )
+        return
+    kind = status.kind = _root_kind(first)
     root_tag = first.tag
     ns = _local(root_tag)[0]
     prefix = f"{{{ns}}}" if ns else ""
@@ -329,7 +422,6 @@ def _parse_xml(chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int) -> P
     del first
     parser = _pull_parser(("start", "end"), (root_tag, entry_tag))
     events = parser.read_events()
-    entries: list[SitemapEntry] = []
     memo = _Memo()
     root: Any = None
     failure: Exception | None = None
@@ -350,9 +442,11 @@ def _parse_xml(chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int) -> P
                 continue  # the root itself, or an entry tag deeper down
             entry = _read_entry(element, loc_tag, lastmod_tag, sitemap_url, memo)
             if entry is not None:
-                if len(entries) >= max_urls:
-                    return ParsedSitemap(kind, tuple(entries), limit_hit="max-urls")
-                entries.append(entry)
+                if status.count >= max_urls:
+                    status.limit_hit = "max-urls"
+                    return
+                status.count += 1
+                yield entry
         if root is not None and len(root) > 1:
             # Every child of the root but the last (which may still be open) is complete and,
             # if it was an entry, read: drop them.
@@ -360,28 +454,26 @@ def _parse_xml(chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int) -> P
         if failure is not None:
             break
     if failure is None:
-        return ParsedSitemap(kind, tuple(entries))
+        return
     if not isinstance(failure, etree.XMLSyntaxError):
         raise failure
     detail = getattr(failure, "msg", None) or str(failure)
-    if not entries:
+    if not status.count:
         raise SitemapError(
             f"sitemap is not well-formed XML: {detail}", reason="malformed-xml"
         ) from failure
-    return ParsedSitemap(kind, tuple(entries), error=f"malformed-xml: {detail}")
+    status.error = f"malformed-xml: {detail}"
 
 
 def _parse_xml_generic(
-    chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int
-) -> ParsedSitemap:
+    chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
+) -> Iterator[SitemapEntry]:
     """Every element through Python, as this module read XML before: for documents that break
     or end before their root element is met."""
     kind: str | None = None
     entry_tag = loc_tag = lastmod_tag = ""
-    entries: list[SitemapEntry] = []
     memo = _Memo()
     depth = 0
-    limit_hit: str | None = None
     try:
         for event, element in _iterparse(chunks):
             if not isinstance(element.tag, str):
@@ -389,7 +481,7 @@ def _parse_xml_generic(
             if event == "start":
                 depth += 1
                 if depth == 1:
-                    kind = _root_kind(element)
+                    kind = status.kind = _root_kind(element)
                     ns = _local(element.tag)[0]
                     prefix = f"{{{ns}}}" if ns else ""
                     entry_tag = prefix + ("url" if kind == "urlset" else "sitemap")
@@ -402,10 +494,11 @@ def _parse_xml_generic(
             if element.tag == entry_tag:
                 entry = _read_entry(element, loc_tag, lastmod_tag, sitemap_url, memo)
                 if entry is not None:
-                    if len(entries) >= max_urls:
-                        limit_hit = "max-urls"
+                    if status.count >= max_urls:
+                        status.limit_hit = "max-urls"
                         break
-                    entries.append(entry)
+                    status.count += 1
+                    yield entry
             element.clear(keep_tail=False)
             parent = element.getparent()
             if parent is not None:
@@ -413,14 +506,14 @@ def _parse_xml_generic(
                     del parent[0]
     except etree.XMLSyntaxError as exc:
         detail = getattr(exc, "msg", None) or str(exc)  # "msg" leaves out lxml's "(<string>...)"
-        if kind is None or not entries:
+        if kind is None or not status.count:
             raise SitemapError(
                 f"sitemap is not well-formed XML: {detail}", reason="malformed-xml"
             ) from exc
-        return ParsedSitemap(kind, tuple(entries), error=f"malformed-xml: {detail}")
+        status.error = f"malformed-xml: {detail}"
+        return
     if kind is None:
         raise SitemapError("sitemap has no root element", reason="malformed-xml")
-    return ParsedSitemap(kind, tuple(entries), limit_hit=limit_hit)
 
 
 def _iterparse(chunks: Iterator[bytes]) -> Iterator[tuple[str, Any]]:
@@ -565,20 +658,19 @@ def _clean_url(raw: str, base: str) -> str | None:
     return url if urlsplit(url).scheme.lower() in _WEB_SCHEMES else None
 
 
-def _parse_text(data: bytes, *, max_urls: int) -> ParsedSitemap:
+def _parse_text(data: bytes, *, max_urls: int, status: _Status) -> Iterator[SitemapEntry]:
     """sitemaps.org text format: one absolute URL per line, nothing else."""
-    entries: list[SitemapEntry] = []
-    limit_hit: str | None = None
+    status.kind = "text"
     for raw_line in data.splitlines():
         line = raw_line.decode("utf-8", "replace").strip()
         if not line or any(c.isspace() for c in line):
             continue
         if urlsplit(line).scheme.lower() not in _WEB_SCHEMES or not urlsplit(line).netloc:
             continue
-        if len(entries) >= max_urls:
-            limit_hit = "max-urls"
+        if status.count >= max_urls:
+            status.limit_hit = "max-urls"
             break
-        entries.append(SitemapEntry(loc=line, lastmod=None))
-    if not entries:
+        status.count += 1
+        yield SitemapEntry(loc=line, lastmod=None)
+    if not status.count:
         raise SitemapError("text sitemap without a single http(s) URL", reason="not-a-sitemap")
-    return ParsedSitemap("text", tuple(entries), limit_hit=limit_hit)

@@ -17,9 +17,10 @@ sitemaps.org protocol, RFC 9309 (robots.txt) and Signposting Signmaps.
   enforced, as no major crawler does.
 - Crawl-delay (capped at ``Settings.max_crawl_delay``) spreads a host's URL jobs over time with
   message delays (at most 15 minutes on SQS); the local runner spaces the requests themselves.
-- A sitemap with more than ``Settings.max_urls_per_job`` locations is handed on in parts: each
-  job sends its part and then a follow-up job that starts where it stopped and reads the same
-  fetched document from the object store.
+- A sitemap is read as a stream (constant memory). When it has more than
+  ``Settings.max_urls_per_job`` locations, the first job hands on the first part and writes the
+  others to the object store as parts; a follow-up job per part hands it on and starts the next,
+  so every invocation is short and a redelivered job repeats only its own part.
 - A sitemap that breaks part-way, or exceeds the protocol's 50,000 URLs, keeps what it yielded
   and is itself recorded as ``failed`` with the reason.
 - An entry URL that answers HTML is harvested as a single landing page.
@@ -27,17 +28,18 @@ sitemaps.org protocol, RFC 9309 (robots.txt) and Signposting Signmaps.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
 from cdif_harvester.domain.lastmod import normalise_lastmod
 from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
-from cdif_harvester.domain.sitemap import ParsedSitemap, SitemapEntry, parse_sitemap
+from cdif_harvester.domain.sitemap import SitemapEntry, SitemapStream, iter_sitemap
 from cdif_harvester.errors import FetchFailed, PermanentError
-from cdif_harvester.keys import origin_of, sitemap_body_key
-from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome
+from cdif_harvester.keys import origin_of, sitemap_part_key
+from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome, TypedLink
 from cdif_harvester.stages import Ports, record_outcome
 
 __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
@@ -68,28 +70,25 @@ def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult:
     Raises SitemapFetchError or SitemapError (permanent) when the document is unusable,
     FetchFailed (retryable) on a 5xx answer, and whatever the fetcher raises.
     """
-    if job.body_key is None and urlsplit(job.url).path == "/robots.txt":
-        return _expand_robots(ports, job)
     if job.body_key is not None:
-        body, url = ports.store.get(job.body_key), job.url
-    else:
-        response = _fetch(ports, job.url, max_bytes=ports.settings.max_sitemap_bytes)
-        if job.depth == 0 and response.media_type in HTML_MEDIA_TYPES:
-            # The entry URL is a landing page, not a sitemap: harvest that one page.
-            return _emit_urls(ports, job, [SitemapEntry(loc=job.url, lastmod=None)])
-        body, url = response.body, response.url
-    parsed = parse_sitemap(
-        body,
-        sitemap_url=url,
+        return _expand_part(ports, job, job.body_key)
+    if urlsplit(job.url).path == "/robots.txt":
+        return _expand_robots(ports, job)
+    response = _fetch(ports, job.url, max_bytes=ports.settings.max_sitemap_bytes)
+    if job.depth == 0 and response.media_type in HTML_MEDIA_TYPES:
+        # The entry URL is a landing page, not a sitemap: harvest that one page.
+        return _emit_urls(ports, job, [SitemapEntry(loc=job.url, lastmod=None)])
+    stream = iter_sitemap(
+        response.body,
+        sitemap_url=response.url,
         max_urls=ports.settings.max_sitemap_urls,
         max_bytes=ports.settings.max_sitemap_bytes,
     )
-    if parsed.kind == "sitemapindex":
-        result = _emit_children(ports, job, [entry.loc for entry in parsed.entries])
+    if stream.kind == "sitemapindex":
+        result = _emit_children(ports, job, [entry.loc for entry in stream])
     else:
-        result = _emit_part(ports, job, parsed, body)
-    if not result.follow_up:
-        _record_partial(ports, job, parsed)
+        result = _emit_in_parts(ports, job, stream)
+    _record_partial(ports, job, stream)
     return result
 
 
@@ -150,22 +149,80 @@ def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionR
     return ExpansionResult(sitemap_jobs=len(children))
 
 
-def _emit_part(
-    ports: Ports, job: SitemapJob, parsed: ParsedSitemap, body: bytes
-) -> ExpansionResult:
-    """Hand on this job's part of the sitemap, then a follow-up job for the rest."""
-    end = job.offset + ports.settings.max_urls_per_job
-    part = parsed.entries[job.offset : end]
-    result = _emit_urls(ports, job, part)
-    if end >= len(parsed.entries):
+def _emit_in_parts(ports: Ports, job: SitemapJob, stream: SitemapStream) -> ExpansionResult:
+    """Hand on the first part of the sitemap now; write the others out for follow-up jobs.
+
+    Parts are written as the stream is read, each once the next entry proves it is not the
+    last, so at most three parts are held at a time, whatever the size of the sitemap. The
+    first part's URL jobs go out only once the whole document has been read: a sitemap that
+    turns out too large is refused whole.
+    """
+    size = ports.settings.max_urls_per_job
+    first: list[SitemapEntry] = []
+    done: list[SitemapEntry] | None = None  # a full part, written once another entry comes
+    current: list[SitemapEntry] = []
+    written = 0
+    for entry in stream:
+        if len(first) < size:
+            first.append(entry)
+            continue
+        if done is not None:
+            written += 1
+            _write_part(ports, job, written, done, last=False)
+            done = None
+        current.append(entry)
+        if len(current) == size:
+            done, current = current, []
+    tail = done if done is not None else current
+    if tail:
+        written += 1
+        _write_part(ports, job, written, tail, last=True)
+    result = _emit_urls(ports, job, first)
+    if not written:
         return result
-    key = job.body_key
-    if key is None:
-        # Keep the document as fetched: every part reads the same bytes, even if the
-        # publisher changes the sitemap meanwhile, and it is fetched only once.
-        key = sitemap_body_key(job.run_id, job.url)
-        ports.store.put(key, body, content_type="application/octet-stream")
-    follow_up = replace(job, offset=end, body_key=key)
+    follow_up = replace(job, offset=len(first), body_key=sitemap_part_key(job.run_id, job.url, 1))
+    ports.queue.send(SITEMAP_QUEUE, [encode(follow_up)])
+    return replace(result, sitemap_jobs=1, follow_up=True)
+
+
+def _write_part(
+    ports: Ports, job: SitemapJob, index: int, entries: list[SitemapEntry], *, last: bool
+) -> None:
+    part = {
+        "sitemap": job.url,
+        "entries": [
+            {"loc": e.loc, "lastmod": e.lastmod, "links": [asdict(link) for link in e.links]}
+            for e in entries
+        ],
+        "next": None if last else sitemap_part_key(job.run_id, job.url, index + 1),
+    }
+    ports.store.put(
+        sitemap_part_key(job.run_id, job.url, index),
+        json.dumps(part, separators=(",", ":")).encode("utf-8"),
+        content_type="application/json",
+    )
+
+
+def _expand_part(ports: Ports, job: SitemapJob, key: str) -> ExpansionResult:
+    """A follow-up job: hand on one stored part, then start the job of the next part."""
+    try:
+        part = json.loads(ports.store.get(key))
+    except KeyError as exc:
+        raise SitemapFetchError(
+            f"sitemap part {key} is gone", reason="sitemap-part-missing"
+        ) from exc
+    entries = [
+        SitemapEntry(
+            loc=item["loc"],
+            lastmod=item["lastmod"],
+            links=tuple(TypedLink(**link) for link in item["links"]),
+        )
+        for item in part["entries"]
+    ]
+    result = _emit_urls(ports, job, entries)
+    if part["next"] is None:
+        return result
+    follow_up = replace(job, offset=job.offset + len(entries), body_key=part["next"])
     # Sent after this part's URL jobs: a redelivered job repeats only its own part.
     ports.queue.send(SITEMAP_QUEUE, [encode(follow_up)])
     return replace(result, sitemap_jobs=1, follow_up=True)
@@ -237,7 +294,7 @@ def _refusal(ports: Ports, job: SitemapJob, url: str, policy: RobotsPolicy) -> s
     return None
 
 
-def _record_partial(ports: Ports, job: SitemapJob, parsed: ParsedSitemap) -> None:
+def _record_partial(ports: Ports, job: SitemapJob, parsed: SitemapStream) -> None:
     """A sitemap that broke part-way or went over the limit is recorded as failed, with how
     many of its URLs were still handed on."""
     if parsed.error is None and parsed.limit_hit is None:
@@ -252,7 +309,7 @@ def _record_partial(ports: Ports, job: SitemapJob, parsed: ParsedSitemap) -> Non
         source=job.source,
         url=job.url,
         outcome=Outcome.FAILED,
-        reason=f"{problem} ({len(parsed.entries)} URLs before it were harvested)",
+        reason=f"{problem} ({parsed.count} URLs before it were harvested)",
     )
 
 
