@@ -29,6 +29,7 @@ import re
 from urllib.parse import urlsplit
 
 __all__ = [
+    "RECORDS_PREFIX",
     "VIEW_NAMES",
     "content_hash",
     "raw_key",
@@ -37,7 +38,6 @@ __all__ = [
     "origin_of",
     "parse_records_key",
     "records_key",
-    "records_prefix",
     "report_key",
     "sitemap_part_key",
     "source_of",
@@ -48,7 +48,6 @@ __all__ = [
 ]
 
 RECORDS_PREFIX = "records/"
-records_prefix = RECORDS_PREFIX
 VIEW_NAMES: dict[str, str] = {
     "pid-kernel": "pid-kernel.json",
     "linkset-json": "linkset.json",

@@ -123,20 +123,10 @@ def parse_sitemap(
     Raises :class:`SitemapError` when nothing could be read (see its reasons); a document that
     breaks after some entries is returned with ``error`` set instead.
     """
-    # Tens of thousands of entries and links are small objects the cyclic garbage collector
-    # would scan over and over while they pile up (a sixth of the time on a large Signmap);
-    # none of them forms a cycle, so collection waits until they are all built. Only who
-    # turned it off turns it on again (another thread may be parsing too).
-    pause = gc.isenabled()
-    if pause:
-        gc.disable()
-    try:
-        stream = iter_sitemap(body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes)
-        entries = tuple(stream)
-        return ParsedSitemap(stream.kind, entries, stream.error, stream.limit_hit)
-    finally:
-        if pause:
-            gc.enable()
+    # (The stream pauses the cyclic garbage collector while it is read: see SitemapStream.)
+    stream = iter_sitemap(body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes)
+    entries = tuple(stream)
+    return ParsedSitemap(stream.kind, entries, stream.error, stream.limit_hit)
 
 
 @dataclass
@@ -184,9 +174,10 @@ class SitemapStream:
         return self._status.limit_hit
 
     def __iter__(self) -> Iterator[SitemapEntry]:
-        # As in parse_sitemap: the entries and links are small objects without cycles that the
-        # cyclic collector would scan over and over; it waits until the iteration ends (or the
-        # iterator is dropped, which closes it).
+        # Tens of thousands of entries and links are small objects without cycles that the
+        # cyclic collector would scan over and over while they pile up (a sixth of the time on
+        # a large Signmap); it waits until the iteration ends (or the iterator is dropped,
+        # which closes it). Only who paused it resumes it: another thread may be parsing too.
         pause = gc.isenabled()
         if pause:
             gc.disable()

@@ -61,7 +61,6 @@ class ExpansionResult:
     sitemap_jobs: int = 0
     disallowed: int = 0
     follow_up: bool = False
-    partial_error: str | None = None
 
 
 def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult:
@@ -109,20 +108,22 @@ def _expand_robots(ports: Ports, job: SitemapJob) -> ExpansionResult:
         raise SitemapFetchError(
             f"{job.url} announces no Sitemap: lines", reason="no-sitemaps-in-robots"
         )
-    children = [
-        SitemapJob(
-            run_id=job.run_id,
-            source=job.source,
-            url=url,
-            depth=job.depth + 1,
-            cdif_agent=url in policy.cdif_sitemaps,
-            parent=job.url,
-            ancestors=(*job.ancestors, job.url),
-        )
-        for url in policy.sitemaps
-    ]
+    children = [_child(job, url, cdif_agent=url in policy.cdif_sitemaps) for url in policy.sitemaps]
     ports.queue.send(SITEMAP_QUEUE, [encode(child) for child in children])
     return ExpansionResult(sitemap_jobs=len(children))
+
+
+def _child(job: SitemapJob, url: str, *, cdif_agent: bool) -> SitemapJob:
+    """The job of a sitemap that ``job`` announces, one level deeper, remembering the way."""
+    return SitemapJob(
+        run_id=job.run_id,
+        source=job.source,
+        url=url,
+        depth=job.depth + 1,
+        cdif_agent=cdif_agent,
+        parent=job.url,
+        ancestors=(*job.ancestors, job.url),
+    )
 
 
 def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionResult:
@@ -133,15 +134,7 @@ def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionR
         )
     lineage = {*job.ancestors, job.url}
     children = [
-        SitemapJob(
-            run_id=job.run_id,
-            source=job.source,
-            url=url,
-            depth=job.depth + 1,
-            cdif_agent=job.cdif_agent,
-            parent=job.url,
-            ancestors=(*job.ancestors, job.url),
-        )
+        _child(job, url, cdif_agent=job.cdif_agent)
         for url in dict.fromkeys(urls)
         if url not in lineage  # an index listing one of its ancestors would never end
     ]
