@@ -42,7 +42,26 @@ MESSAGES = [
         pattern="embedded-script",
         documents=(
             DocumentRef(key="raw/x/y/z.html", url="https://example.org/a", media_type="text/html"),
+            DocumentRef(
+                key="raw/x/y/m.json",
+                url="https://example.org/m.json",
+                media_type="application/ld+json",
+                via="describedby",
+                authority="authoritative",
+            ),
         ),
+        links=(
+            TypedLink(
+                href="https://example.org/m.json",
+                rel="meta",
+                scheme="DC",
+                title="Métadonnées",
+                hreflang="fr",
+                reverse=True,
+                found_in="html",
+            ),
+        ),
+        notes=("link-header: missing angle brackets repaired",),
     ),
     IndexJob(
         run_id="r1",
@@ -75,9 +94,9 @@ def _wire(**changes: object) -> str:
     [
         ("not json", "not JSON"),
         ("[]", "not a JSON object"),
-        (_wire(v=3), "version"),
+        (_wire(v=4), "version"),
         (_wire(v=True), "version"),
-        (_wire(v="2"), "version"),
+        (_wire(v="3"), "version"),
         (_wire(v=[2]), "version"),
         (_wire(kind="nope"), "unknown message kind"),
         (_wire(url=...), "missing required field 'url'"),
@@ -126,3 +145,21 @@ def test_version_1_messages_are_still_read() -> None:
     }
     job = decode(v1, SitemapJob)
     assert (job.offset, job.body_key, job.ancestors) == (0, None, ())
+
+
+def test_version_2_document_jobs_are_still_read() -> None:
+    # A v2 document job in flight during a deployment: the v3 fields take their defaults.
+    v2 = {
+        "v": 2,
+        "kind": "document-job",
+        "run_id": "r",
+        "source": "s",
+        "url": "https://e.org/a",
+        "pattern": "content-type",
+        "documents": [{"key": "raw/k.json", "url": "https://e.org/a", "media_type": "x/y"}],
+        "links": [{"href": "https://e.org/c", "rel": "cite-as"}],
+    }
+    job = decode(v2, DocumentJob)
+    assert job.notes == ()
+    assert (job.documents[0].via, job.documents[0].authority) == (None, None)
+    assert job.links[0].reverse is False

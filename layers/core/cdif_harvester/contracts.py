@@ -15,6 +15,10 @@ Version history:
 * v2: SitemapJob gains ``ancestors`` (cycle check), ``offset`` and ``body_key`` (a large sitemap
   is handed on in stored parts by follow-up jobs); UrlJob's ``lastmod`` is
   normalised to ISO 8601 UTC. v1 messages are still read (the new fields take their defaults).
+* v3: TypedLink gains ``title``, ``hreflang``, ``scheme`` and ``reverse``; DocumentRef gains
+  ``via`` (the link relation that led to it) and ``authority`` (the anti-spoofing verdict);
+  DocumentJob gains ``notes`` (what the resolver repaired or warns about). v1 and v2 messages
+  are still read.
 """
 
 from __future__ import annotations
@@ -47,8 +51,8 @@ __all__ = [
     "encode",
 ]
 
-CONTRACT_VERSION = 2
-READABLE_VERSIONS = frozenset({1, 2})
+CONTRACT_VERSION = 3
+READABLE_VERSIONS = frozenset({1, 2, 3})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Logical queue names; adapters map them to SQS queue URLs or in-process queues.
@@ -99,11 +103,19 @@ class UrlJob:
 
 @dataclass(frozen=True)
 class DocumentRef:
-    """A fetched document kept in the object store under ``key``."""
+    """A fetched document kept in the object store under ``key``.
+
+    ``via`` says how the resolver reached it (``self``, ``describedby``, ``meta``, ``linkset``
+    ...). ``authority`` is the anti-spoofing verdict (1997 draft, "Metadata Spoofing"):
+    ``None`` when the document claims nothing about another origin, else ``authoritative``,
+    ``not-authoritative`` or ``unverified``.
+    """
 
     key: str
     url: str
     media_type: str
+    via: str | None = None
+    authority: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,7 @@ class DocumentJob:
     pattern: str
     documents: tuple[DocumentRef, ...]
     links: tuple[TypedLink, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ __all__ = [
     "AddressRefused",
     "BodyTooLarge",
     "ContractError",
+    "Deferred",
     "FetchFailed",
     "FetchTimeout",
     "HarvestError",
@@ -47,9 +48,32 @@ class HarvestError(Exception):
 
 
 class RetryableError(HarvestError):
-    """A passing fault: the work item should be tried again later."""
+    """A passing fault: the work item should be tried again later.
+
+    ``retry_after`` (seconds), when known (an HTTP ``Retry-After``), is when to try again.
+    """
 
     reason = "retryable"
+
+    def __init__(
+        self, message: str, *, reason: str | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, reason=reason)
+        self.retry_after = retry_after
+
+
+class Deferred(HarvestError):
+    """Not a failure: the work must wait ``delay`` seconds (a host's politeness slot is busy).
+
+    Drivers put the job back to run after the delay without counting an attempt: on AWS a new
+    message with ``DelaySeconds`` (no Lambda time spent waiting), locally a later turn.
+    """
+
+    reason = "deferred"
+
+    def __init__(self, message: str, *, delay: float) -> None:
+        super().__init__(message)
+        self.delay = delay
 
 
 class PermanentError(HarvestError):

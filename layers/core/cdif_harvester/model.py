@@ -44,7 +44,14 @@ class Outcome(StrEnum):
 @dataclass(frozen=True)
 class TypedLink:
     """A typed web link (RFC 8288): from an HTTP Link header, HTML ``<link>``, a linkset or a
-    Signmap ``<rs:ln>``. ``rel`` is a single relation type, lower-cased."""
+    Signmap ``<rs:ln>``. ``rel`` is a single relation type, lower-cased.
+
+    ``href`` and ``anchor`` are absolute (resolved against the right base when read).
+    ``reverse`` marks a ``rev`` link of the 1997 metadata-linking draft: ``href`` is the
+    resource this document is metadata *of*, not metadata for it. ``scheme`` is that draft's
+    metadata scheme (e.g. ``DC``); ``title`` and ``hreflang`` are kept as found (``title*`` is
+    decoded into ``title``).
+    """
 
     href: str
     rel: str
@@ -52,6 +59,10 @@ class TypedLink:
     profile: str | None = None
     anchor: str | None = None
     found_in: str | None = None  # "http-header", "html", "linkset", "signmap", "record"
+    title: str | None = None
+    hreflang: str | None = None
+    scheme: str | None = None
+    reverse: bool = False
 
 
 @dataclass(frozen=True)
