@@ -345,13 +345,22 @@ def test_declared_content_length_over_cap_is_refused_before_reading(
     server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher]
 ) -> None:
     # The body would take seconds to arrive; the refusal must not wait for it.
-    server.route("/", body=zeros(20 * MiB), content_length=20 * MiB, chunk_delay=0.05)
+    server.route(
+        "/",
+        body=zeros(20 * MiB),
+        content_length=20 * MiB,
+        chunk_delay=0.05,
+        headers=[("Link", '<meta.json>; rel="describedby"')],
+    )
     started = time.monotonic()
     with pytest.raises(BodyTooLarge) as caught:
         make_fetcher(max_bytes=1 * MiB).fetch(server.url("/"))
     assert time.monotonic() - started < 1.0
     assert caught.value.reason == "body-too-large"
     assert "Content-Length" in str(caught.value)
+    # The head of the refused response stays usable (a resolver reads its Link headers).
+    assert caught.value.status == 200
+    assert ("link", '<meta.json>; rel="describedby"') in caught.value.headers
 
 
 @pytest.mark.parametrize("framing", ["close-delimited", "chunked"])

@@ -96,9 +96,26 @@ class AddressRefused(PermanentError):
 
 
 class BodyTooLarge(PermanentError):
-    """A response body (raw or decompressed) exceeded the configured cap."""
+    """A response body (raw or decompressed) exceeded the configured cap.
+
+    ``status`` and ``headers`` (lower-cased names, in order) are those of the response whose
+    body was refused, when the fetcher got that far: a caller that only wanted the headers
+    (content type, ``Link``) can still use them.
+    """
 
     reason = "body-too-large"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        status: int | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        super().__init__(message, reason=reason)
+        self.status = status
+        self.headers = headers
 
 
 class RedirectError(PermanentError):

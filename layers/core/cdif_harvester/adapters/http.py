@@ -631,6 +631,8 @@ class SafeFetcher:
             raise BodyTooLarge(
                 f"{url}: Content-Length {declared} exceeds the limit of {cap} bytes",
                 reason="body-too-large",
+                status=response.status_code,
+                headers=_header_lines(response),
             )
         decoders = _decoders(response, self.policy.max_decompressed_bytes, url)
         body = bytearray()
@@ -639,7 +641,10 @@ class SafeFetcher:
             received += len(chunk)
             if received > cap:
                 raise BodyTooLarge(
-                    f"{url}: body exceeds the limit of {cap} bytes", reason="body-too-large"
+                    f"{url}: body exceeds the limit of {cap} bytes",
+                    reason="body-too-large",
+                    status=response.status_code,
+                    headers=_header_lines(response),
                 )
             if time.monotonic() > deadline:
                 raise FetchTimeout(
