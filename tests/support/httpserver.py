@@ -46,6 +46,8 @@ class Route:
     headers_delay: float = 0.0
     chunk_delay: float = 0.0
     raw: bytes | None = None  # written as-is instead of a response
+    # Decides the answer per request (method, Accept, query ...): returns the Route to send.
+    respond: Callable[[SeenRequest], Route] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         owner = self.server.owner
-        owner.record(SeenRequest(self.command, self.path, list(self.headers.items())))
+        seen = SeenRequest(self.command, self.path, list(self.headers.items()))
+        owner.record(seen)
         route = owner.routes.get(self.path.split("?", 1)[0])
         if route is None:
             route = Route(status=404, body=b"not found")
+        elif route.respond is not None:
+            route = route.respond(seen)
         try:
             self._answer(route, owner.stopping)
         except (BrokenPipeError, ConnectionResetError):
