@@ -123,7 +123,7 @@ class HtmlHead:
     base: str
 
 
-# --- shared helpers ----------------------------------------------------------------------
+# --- common parts ------------------------------------------------------------------------
 
 _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~" + string.ascii_letters + string.digits)
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
