@@ -17,8 +17,9 @@ Version history:
   normalised to ISO 8601 UTC. v1 messages are still read (the new fields take their defaults).
 * v3: TypedLink gains ``title``, ``hreflang``, ``scheme`` and ``reverse``; DocumentRef gains
   ``via`` (the link relation that led to it) and ``authority`` (the anti-spoofing verdict);
-  DocumentJob gains ``notes`` (what the resolver repaired or warns about). v1 and v2 messages
-  are still read.
+  DocumentJob gains ``notes`` (what the resolver repaired or warns about); SitemapJob and UrlJob
+  gain ``options`` (a source's resolution options, e.g. ``format_parameter``). v1 and v2
+  messages are still read.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "SITEMAP_QUEUE",
     "URL_QUEUE",
     "MAX_MESSAGE_BYTES",
+    "RESOLUTION_OPTIONS",
     "DocumentJob",
     "DocumentRef",
     "IndexJob",
@@ -54,6 +56,11 @@ __all__ = [
 CONTRACT_VERSION = 3
 READABLE_VERSIONS = frozenset({1, 2, 3})
 MAX_MESSAGE_BYTES = 200 * 1024
+
+# Resolution options a source may set, carried on its sitemap and URL jobs:
+# ``format_parameter``: ``name=value`` appended to each URL's query to ask a metadata server
+# for CDIF (CDIF metadata publication, Option 2; e.g. ``format=CDIF1.0``).
+RESOLUTION_OPTIONS = frozenset({"format_parameter"})
 
 # Logical queue names; adapters map them to SQS queue URLs or in-process queues.
 SITEMAP_QUEUE = "sitemap"
@@ -72,7 +79,8 @@ class SitemapJob:
     resources, not HTML with embedded scripts). ``ancestors`` lists the sitemaps that led here,
     so an index that lists one of them again is not followed. A follow-up job of a sitemap too
     big for one invocation has ``offset`` (entries handed on before its part) and ``body_key``
-    (the key of its part in the object store).
+    (the key of its part in the object store). ``options`` are the source's resolution options
+    (see :data:`RESOLUTION_OPTIONS`), handed down to every URL job.
     """
 
     KIND: ClassVar[str] = "sitemap-job"
@@ -85,6 +93,7 @@ class SitemapJob:
     ancestors: tuple[str, ...] = ()
     offset: int = 0
     body_key: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,7 @@ class UrlJob:
     lastmod: str | None = None
     cdif_agent: bool = False
     links: tuple[TypedLink, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -302,9 +302,25 @@ def _record_links(record: Mapping[str, Any]) -> list[TypedLink]:
     prefixes = _prefixes(record)
     links: list[TypedLink] = []
 
-    def add(href: str | None, rel: str, **extra: str | None) -> None:
+    def add(
+        href: str | None,
+        rel: str,
+        *,
+        type: str | None = None,  # noqa: A002 - the link attribute's name
+        profile: str | None = None,
+        anchor: str | None = None,
+    ) -> None:
         if href:
-            links.append(TypedLink(href=href, rel=rel, found_in="record", **extra))
+            links.append(
+                TypedLink(
+                    href=href,
+                    rel=rel,
+                    type=type,
+                    profile=profile,
+                    anchor=anchor,
+                    found_in="record",
+                )
+            )
 
     resource_id = _expand(record.get("@id"), prefixes)
     subject = record.get("schema:subjectOf")

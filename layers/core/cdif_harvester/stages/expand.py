@@ -123,6 +123,7 @@ def _child(job: SitemapJob, url: str, *, cdif_agent: bool) -> SitemapJob:
         cdif_agent=cdif_agent,
         parent=job.url,
         ancestors=(*job.ancestors, job.url),
+        options=job.options,
     )
 
 
@@ -261,6 +262,7 @@ def _emit_urls(
                     lastmod=normalise_lastmod(entry.lastmod),
                     cdif_agent=job.cdif_agent,
                     links=entry.links,
+                    options=job.options,
                 )
             )
         )

@@ -67,6 +67,7 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
         "pattern": job.pattern,
         "links": [asdict(link) for link in job.links],
         "documents": [asdict(ref) for ref in job.documents],
+        "resolution_notes": list(job.notes),
         "records": records,
         "skipped": skipped,
     }
@@ -94,7 +95,12 @@ def _extract_block(  # noqa: PLR0917 - private helper filling two accumulators
     skipped: list[dict[str, Any]],
     seen_ids: set[str],
 ) -> None:
-    where = {"document": ref.key, "block": index}
+    where = {
+        "document": ref.key,
+        "block": index,
+        "via": ref.via,
+        "authority": ref.authority,
+    }
     try:
         parsed = parse_jsonld(text)
     except ExtractionError as exc:

@@ -53,8 +53,23 @@ def _index_one(
     ports: Ports, job: IndexJob, staged: dict[str, Any], item: dict[str, Any], now: str
 ) -> RecordRef:
     rkey = record_key(item["record_id"])
+    authority = item.get("authority")
+    warnings = list(item["report"].get("warnings", []))
+    if authority == "not-authoritative":
+        # Anti-spoofing verdict (1997 metadata-linking draft): the resource this record claims
+        # names other metadata as its own.
+        warnings.insert(
+            0,
+            {
+                "pointer": "",
+                "message": "not authoritative: the resource this record describes names "
+                "other metadata as its own (see provenance.resolution_notes)",
+                "keyword": "not-authoritative",
+            },
+        )
     report = {
         **item["report"],
+        "warnings": warnings,
         "record_id": item["record_id"],
         "resource_id": item["resource_id"],
         "identity_fallback": item["identity_fallback"],
@@ -66,6 +81,9 @@ def _index_one(
             "run_id": job.run_id,
             "document": item["document"],
             "block": item["block"],
+            "via": item.get("via"),
+            "authority": authority,
+            "resolution_notes": staged.get("resolution_notes", []),
             "links": staged.get("links", []),
             "harvested_at": now,
         },
@@ -106,6 +124,7 @@ def _index_one(
             report_key=rep_key,
             run_id=job.run_id,
             harvested_at=now,
+            extra={"authority": authority} if authority else {},
         )
     )
     return RecordRef(

@@ -1,15 +1,50 @@
-"""Stage 3: the URL resolver fetches a URL and finds where its metadata is.
+"""Stage 3: the URL resolver finds where a URL's metadata is and hands the documents on.
 
-Main path (CDIF discoverability, "Find metadata"): the URL returns JSON-LD itself
-(pattern ``content-type``) or an HTML landing page with embedded
-``<script type="application/ld+json">`` holding a Dataset (pattern ``embedded-script``). The
-document is kept as fetched, with its provenance, and handed on by key. Issue 4 adds the other
-patterns (Link headers, HTML links, linksets, Signmaps, content negotiation, legacy links).
+Every way CDIF and FAIR Signposting let a URL lead to its metadata is tried, cheapest and most
+authoritative first, and the way that worked is recorded as the job's ``pattern``:
+
+==================== =====================================================================
+``format-parameter`` the source is configured with ``format=CDIF1.0`` (metadata servers)
+``signmap``          ``describedby``/``linkset`` links carried from the sitemap's ``<rs:ln>``
+``content-type``     the URL answers JSON-LD itself (ideally ``profile="CDIF1.0"``)
+``item-list``        ... and that JSON-LD is a ``CDIF-list-1.0`` ItemList of records
+``http-link``        an HTTP ``Link: <...>; rel="describedby"`` header
+``linkset``          ``rel="linkset"`` (header or HTML) to an RFC 9264 linkset
+``legacy-meta``      the 1997 draft's ``rel="meta"`` link (header or HTML)
+``embedded-script``  HTML ``<script type="application/ld+json">`` with a Dataset
+``html-link``        HTML ``<link rel="describedby">``
+``content-negotiation`` a GET with ``Accept: application/ld+json;profile=...`` answers JSON-LD
+``html-meta``        last resort: a record built from HTML ``<meta>`` (Dublin Core) tags
+==================== =====================================================================
+
+Rules (see the README's resolution section for the publisher's view):
+
+* HTTP headers outrank HTML. URLs of a ``CDIF1.0`` sitemap (robots.txt) get a HEAD first,
+  because they are metadata files or Signposted resources that may be large; other URLs are
+  expected to be HTML pages and get a GET (a body over the cap is never read: its headers
+  still count). A non-HTML, non-JSON body is never downloaded just to look for links.
+* Among ``describedby`` targets: CDIF profile, then JSON-LD, then untyped; every target of the
+  best tier that yields JSON-LD is handed on; duplicates are merged.
+* Linkset links apply only when their anchor is the resource (its URL or a URL of its redirect
+  chain); the others are counted in a note.
+* 410 is a tombstone whose links are still read; 203 is read as 200 (noted); 204 has only
+  headers; 429 and 5xx are retried (honouring ``Retry-After``), then end ``failed``; other 4xx
+  end the URL.
+* Anti-spoofing (1997 draft, "Metadata Spoofing"): a document that was not reached through a
+  forward link of its resource, and claims (reverse link, ``describes``, or its Dataset's
+  ``url``/``@id``) a resource on another origin, is checked by resolving that resource's own
+  forward links. The verdict is recorded on the document: ``authoritative``,
+  ``not-authoritative`` (then the forward metadata is fetched and wins) or ``unverified``.
+* Every Signposting link seen (headers, HTML, linksets, the Signmap) is kept with its attributes
+  for the crosswalk; conflicting ``cite-as`` links are noted.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
 
 from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, DocumentRef, UrlJob, encode
 from cdif_harvester.domain.extraction import (
@@ -18,18 +53,55 @@ from cdif_harvester.domain.extraction import (
     has_dataset,
     parse_jsonld,
 )
-from cdif_harvester.errors import FetchFailed, PermanentError
+from cdif_harvester.domain.htmlmeta import record_from_meta
+from cdif_harvester.domain.resolution import (
+    MediaType,
+    anchored_to,
+    cite_as_warning,
+    claimed_resources,
+    describedby_tiers,
+    forward_meta_links,
+    is_list_profile,
+    merge_links,
+    normalise_url,
+    parse_media_type,
+    reverse_claims,
+    same_origin,
+)
+from cdif_harvester.domain.weblinks import (
+    HtmlHead,
+    parse_html_head,
+    parse_link_header,
+    parse_linkset_json,
+    parse_linkset_text,
+)
+from cdif_harvester.errors import BodyTooLarge, FetchFailed, PermanentError
 from cdif_harvester.keys import raw_key, raw_meta_key
 from cdif_harvester.model import (
     HTML_MEDIA_TYPES,
     JSONLD_MEDIA_TYPES,
     FetchResponse,
     Outcome,
+    TypedLink,
     UrlOutcome,
 )
 from cdif_harvester.stages import Ports, record_outcome
 
-__all__ = ["resolve_url"]
+__all__ = ["HttpStatusError", "resolve_url", "store_raw"]
+
+# What a browser asks for: the landing page as HTML, nothing that would trigger negotiation.
+ACCEPT_PAGE = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
+ACCEPT_JSONLD = (
+    'application/ld+json;profile="https://w3id.org/cdif/core/1.0",'
+    "application/ld+json;q=0.9,application/json;q=0.5"
+)
+ACCEPT_LINKSET = "application/linkset+json,application/linkset;q=0.9"
+MAX_PAGE_BYTES = 5 * 1024 * 1024  # a landing page bigger than this is read for its headers only
+MAX_LINKSET_BYTES = 1024 * 1024
+MAX_TARGETS = 5  # describedby targets fetched per tier
+MAX_RETRY_AFTER = 3600.0
+# Check a self-asserted document's claim on another origin by resolving that resource.
+VERIFY_CLAIMS = True
 
 
 class HttpStatusError(PermanentError):
@@ -39,67 +111,533 @@ class HttpStatusError(PermanentError):
 
 
 def resolve_url(ports: Ports, job: UrlJob) -> DocumentJob | UrlOutcome:
-    """Fetch ``job.url``, decide how its metadata is published, and hand the document on.
+    """Find the metadata of ``job.url`` (see the module docstring) and hand it on.
 
     Returns the DocumentJob sent to the extractor, or the recorded ``no-metadata`` outcome.
-    Raises HttpStatusError (permanent) for 4xx answers, FetchFailed (retryable) for 5xx, and
-    whatever the fetcher raises.
+    Raises HttpStatusError (permanent) for a 4xx answer of the URL itself, FetchFailed
+    (retryable, with ``retry_after``) for 429 and 5xx, and whatever the fetcher raises.
     """
-    response = ports.fetcher.fetch(job.url, max_bytes=ports.settings.max_document_bytes)
-    if response.status >= 500:
-        raise FetchFailed(f"answered {response.status}", reason=f"http-{response.status}")
-    if response.status != 200:
-        raise HttpStatusError(f"answered {response.status}", reason=f"http-{response.status}")
+    return _Resolver(ports, job).run()
 
-    pattern = _pattern_of(response)
-    if pattern is None:
-        return record_outcome(
-            ports,
-            run_id=job.run_id,
-            source=job.source,
-            url=job.url,
-            outcome=Outcome.NO_METADATA,
-            reason=f"no-metadata: no JSON-LD Dataset found in {response.media_type or 'response'}",
+
+@dataclass
+class _Found:
+    """A metadata document found: the response it came in, and how it was reached."""
+
+    response: FetchResponse
+    via: str
+    body: bytes | None = None  # when the document was built, not fetched (html-meta)
+    media_type: str | None = None
+    authority: str | None = None
+    forward: tuple[TypedLink, ...] = ()  # the claimed resource's own metadata links
+    is_list: bool = False
+
+
+@dataclass
+class _Page:
+    """The URL's own response: its head always, its body when it was read."""
+
+    response: FetchResponse
+    media: MediaType
+    body_read: bool
+
+
+class _Resolver:
+    """One resolution: the links seen, the notes written and the documents found so far."""
+
+    def __init__(self, ports: Ports, job: UrlJob) -> None:
+        self.ports = ports
+        self.job = job
+        self.links: list[TypedLink] = list(job.links)
+        self.notes: list[str] = []
+        self.tried: list[str] = []
+        self.resources: list[str] = [job.url]
+
+    # ---------------------------------------------------------------------------- the order
+
+    def run(self) -> DocumentJob | UrlOutcome:
+        """Try every pattern in order; hand on the first that yields documents."""
+        found = self._format_parameter()
+        if found:
+            return self._hand_on("format-parameter", found)
+        found = self._from_links(self.job.links, "signmap")
+        if found:
+            return self._hand_on("signmap", found)
+        page = self._open_page()
+        header_links = self._header_links(page.response)
+        found = self._self_document(page)
+        if found:
+            return self._hand_on("item-list" if found[0].is_list else "content-type", found)
+        for pattern, found in self._link_patterns(header_links, "HTTP Link header"):
+            if found:
+                return self._hand_on(pattern, found)
+        head: HtmlHead | None = None
+        if page.body_read and (page.media.type in HTML_MEDIA_TYPES or not page.media.type):
+            if self._has_embedded_dataset(page.response.body):
+                return self._hand_on("embedded-script", [_Found(page.response, "self")])
+            head = parse_html_head(page.response.body, page.response.url)
+            self.links.extend(head.links)
+            for pattern, found in self._link_patterns(list(head.links), "HTML <link>"):
+                if found:
+                    return self._hand_on(pattern.replace("http-link", "html-link"), found)
+        found = self._content_negotiation(page)
+        if found:
+            return self._hand_on("content-negotiation", found)
+        if head is not None:
+            found = self._html_meta(page, head)
+            if found:
+                return self._hand_on("html-meta", found)
+        return self._no_metadata(page)
+
+    # ---------------------------------------------------------------------------- fetching
+
+    def _fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        accept: str | None = None,
+        max_bytes: int | None = None,
+    ) -> FetchResponse:
+        headers = {"Accept": accept} if accept else None
+        return self.ports.fetcher.fetch(
+            url,
+            method=method,
+            headers=headers,
+            max_bytes=max_bytes or self.ports.settings.max_document_bytes,
         )
-    ref = store_raw(ports, job, response, pattern)
-    document_job = DocumentJob(
-        run_id=job.run_id,
-        source=job.source,
-        url=job.url,
-        pattern=pattern,
-        documents=(ref,),
-        links=job.links,
-    )
-    ports.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
-    return document_job
 
-
-def _pattern_of(response: FetchResponse) -> str | None:
-    if response.media_type in JSONLD_MEDIA_TYPES:
+    def _open_page(self) -> _Page:
+        """The URL's own response: HEAD first for CDIF1.0 sitemaps, else a capped GET."""
+        url = self.job.url
+        if self.job.cdif_agent:
+            response = self._fetch(url, method="HEAD", accept=ACCEPT_PAGE)
+            if response.status in (400, 403, 404, 405, 406, 501):
+                self.notes.append(f"HEAD answered {response.status}; GET used instead")
+            else:
+                self._check_status(response, url)
+                media = parse_media_type(response.header("content-type"))
+                if response.status == 204 or not _worth_reading(media):
+                    if media.type:
+                        self.notes.append(f"{media.type} body not downloaded (headers only)")
+                    return self._page(response, body_read=False)
+                response = self._fetch(url, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES)
+                self._check_status(response, url)
+                return self._page(response, body_read=True)
         try:
-            data = parse_jsonld(response.body).data
-        except ExtractionError:
-            # Malformed JSON-LD is still the metadata the publisher serves: the extractor
+            response = self._fetch(url, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES)
+        except BodyTooLarge as exc:
+            if exc.status is None:
+                raise
+            self.notes.append(f"body over {MAX_PAGE_BYTES} bytes: only its headers were read")
+            response = FetchResponse(url=url, status=exc.status, headers=exc.headers, body=b"")
+            self._check_status(response, url)
+            return self._page(response, body_read=False)
+        self._check_status(response, url)
+        return self._page(response, body_read=response.status != 204)
+
+    def _page(self, response: FetchResponse, *, body_read: bool) -> _Page:
+        for url in (*response.redirects, response.url):
+            if url not in self.resources:
+                self.resources.append(url)
+        if response.status == 203:
+            self.notes.append("203 Non-Authoritative Information: read as 200")
+        if response.status == 410:
+            self.notes.append("410 Gone: a tombstone; its links are still read")
+        media = parse_media_type(response.header("content-type"))
+        return _Page(response, media, body_read)
+
+    def _check_status(self, response: FetchResponse, url: str) -> None:
+        """Raise for the statuses that end (4xx) or postpone (429, 5xx) the URL."""
+        status = response.status
+        if status == 429 or status >= 500:
+            raise FetchFailed(
+                f"{url} answered {status}",
+                reason=f"http-{status}",
+                retry_after=_retry_after(response),
+            )
+        if status in (200, 203, 204, 410):
+            return
+        raise HttpStatusError(f"{url} answered {status}", reason=f"http-{status}")
+
+    def _header_links(self, response: FetchResponse) -> list[TypedLink]:
+        parsed = parse_link_header(response.header_all("link"), response.url)
+        self.notes.extend(parsed.repairs)
+        self.links.extend(parsed.links)
+        return list(parsed.links)
+
+    # ---------------------------------------------------------------------------- patterns
+
+    def _format_parameter(self) -> list[_Found]:
+        parameter = self.job.options.get("format_parameter")
+        if not parameter:
+            return []
+        separator = "&" if "?" in self.job.url else "?"
+        url = f"{self.job.url}{separator}{parameter}"
+        self.tried.append(f"format-parameter ({parameter})")
+        found = self._document_at(url, via="format-parameter", accept=ACCEPT_JSONLD)
+        return [found] if found else []
+
+    def _self_document(self, page: _Page) -> list[_Found]:
+        """The URL answered JSON-LD: it is the metadata (or a CDIF-list-1.0 ItemList of it)."""
+        if page.media.type not in JSONLD_MEDIA_TYPES:
+            return []
+        self.tried.append("content-type")
+        response = page.response
+        if not page.body_read:
+            response = self._fetch(self.job.url, accept=ACCEPT_JSONLD)
+            self._check_status(response, self.job.url)
+        data = _json_of(response.body)
+        if data is None:
+            # Malformed JSON-LD is still what the publisher serves as metadata: the extractor
             # records why it could not be read.
-            return "content-type"
-        return "content-type" if has_dataset(data) else None
-    if response.media_type in HTML_MEDIA_TYPES or not response.media_type:
-        for block in find_jsonld_scripts(response.body):
+            return [_Found(response, "self")]
+        if is_list_profile(page.media.profile) or _is_item_list(data):
+            return [_Found(response, "self", is_list=True)]
+        if not has_dataset(data):
+            self.notes.append(f"{response.url}: JSON-LD without a Dataset")
+            return []
+        return [self._verified(_Found(response, "self"), data)]
+
+    def _link_patterns(self, links: list[TypedLink], where: str) -> list[tuple[str, list[_Found]]]:
+        """``describedby``, then linkset, then legacy ``meta`` links, each tried lazily."""
+        results: list[tuple[str, list[_Found]]] = []
+        if describedby_tiers(links):
+            self.tried.append(f"describedby in {where}")
+            results.append(("http-link", self._targets(describedby_tiers(links))))
+            if results[-1][1]:
+                return results
+        linksets = [link for link in merge_links(links) if link.rel == "linkset"]
+        if linksets:
+            self.tried.append(f"linkset in {where}")
+            results.append(("linkset", self._from_linksets(linksets)))
+            if results[-1][1]:
+                return results
+        meta = forward_meta_links(links)
+        if meta:
+            self.tried.append(f'rel="meta" in {where}')
+            results.append(("legacy-meta", self._targets([meta], via="meta")))
+        return results
+
+    def _from_links(self, links: tuple[TypedLink, ...], where: str) -> list[_Found]:
+        """Metadata from typed links carried on the job (a Signmap's ``<rs:ln>``)."""
+        if not links:
+            return []
+        tiers = describedby_tiers(links)
+        if tiers:
+            self.tried.append(f"describedby in {where}")
+            found = self._targets(tiers)
+            if found:
+                return found
+        linksets = [link for link in merge_links(links) if link.rel == "linkset"]
+        if linksets:
+            self.tried.append(f"linkset in {where}")
+            return self._from_linksets(linksets)
+        return []
+
+    def _targets(self, tiers: list[list[TypedLink]], *, via: str = "describedby") -> list[_Found]:
+        """Every target of the best tier that yields JSON-LD (at most MAX_TARGETS per tier)."""
+        for tier in tiers:
+            found = [
+                document
+                for link in tier[:MAX_TARGETS]
+                if (document := self._document_at(link.href, via=via)) is not None
+            ]
+            if found:
+                return found
+        return []
+
+    def _document_at(self, url: str, *, via: str, accept: str = ACCEPT_JSONLD) -> _Found | None:
+        """Fetch a metadata target; None (with a note) when it is not usable JSON-LD."""
+        try:
+            response = self._fetch(url, accept=accept)
+        except PermanentError as exc:
+            self.notes.append(f"{via} target {url}: {exc.reason}: {exc}")
+            return None
+        if response.status == 429 or response.status >= 500:
+            self._check_status(response, url)  # retry the whole URL later
+        if response.status not in (200, 203):
+            self.notes.append(f"{via} target {url} answered {response.status}")
+            return None
+        media = parse_media_type(response.header("content-type"))
+        data = _json_of(response.body)
+        if data is None:
+            if media.type in JSONLD_MEDIA_TYPES:
+                return _Found(response, via)  # malformed, recorded by the extractor
+            self.notes.append(f"{via} target {url} is {media.type or 'untyped'}, not JSON-LD")
+            return None
+        if not (has_dataset(data) or _is_item_list(data)):
+            self.notes.append(f"{via} target {url}: JSON without a Dataset")
+            return None
+        found = _Found(response, via)
+        return (
+            self._verified(found, data)
+            if via in ("format-parameter", "content-negotiation")
+            else found
+        )
+
+    def _from_linksets(self, linksets: list[TypedLink]) -> list[_Found]:
+        anchored: list[TypedLink] = []
+        for link in linksets[:MAX_TARGETS]:
+            try:
+                response = self._fetch(
+                    link.href, accept=ACCEPT_LINKSET, max_bytes=MAX_LINKSET_BYTES
+                )
+            except PermanentError as exc:
+                self.notes.append(f"linkset {link.href}: {exc.reason}: {exc}")
+                continue
+            if response.status == 429 or response.status >= 500:
+                self._check_status(response, link.href)
+            if response.status != 200:
+                self.notes.append(f"linkset {link.href} answered {response.status}")
+                continue
+            parsed = (
+                parse_linkset_json(response.body, response.url)
+                if _looks_like_json(response)
+                else parse_linkset_text(response.body, response.url)
+            )
+            self.notes.extend(parsed.repairs)
+            kept, foreign = anchored_to(parsed.links, self.resources)
+            if foreign:
+                self.notes.append(
+                    f"linkset {link.href}: {foreign} link(s) anchored at other resources ignored"
+                )
+            anchored.extend(kept)
+        self.links.extend(anchored)
+        return self._targets(describedby_tiers(anchored), via="describedby") if anchored else []
+
+    def _has_embedded_dataset(self, body: bytes) -> bool:
+        self.tried.append("embedded script")
+        for block in find_jsonld_scripts(body):
             try:
                 if has_dataset(parse_jsonld(block.text).data):
-                    return "embedded-script"
+                    return True
             except ExtractionError:
                 continue
-    return None
+        return False
+
+    def _content_negotiation(self, page: _Page) -> list[_Found]:
+        if page.media.type in JSONLD_MEDIA_TYPES:
+            return []  # already asked: the URL's own answer was JSON-LD
+        self.tried.append("content negotiation")
+        if not page.body_read:
+            # Ask with HEAD first: a large non-HTML body is never downloaded to find out.
+            probe = self._fetch(self.job.url, method="HEAD", accept=ACCEPT_JSONLD)
+            if parse_media_type(probe.header("content-type")).type not in JSONLD_MEDIA_TYPES:
+                return []
+        found = self._document_at(self.job.url, via="content-negotiation")
+        if found is None or parse_media_type(found.response.header("content-type")).type not in (
+            JSONLD_MEDIA_TYPES
+        ):
+            return []
+        return [found]
+
+    def _html_meta(self, page: _Page, head: HtmlHead) -> list[_Found]:
+        self.tried.append("HTML <meta>")
+        record = record_from_meta(head.meta, page.response.url)
+        if record is None:
+            return []
+        self.notes.append(
+            "record built from HTML <meta> tags: CDIF discourages this; publish JSON-LD instead"
+        )
+        body = json.dumps(record, indent=2, ensure_ascii=False).encode("utf-8")
+        return [_Found(page.response, "html-meta", body=body, media_type="application/ld+json")]
+
+    # ---------------------------------------------------------------------------- spoofing
+
+    def _verified(self, found: _Found, data: Any) -> _Found:
+        """Check a self-asserted document's claim on another origin (1997 draft, spoofing)."""
+        claims = [
+            *reverse_claims(self._response_links(found.response)),
+            *claimed_resources(data),
+        ]
+        foreign = [url for url in claims if not same_origin(url, found.response.url)]
+        if not foreign or not VERIFY_CLAIMS:
+            return found
+        resource = foreign[0]
+        forward = self._forward_links_of(resource)
+        if forward is None:
+            found.authority = "unverified"
+            self.notes.append(f"{found.response.url} claims {resource}, which could not be read")
+            return found
+        own = {normalise_url(u) for u in (*found.response.redirects, found.response.url)}
+        own.add(normalise_url(self.job.url))
+        if not forward:
+            found.authority = "unverified"
+            self.notes.append(f"{found.response.url} claims {resource}, which names no metadata")
+        elif any(normalise_url(link.href) in own for link in forward):
+            found.authority = "authoritative"
+            self.notes.append(f"{resource} names {found.response.url} as its metadata")
+        else:
+            found.authority = "not-authoritative"
+            found.forward = tuple(forward)
+            self.notes.append(
+                f"{found.response.url} claims {resource}, but {resource} names "
+                f"{forward[0].href} as its metadata: not authoritative"
+            )
+        return found
+
+    def _response_links(self, response: FetchResponse) -> list[TypedLink]:
+        parsed = parse_link_header(response.header_all("link"), response.url)
+        self.links.extend(parsed.links)
+        return list(parsed.links)
+
+    def _forward_links_of(self, resource: str) -> list[TypedLink] | None:
+        """The forward metadata links (describedby, meta) of a resource; None if unreadable."""
+        try:
+            response = self._fetch(resource, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES)
+        except BodyTooLarge as exc:
+            response = FetchResponse(resource, exc.status or 0, exc.headers, b"")
+        except PermanentError:
+            return None
+        if response.status == 429 or response.status >= 500:
+            self._check_status(response, resource)
+        if response.status not in (200, 203, 410):
+            return None
+        links = list(parse_link_header(response.header_all("link"), response.url).links)
+        if parse_media_type(response.header("content-type")).type in HTML_MEDIA_TYPES:
+            links.extend(parse_html_head(response.body, response.url).links)
+        return [
+            link
+            for link in merge_links(links)
+            if link.rel in ("describedby", "meta") and not link.reverse
+        ]
+
+    def _winner(self, found: list[_Found]) -> list[_Found]:
+        """Put forward metadata first when a claiming document was found not authoritative."""
+        losers = [item for item in found if item.authority == "not-authoritative"]
+        if not losers:
+            return found
+        extra: list[_Found] = []
+        for item in losers:
+            forward = list(item.forward)
+            tiers = describedby_tiers(forward) or [forward_meta_links(forward)]
+            for document in self._targets(tiers, via="forward-metadata"):
+                document.authority = "authoritative"
+                extra.append(document)
+        return [*extra, *found]
+
+    # ---------------------------------------------------------------------------- hand-over
+
+    def _hand_on(self, pattern: str, found: list[_Found]) -> DocumentJob:
+        found = self._winner(found)
+        refs = tuple(self._store(item, pattern) for item in found)
+        warning = cite_as_warning(self.links)
+        if warning:
+            self.notes.append(warning)
+        document_job = DocumentJob(
+            run_id=self.job.run_id,
+            source=self.job.source,
+            url=self.job.url,
+            pattern=pattern,
+            documents=refs,
+            links=merge_links(self.links),
+            notes=tuple(dict.fromkeys(self.notes)),
+        )
+        self.ports.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
+        return document_job
+
+    def _store(self, item: _Found, pattern: str) -> DocumentRef:
+        return store_raw(
+            self.ports,
+            self.job,
+            item.response,
+            pattern,
+            via=item.via,
+            authority=item.authority,
+            body=item.body,
+            media_type=item.media_type,
+        )
+
+    def _no_metadata(self, page: _Page) -> UrlOutcome:
+        tried = ", ".join(dict.fromkeys(self.tried)) or "nothing applicable"
+        what = page.media.type or "response"
+        gone = "gone (410 tombstone); " if page.response.status == 410 else ""
+        reason = f"no-metadata: {gone}no CDIF metadata found in {what} (tried: {tried})"
+        return record_outcome(
+            self.ports,
+            run_id=self.job.run_id,
+            source=self.job.source,
+            url=self.job.url,
+            outcome=Outcome.NO_METADATA,
+            reason=reason,
+        )
 
 
-def store_raw(ports: Ports, job: UrlJob, response: FetchResponse, pattern: str) -> DocumentRef:
-    """Keep a fetched document as fetched, with a provenance file beside it; return its ref."""
-    extension = "html" if response.media_type in HTML_MEDIA_TYPES else "json"
-    key = raw_key(job.source, response.url, response.body, extension)
-    ports.store.put(
-        key, response.body, content_type=response.media_type or "application/octet-stream"
+def _worth_reading(media: MediaType) -> bool:
+    """Whether a body of this type may hold metadata or links (HTML, JSON-LD, unknown)."""
+    return not media.type or media.type in HTML_MEDIA_TYPES or media.type in JSONLD_MEDIA_TYPES
+
+
+def _json_of(body: bytes) -> Any:
+    try:
+        return parse_jsonld(body).data
+    except ExtractionError:
+        return None
+
+
+def _is_item_list(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    kinds = data.get("@type", [])
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    return any(
+        isinstance(kind, str) and kind.rsplit("/", 1)[-1].removeprefix("schema:") == "ItemList"
+        for kind in kinds
     )
+
+
+def _looks_like_json(response: FetchResponse) -> bool:
+    media = parse_media_type(response.header("content-type")).type
+    if media in ("application/linkset+json", "application/json"):
+        return True
+    if media == "application/linkset":
+        return False
+    return response.body.lstrip()[:1] in (b"{", b"[")
+
+
+def _retry_after(response: FetchResponse) -> float | None:
+    """Seconds asked by a ``Retry-After`` header (delta-seconds or HTTP-date), capped."""
+    value = (response.header("retry-after") or "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return min(float(value), MAX_RETRY_AFTER)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    date = response.header("date")
+    try:
+        now = parsedate_to_datetime(date) if date else None
+    except (TypeError, ValueError):
+        now = None
+    if now is None or when.tzinfo is None or now.tzinfo is None:
+        return None
+    return max(0.0, min((when - now).total_seconds(), MAX_RETRY_AFTER))
+
+
+def store_raw(  # noqa: PLR0913 - the provenance of a document has this many parts
+    ports: Ports,
+    job: UrlJob,
+    response: FetchResponse,
+    pattern: str,
+    *,
+    via: str = "self",
+    authority: str | None = None,
+    body: bytes | None = None,
+    media_type: str | None = None,
+) -> DocumentRef:
+    """Keep a fetched (or, for ``html-meta``, built) document with a provenance file beside it.
+
+    ``body``/``media_type`` override the response's (a document the resolver built); the
+    provenance still names the response it was built from.
+    """
+    content = response.body if body is None else body
+    media = media_type or response.media_type
+    extension = "html" if media in HTML_MEDIA_TYPES else "json"
+    key = raw_key(job.source, response.url, content, extension)
+    ports.store.put(key, content, content_type=media or "application/octet-stream")
     provenance = {
         "url": job.url,
         "final_url": response.url,
@@ -108,6 +646,8 @@ def store_raw(ports: Ports, job: UrlJob, response: FetchResponse, pattern: str) 
         "headers": [list(pair) for pair in response.headers],
         "fetched_at": ports.clock.now().isoformat(timespec="seconds"),
         "pattern": pattern,
+        "via": via,
+        "authority": authority,
         "run_id": job.run_id,
         "sitemap": job.sitemap,
         "lastmod": job.lastmod,
@@ -117,4 +657,4 @@ def store_raw(ports: Ports, job: UrlJob, response: FetchResponse, pattern: str) 
         json.dumps(provenance, indent=2, sort_keys=True).encode("utf-8"),
         content_type="application/json",
     )
-    return DocumentRef(key=key, url=response.url, media_type=response.media_type)
+    return DocumentRef(key=key, url=response.url, media_type=media, via=via, authority=authority)

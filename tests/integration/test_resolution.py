@@ -1,0 +1,623 @@
+"""Resolution against publisher sites served on 127.0.0.1: every pattern and every rule.
+
+Each test scripts real HTTP answers (status, repeated headers, bodies), runs the resolver stage
+with the real safe fetcher, and checks the pattern, the documents handed on (as stored), the
+links kept and, from the server's request log, what was (not) requested.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
+from cdif_harvester.adapters.local import (
+    DirectoryObjectStore,
+    InProcessQueue,
+    SqliteCatalog,
+    SystemClock,
+)
+from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, UrlJob, decode
+from cdif_harvester.errors import FetchFailed
+from cdif_harvester.model import Outcome, TypedLink, UrlOutcome
+from cdif_harvester.stages import Ports, run_job
+from cdif_harvester.stages.resolve import HttpStatusError, resolve_url
+from tests.support.httpserver import LocalHTTPServer, Route, SeenRequest
+
+pytestmark = pytest.mark.network
+
+JSONLD = "application/ld+json"
+CDIF_JSONLD = 'application/ld+json; profile="CDIF1.0"'
+HTML = "text/html; charset=utf-8"
+
+
+def dataset(identifier: str, name: str = "A dataset", **extra: Any) -> bytes:
+    """A small schema.org Dataset document."""
+    node = {"@context": "https://schema.org/", "@type": "Dataset", "@id": identifier, "name": name}
+    node.update(extra)
+    return json.dumps(node).encode("utf-8")
+
+
+def page(head: str = "", body: str = "<p>A landing page.</p>") -> bytes:
+    html = f"<!doctype html><html><head><title>t</title>{head}</head><body>{body}</body></html>"
+    return html.encode()
+
+
+def script(document: bytes, profile: str | None = None) -> str:
+    attribute = f' profile="{profile}"' if profile else ""
+    return f'<script type="application/ld+json"{attribute}>{document.decode()}</script>'
+
+
+@dataclass
+class Harness:
+    """A publisher server, the resolver's ports around the real fetcher, and helpers."""
+
+    server: LocalHTTPServer
+    ports: Ports
+    queue: InProcessQueue
+    store: DirectoryObjectStore
+
+    def url(self, path: str) -> str:
+        return self.server.url(path)
+
+    def job(self, path: str, **fields: Any) -> UrlJob:
+        return UrlJob(run_id="run-1", source="127.0.0.1", url=self.url(path), **fields)
+
+    def resolve(self, path: str, **fields: Any) -> DocumentJob | UrlOutcome:
+        result = run_job(self.ports, self.job(path, **fields), resolve_url)
+        assert isinstance(result, DocumentJob | UrlOutcome)
+        return result
+
+    def resolved(self, path: str, **fields: Any) -> DocumentJob:
+        """Resolve and return the DocumentJob that reached the document queue."""
+        result = self.resolve(path, **fields)
+        assert isinstance(result, DocumentJob), result
+        body = self.queue.receive(DOCUMENT_QUEUE)
+        assert body is not None
+        sent = decode(body, DocumentJob)
+        assert sent == result
+        return sent
+
+    def document(self, job: DocumentJob, index: int = 0) -> Any:
+        return json.loads(self.store.get(job.documents[index].key))
+
+    def requests(self, method: str | None = None) -> list[str]:
+        return [r.path for r in self.server.requests if method is None or r.method == method]
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    with LocalHTTPServer() as server, SafeFetcher(FetchPolicy(allow_loopback=True)) as fetcher:
+        queue = InProcessQueue()
+        store = DirectoryObjectStore(tmp_path / "out")
+        catalog = SqliteCatalog(tmp_path / "catalog.sqlite")
+        ports = Ports(
+            store=store, catalog=catalog, queue=queue, fetcher=fetcher, clock=SystemClock()
+        )
+        yield Harness(server, ports, queue, store)
+        catalog.close()
+
+
+def rels(job: DocumentJob) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for link in job.links:
+        found.setdefault(link.rel, []).append(link.href)
+    return found
+
+
+# --- the URL is the metadata -------------------------------------------------------------------
+
+
+def test_content_type_with_cdif_profile(harness: Harness) -> None:
+    harness.server.route(
+        "/meta.json",
+        headers=[("Content-Type", CDIF_JSONLD)],
+        body=dataset(harness.url("/meta.json")),
+    )
+    job = harness.resolved("/meta.json", cdif_agent=True)
+    assert job.pattern == "content-type"
+    assert [ref.via for ref in job.documents] == ["self"]
+    assert harness.document(job)["name"] == "A dataset"
+    # A CDIF1.0 sitemap's URL gets a HEAD first, then the GET of the metadata.
+    assert [(r.method, r.path) for r in harness.server.requests] == [
+        ("HEAD", "/meta.json"),
+        ("GET", "/meta.json"),
+    ]
+
+
+def test_item_list_is_handed_on_whole(harness: Harness) -> None:
+    items = {
+        "@context": "https://schema.org/",
+        "@type": "ItemList",
+        "itemListElement": [
+            json.loads(dataset("urn:e:d1", "one")),
+            json.loads(dataset("urn:e:d2", "two")),
+        ],
+    }
+    harness.server.route(
+        "/list.json",
+        headers=[("Content-Type", "application/ld+json; profile='CDIF-list-1.0'")],
+        body=json.dumps(items).encode(),
+    )
+    job = harness.resolved("/list.json")
+    assert job.pattern == "item-list"
+    assert len(harness.document(job)["itemListElement"]) == 2
+
+
+# --- HTTP Link headers -------------------------------------------------------------------------
+
+
+def test_http_link_describedby_prefers_cdif_profile_and_never_fetches_xml(
+    harness: Harness,
+) -> None:
+    s = harness.server
+    s.route(
+        "/landing",
+        headers=[
+            ("Content-Type", HTML),
+            ("Link", '</meta.xml>; rel="describedby"; type="application/xml"'),
+            (
+                "Link",
+                '</plain.json>; rel="describedby"; type="application/ld+json", '
+                '</cdif.json>; rel="describedby"; type="application/ld+json"; profile="CDIF1.0"',
+            ),
+            ("Link", '<https://doi.org/10.1234/abc>; rel="cite-as"'),
+            ("Link", '<https://spdx.org/licenses/CC-BY-4.0>; rel="license"'),
+        ],
+        body=page(script(dataset("urn:e:in-page"))),
+    )
+    s.route("/cdif.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:c"))
+    s.route("/plain.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:p"))
+    job = harness.resolved("/landing")
+    # Headers outrank the embedded script; the CDIF profile outranks plain JSON-LD.
+    assert job.pattern == "http-link"
+    assert [ref.url for ref in job.documents] == [harness.url("/cdif.json")]
+    assert [ref.via for ref in job.documents] == ["describedby"]
+    assert "/meta.xml" not in harness.requests() and "/plain.json" not in harness.requests()
+    kept = rels(job)
+    assert kept["cite-as"] == ["https://doi.org/10.1234/abc"]
+    assert kept["license"] == ["https://spdx.org/licenses/CC-BY-4.0"]
+    assert set(kept["describedby"]) == {
+        harness.url("/meta.xml"),
+        harness.url("/plain.json"),
+        harness.url("/cdif.json"),
+    }
+    cdif = next(link for link in job.links if link.href.endswith("/cdif.json"))
+    assert (cdif.type, cdif.profile, cdif.found_in) == (JSONLD, "CDIF1.0", "http-header")
+
+
+def test_head_decides_without_downloading_the_resource(harness: Harness) -> None:
+    s = harness.server
+    s.route(
+        "/data.zip",
+        headers=[
+            ("Content-Type", "application/zip"),
+            ("Link", '</data.json>; rel="describedby"; type="application/ld+json"'),
+        ],
+        body=b"PK" + b"\0" * 200_000,
+    )
+    s.route("/data.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:z"))
+    job = harness.resolved("/data.zip", cdif_agent=True)
+    assert job.pattern == "http-link"
+    assert harness.requests("GET") == ["/data.json"]
+    assert harness.requests("HEAD") == ["/data.zip"]
+
+
+def test_large_body_is_never_read_but_its_headers_count(harness: Harness) -> None:
+    s = harness.server
+    s.route(
+        "/huge",
+        headers=[
+            ("Content-Type", "application/octet-stream"),
+            ("Link", '</huge.json>; rel="describedby"; type="application/ld+json"'),
+        ],
+        body=lambda: iter([b"\0" * 1_000_000] * 64),
+        content_length=64_000_000,
+    )
+    s.route("/huge.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:h"))
+    job = harness.resolved("/huge")
+    assert job.pattern == "http-link"
+    assert any("only its headers were read" in note for note in job.notes)
+
+
+def test_sloppy_link_headers_are_repaired_and_noted(harness: Harness) -> None:
+    s = harness.server
+    s.route(
+        "/sloppy",
+        headers=[
+            ("Content-Type", HTML),
+            ("LINK", "/s.json; REL=describedby; type='application/ld+json'; profile=CDIF1.0"),
+        ],
+        body=page(),
+    )
+    s.route("/s.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:s"))
+    job = harness.resolved("/sloppy")
+    assert job.pattern == "http-link"
+    assert job.documents[0].url == harness.url("/s.json")
+    assert job.notes, "the repairs are recorded"
+
+
+def test_legacy_meta_forward_link_in_header(harness: Harness) -> None:
+    s = harness.server
+    s.route(
+        "/old",
+        headers=[("Content-Type", HTML), ("Link", '</old-meta.json>; rel="meta"; scheme="CDIF"')],
+        body=page(),
+    )
+    s.route("/old-meta.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:o"))
+    job = harness.resolved("/old")
+    assert job.pattern == "legacy-meta"
+    assert [ref.via for ref in job.documents] == ["meta"]
+    meta = next(link for link in job.links if link.rel == "meta")
+    assert (meta.scheme, meta.reverse) == ("CDIF", False)
+
+
+# --- HTML --------------------------------------------------------------------------------------
+
+
+def test_embedded_scripts_several_blocks(harness: Harness) -> None:
+    blocks = (
+        script(dataset("urn:e:a"), "CDIF1.0")
+        + script(b'{"@context": "https://schema.org/", "@type": "WebSite", "name": "x"}')
+        + script(dataset("urn:e:b"))
+    )
+    harness.server.route("/page", headers=[("Content-Type", HTML)], body=page(blocks))
+    job = harness.resolved("/page")
+    assert job.pattern == "embedded-script"
+    assert [ref.media_type for ref in job.documents] == ["text/html"]
+    assert harness.store.get(job.documents[0].key).count(b"application/ld+json") == 3
+
+
+def test_html_link_describedby_resolved_against_base(harness: Harness) -> None:
+    s = harness.server
+    head = (
+        '<base href="/records/">'
+        '<link rel="describedby" href="r1.json" type="application/ld+json">'
+        '<link rel="cite-as" href="https://doi.org/10.1/r1">'
+    )
+    s.route("/landing-html", headers=[("Content-Type", HTML)], body=page(head))
+    s.route(
+        "/records/r1.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:r1")
+    )
+    job = harness.resolved("/landing-html")
+    assert job.pattern == "html-link"
+    assert job.documents[0].url == harness.url("/records/r1.json")
+    assert rels(job)["cite-as"] == ["https://doi.org/10.1/r1"]
+    html_link = next(link for link in job.links if link.rel == "describedby")
+    assert html_link.found_in == "html"
+
+
+def test_legacy_meta_in_html(harness: Harness) -> None:
+    s = harness.server
+    head = '<link rel="meta" href="/m.json" scheme="DC">'
+    s.route("/old-html", headers=[("Content-Type", HTML)], body=page(head))
+    s.route("/m.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:m"))
+    job = harness.resolved("/old-html")
+    assert job.pattern == "legacy-meta"
+
+
+def test_html_meta_is_the_last_resort(harness: Harness) -> None:
+    head = (
+        '<meta name="DC.title" content="Ocean temperatures">'
+        '<meta name="DC.creator" content="Doe, Jane">'
+        '<meta name="DC.identifier" content="doi:10.5555/ocean">'
+    )
+    harness.server.route("/dc", headers=[("Content-Type", HTML)], body=page(head))
+    job = harness.resolved("/dc")
+    assert job.pattern == "html-meta"
+    record = harness.document(job)
+    assert record["name"] == "Ocean temperatures"
+    assert job.documents[0].media_type == JSONLD
+    assert any("discourages" in note for note in job.notes)
+    # Content negotiation was tried before falling back to <meta>.
+    assert len(harness.requests("GET")) == 2
+
+
+# --- linksets ----------------------------------------------------------------------------------
+
+
+def test_linkset_json_only_links_anchored_at_the_resource(harness: Harness) -> None:
+    s = harness.server
+    landing = harness.url("/item")
+    linkset = {
+        "linkset": [
+            {
+                "anchor": landing,
+                "describedby": [{"href": "/item.json", "type": "application/ld+json"}],
+                "cite-as": [{"href": "https://doi.org/10.9/item"}],
+            },
+            {
+                "anchor": harness.url("/other"),
+                "describedby": [{"href": "/other.json", "type": "application/ld+json"}],
+            },
+        ]
+    }
+    s.route(
+        "/item",
+        headers=[
+            ("Content-Type", HTML),
+            ("Link", '</ls.json>; rel="linkset"; type="application/linkset+json"'),
+        ],
+        body=page(),
+    )
+    s.route(
+        "/ls.json",
+        headers=[("Content-Type", "application/linkset+json")],
+        body=json.dumps(linkset).encode(),
+    )
+    s.route("/item.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:item"))
+    s.route("/other.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:x"))
+    job = harness.resolved("/item")
+    assert job.pattern == "linkset"
+    assert [ref.url for ref in job.documents] == [harness.url("/item.json")]
+    assert "/other.json" not in harness.requests()
+    assert rels(job)["cite-as"] == ["https://doi.org/10.9/item"]
+    assert any("anchored at other resources" in note for note in job.notes)
+
+
+def test_linkset_text_from_html_link(harness: Harness) -> None:
+    s = harness.server
+    landing = harness.url("/t")
+    text = (
+        f'<{harness.url("/t.json")}>; rel="describedby"; type="application/ld+json"; '
+        f'anchor="{landing}",\n'
+        f'<https://orcid.org/0000-0002-1825-0097>; rel="author"; anchor="{landing}"'
+    )
+    s.route("/t", headers=[("Content-Type", HTML)], body=page('<link rel="linkset" href="/t.ls">'))
+    s.route("/t.ls", headers=[("Content-Type", "application/linkset")], body=text.encode())
+    s.route("/t.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:t"))
+    job = harness.resolved("/t")
+    assert job.pattern == "linkset"
+    assert rels(job)["author"] == ["https://orcid.org/0000-0002-1825-0097"]
+
+
+# --- Signmap -----------------------------------------------------------------------------------
+
+
+def test_signmap_links_skip_the_landing_page(harness: Harness) -> None:
+    harness.server.route(
+        "/sm.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:sm")
+    )
+    links = (
+        TypedLink(
+            href=harness.url("/sm.json"),
+            rel="describedby",
+            type=JSONLD,
+            profile="https://w3id.org/cdif/core/1.0",
+            found_in="signmap",
+        ),
+        TypedLink(href="https://doi.org/10.7/sm", rel="cite-as", found_in="signmap"),
+    )
+    job = harness.resolved("/never-fetched", links=links)
+    assert job.pattern == "signmap"
+    assert harness.requests() == ["/sm.json"]
+    assert rels(job)["cite-as"] == ["https://doi.org/10.7/sm"]
+
+
+# --- content negotiation and format parameter ------------------------------------------------
+
+
+def _negotiating(request: SeenRequest) -> Route:
+    if "application/ld+json" in (request.header("accept") or ""):
+        return Route(headers=[("Content-Type", JSONLD)], body=dataset("urn:e:cn"))
+    return Route(headers=[("Content-Type", HTML)], body=page())
+
+
+def test_content_negotiation(harness: Harness) -> None:
+    harness.server.route("/cn", respond=_negotiating)
+    job = harness.resolved("/cn")
+    assert job.pattern == "content-negotiation"
+    assert harness.document(job)["@id"] == "urn:e:cn"
+
+
+def test_content_negotiation_answered_with_html_is_not_metadata(harness: Harness) -> None:
+    harness.server.route("/plain", headers=[("Content-Type", HTML)], body=page())
+    result = harness.resolve("/plain")
+    assert isinstance(result, UrlOutcome)
+    assert result.outcome is Outcome.NO_METADATA
+    assert "content negotiation" in (result.reason or "")
+
+
+def _format_server(request: SeenRequest) -> Route:
+    if "format=CDIF1.0" in request.path:
+        return Route(headers=[("Content-Type", JSONLD)], body=dataset("urn:e:fp"))
+    return Route(headers=[("Content-Type", "application/xml")], body=b"<record/>")
+
+
+def test_format_parameter_when_the_source_says_so(harness: Harness) -> None:
+    harness.server.route("/csw", respond=_format_server)
+    job = harness.resolved("/csw?id=7", options={"format_parameter": "format=CDIF1.0"})
+    assert job.pattern == "format-parameter"
+    assert harness.requests() == ["/csw?id=7&format=CDIF1.0"]
+
+
+# --- statuses and redirects --------------------------------------------------------------------
+
+
+def test_redirect_chain_then_link_relative_to_the_final_url(harness: Harness) -> None:
+    s = harness.server
+    s.route("/doi/1", status=302, headers=[("Location", "/hop")])
+    s.route("/hop", status=301, headers=[("Location", "/final/landing")])
+    s.route(
+        "/final/landing",
+        headers=[
+            ("Content-Type", HTML),
+            ("Link", '<meta.json>; rel="describedby"; type="application/ld+json"'),
+        ],
+        body=page(),
+    )
+    s.route("/final/meta.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:f"))
+    job = harness.resolved("/doi/1")
+    assert job.pattern == "http-link"
+    assert job.documents[0].url == harness.url("/final/meta.json")
+
+
+def test_tombstone_410_links_still_read(harness: Harness) -> None:
+    s = harness.server
+    s.route(
+        "/gone",
+        status=410,
+        headers=[
+            ("Content-Type", HTML),
+            ("Link", '</gone.json>; rel="describedby"; type="application/ld+json"'),
+        ],
+        body=page(),
+    )
+    s.route("/gone.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:g"))
+    job = harness.resolved("/gone")
+    assert job.pattern == "http-link"
+    assert any("410" in note for note in job.notes)
+
+
+def test_tombstone_without_links_is_no_metadata(harness: Harness) -> None:
+    harness.server.route("/gone2", status=410, headers=[("Content-Type", HTML)], body=page())
+    result = harness.resolve("/gone2")
+    assert isinstance(result, UrlOutcome)
+    assert result.outcome is Outcome.NO_METADATA
+    assert "410" in (result.reason or "")
+
+
+def test_204_and_203_are_read(harness: Harness) -> None:
+    s = harness.server
+    s.route(
+        "/nc",
+        status=204,
+        headers=[("Link", '</nc.json>; rel="describedby"; type="application/ld+json"')],
+    )
+    s.route(
+        "/nc.json", status=203, headers=[("Content-Type", JSONLD)], body=dataset("urn:e:nc")
+    )
+    job = harness.resolved("/nc")
+    assert job.pattern == "http-link"
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_429_and_5xx_are_retried_with_retry_after(harness: Harness, status: int) -> None:
+    harness.server.route("/busy", status=status, headers=[("Retry-After", "7")], body=b"busy")
+    with pytest.raises(FetchFailed) as caught:
+        resolve_url(harness.ports, harness.job("/busy"))
+    assert caught.value.retry_after == 7
+    assert caught.value.reason == f"http-{status}"
+
+
+def test_404_is_recorded(harness: Harness) -> None:
+    with pytest.raises(HttpStatusError):
+        resolve_url(harness.ports, harness.job("/missing"))
+
+
+def test_head_refused_falls_back_to_get(harness: Harness) -> None:
+    def no_head(request: SeenRequest) -> Route:
+        if request.method == "HEAD":
+            return Route(status=405)
+        return Route(headers=[("Content-Type", CDIF_JSONLD)], body=dataset("urn:e:nh"))
+
+    harness.server.route("/nohead.json", respond=no_head)
+    job = harness.resolved("/nohead.json", cdif_agent=True)
+    assert job.pattern == "content-type"
+    assert any("HEAD answered 405" in note for note in job.notes)
+
+
+def test_conflicting_cite_as_is_a_warning(harness: Harness) -> None:
+    s = harness.server
+    s.route(
+        "/two-cites",
+        headers=[
+            ("Content-Type", HTML),
+            (
+                "Link",
+                '<https://doi.org/10.1/a>; rel="cite-as", <https://doi.org/10.1/b>; rel="cite-as"',
+            ),
+        ],
+        body=page(script(dataset("urn:e:tc"))),
+    )
+    job = harness.resolved("/two-cites")
+    assert any(note.startswith("conflicting cite-as") for note in job.notes)
+
+
+# --- anti-spoofing -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def other_origin() -> Iterator[LocalHTTPServer]:
+    with LocalHTTPServer() as server:
+        yield server
+
+
+def test_spoofed_claim_is_not_authoritative_and_the_forward_metadata_wins(
+    harness: Harness, other_origin: LocalHTTPServer
+) -> None:
+    resource = other_origin.url("/dataset/1")
+    other_origin.route(
+        "/dataset/1",
+        headers=[
+            ("Content-Type", HTML),
+            ("Link", '</dataset/1.json>; rel="describedby"; type="application/ld+json"'),
+        ],
+        body=page(),
+    )
+    other_origin.route(
+        "/dataset/1.json",
+        headers=[("Content-Type", JSONLD)],
+        body=dataset(resource, "The real one", url=resource),
+    )
+    harness.server.route(
+        "/claim.json",
+        headers=[("Content-Type", CDIF_JSONLD)],
+        body=dataset(resource, "A forged one", url=resource),
+    )
+    job = harness.resolved("/claim.json")
+    assert job.pattern == "content-type"
+    verdicts = [(ref.url, ref.authority) for ref in job.documents]
+    assert verdicts == [
+        (other_origin.url("/dataset/1.json"), "authoritative"),
+        (harness.url("/claim.json"), "not-authoritative"),
+    ]
+    assert any("not authoritative" in note for note in job.notes)
+
+
+def test_claim_confirmed_by_the_resource_is_authoritative(
+    harness: Harness, other_origin: LocalHTTPServer
+) -> None:
+    resource = other_origin.url("/dataset/2")
+    claim = harness.url("/claim2.json")
+    other_origin.route(
+        "/dataset/2",
+        headers=[("Content-Type", HTML)],
+        body=page(f'<link rel="describedby" href="{claim}" type="application/ld+json">'),
+    )
+    harness.server.route(
+        "/claim2.json", headers=[("Content-Type", JSONLD)], body=dataset(resource, url=resource)
+    )
+    job = harness.resolved("/claim2.json")
+    assert [ref.authority for ref in job.documents] == ["authoritative"]
+
+
+def test_claim_by_reverse_link_on_a_silent_resource_is_unverified(
+    harness: Harness, other_origin: LocalHTTPServer
+) -> None:
+    resource = other_origin.url("/silent")
+    other_origin.route("/silent", headers=[("Content-Type", HTML)], body=page())
+    harness.server.route(
+        "/rev.json",
+        headers=[("Content-Type", JSONLD), ("Link", f'<{resource}>; rev="meta"')],
+        body=dataset("urn:e:rev"),
+    )
+    job = harness.resolved("/rev.json")
+    assert [ref.authority for ref in job.documents] == ["unverified"]
+    assert other_origin.requests, "the claimed resource was checked"
+
+
+def test_same_origin_claim_is_not_checked(harness: Harness) -> None:
+    harness.server.route(
+        "/own.json",
+        headers=[("Content-Type", JSONLD)],
+        body=dataset(harness.url("/own"), url=harness.url("/own")),
+    )
+    job = harness.resolved("/own.json")
+    assert [ref.authority for ref in job.documents] == [None]
+    assert harness.requests() == ["/own.json"]
