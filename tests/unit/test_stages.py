@@ -219,6 +219,29 @@ def test_extractor_keeps_good_blocks_beside_broken_ones(tmp_path: Path) -> None:
     assert reasons == ["malformed-json", "no Dataset node in this block"]
 
 
+def test_extractor_prefers_the_cdif_profiled_block_of_a_record(tmp_path: Path) -> None:
+    def block(name: str, profile: str = "") -> str:
+        node = {
+            "@context": "https://schema.org/",
+            "@type": "Dataset",
+            "@id": "https://doi.org/10.5072/same",
+            "name": name,
+            "subjectOf": {"@id": f"{BASE}/meta/same", "@type": "DigitalDocument"},
+        }
+        attribute = f' profile="{profile}"' if profile else ""
+        return f'<script type="application/ld+json"{attribute}>{json.dumps(node)}</script>'
+
+    page = f"<html><head>{block('plain')}{block('cdif', 'CDIF1.0')}</head></html>".encode()
+    ports = _ports(tmp_path, {f"{BASE}/two.html": (200, HTML, page)})
+    document_job = resolve_url(ports, UrlJob(run_id="r", source="s", url=f"{BASE}/two.html"))
+    assert isinstance(document_job, DocumentJob)
+    index_job = extract_documents(ports, document_job)
+    staged = json.loads(ports.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    (record,) = staged["records"]
+    assert record["block"] == 1 and record["record"]["schema:name"] == "cdif"
+    assert [item["block"] for item in staged["skipped"]] == [0]
+
+
 def test_a_big_sitemap_continues_in_follow_up_jobs_without_loss_or_repeat(
     tmp_path: Path,
 ) -> None:

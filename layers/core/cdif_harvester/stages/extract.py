@@ -20,6 +20,7 @@ from cdif_harvester.domain.extraction import (
     parse_jsonld,
 )
 from cdif_harvester.domain.normalisation import NormalisationError, normalise
+from cdif_harvester.domain.resolution import is_cdif_profile
 from cdif_harvester.domain.validation import validate_record
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import staging_key
@@ -83,7 +84,11 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
 def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
     body = ports.store.get(ref.key)
     if ref.media_type in HTML_MEDIA_TYPES:
-        return [(block.index, block.text) for block in find_jsonld_scripts(body)]
+        blocks = find_jsonld_scripts(body)
+        # Blocks that declare a CDIF profile go first (CDIF metadata publication, Option 1), so
+        # when two blocks describe the same record, the CDIF one is kept.
+        ordered = sorted(blocks, key=lambda block: not is_cdif_profile(block.profile))
+        return [(block.index, block.text) for block in ordered]
     return [(0, body)]
 
 
