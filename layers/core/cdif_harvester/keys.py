@@ -9,6 +9,10 @@
                                                          check; expires after 7 days on AWS)
     staging/<run-id>/sitemaps/<url-hash>/<n>.json        part n of a sitemap too big for one
                                                          job, handed on by a follow-up job
+    staging/<run-id>/journal/<job-key>/journal.json      the answers a job got before it was
+                                                         deferred (politeness), replayed when it
+                                                         runs again
+    staging/<run-id>/journal/<job-key>/<sha256>.body     one answer's body, stored once
     records/<source>/<record-key>.jsonld                 the record normalised to CDIF 1.0
     reports/<source>/<record-key>.json                   its validation report
     views/<source>/<record-key>/pid-kernel.json          PID Kernel view (Appendix 2)
@@ -32,6 +36,8 @@ __all__ = [
     "RECORDS_PREFIX",
     "VIEW_NAMES",
     "content_hash",
+    "journal_body_key",
+    "journal_key",
     "raw_key",
     "raw_meta_key",
     "record_key",
@@ -111,6 +117,16 @@ def staging_key(run_id: str, url: str) -> str:
 def sitemap_part_key(run_id: str, url: str, index: int) -> str:
     """Key of part ``index`` (from 1) of a sitemap handed on by follow-up jobs."""
     return f"staging/{run_id}/sitemaps/{url_hash(url)}/{index:05d}.json"
+
+
+def journal_key(run_id: str, job: str) -> str:
+    """Key of the fetch journal of the job whose key is ``job`` in ``run_id``."""
+    return f"staging/{run_id}/journal/{job}/journal.json"
+
+
+def journal_body_key(run_id: str, job: str, digest: str) -> str:
+    """Key of a body in that journal, by its SHA-256 ``digest`` (each body stored once)."""
+    return f"staging/{run_id}/journal/{job}/{digest}.body"
 
 
 def records_key(source: str, rkey: str) -> str:

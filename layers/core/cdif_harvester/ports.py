@@ -1,19 +1,30 @@
 """Ports: the protocols every stage is written against.
 
 Stages take these as arguments and never import an adapter. Adapters live in
-:mod:`cdif_harvester.adapters`: ``aws`` (S3, DynamoDB, SQS), ``local`` (a directory, SQLite, an
-in-process queue) and ``http`` (the one safe fetcher).
+:mod:`cdif_harvester.adapters`: ``aws`` (S3, DynamoDB, SQS, the DynamoDB host gate), ``local`` (a
+directory, SQLite, an in-process queue), ``http`` (the one safe fetcher) and ``politeness`` (the
+in-memory host gate and the fetcher that goes through a gate).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from cdif_harvester.model import CatalogEntry, FetchResponse, UrlOutcome
 
-__all__ = ["CatalogIndex", "Clock", "Fetcher", "JobQueue", "ObjectStore"]
+__all__ = [
+    "CatalogIndex",
+    "Clock",
+    "Fetcher",
+    "HostGate",
+    "HostSlot",
+    "JobQueue",
+    "ObjectStore",
+    "Wait",
+]
 
 
 class Fetcher(Protocol):
@@ -101,4 +112,58 @@ class Clock(Protocol):
 
     def now(self) -> datetime:
         """Return the current UTC time, timezone-aware."""
+        ...
+
+
+@dataclass(frozen=True)
+class HostSlot:
+    """A request slot taken on a host: hand it back with :meth:`HostGate.release`.
+
+    ``token`` identifies this taking of the slot, so a late release never frees a slot that has
+    since been taken again (after its lease ran out).
+    """
+
+    host: str
+    index: int
+    token: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    """No slot now: ask again in ``seconds``.
+
+    ``reason`` is ``busy`` (every slot is taken), ``interval`` (the Crawl-delay since the last
+    request start has not passed) or ``held`` (the host asked us to stay away: Retry-After).
+    """
+
+    seconds: float
+    reason: str
+
+
+class HostGate(Protocol):
+    """Politeness per host (an origin, ``scheme://host:port``), shared by every worker.
+
+    At most ``slots`` requests are in flight per host, successive request starts on one host
+    are at least the host's interval (its robots.txt Crawl-delay) apart, and a host can be held
+    closed until a time (an HTTP ``Retry-After``). A slot whose holder never releases it (a
+    worker that died) is free again once its lease has run out, so no crash wedges a host.
+    """
+
+    def acquire(self, host: str, *, slots: int) -> HostSlot | Wait:
+        """Take one of the ``slots`` request slots of ``host`` and start a request now, or say
+        how long to wait before asking again. Raises StorageError when the gate's store fails.
+        """
+        ...
+
+    def release(self, slot: HostSlot) -> None:
+        """Give ``slot`` back (a no-op when its lease ran out and it was taken again)."""
+        ...
+
+    def hold(self, host: str, seconds: float) -> None:
+        """Start no request on ``host`` for ``seconds`` from now (never shortens a hold)."""
+        ...
+
+    def set_interval(self, host: str, seconds: float) -> None:
+        """Space request starts on ``host`` at least ``seconds`` apart from now on (Crawl-delay);
+        the start of the last request already counts."""
         ...

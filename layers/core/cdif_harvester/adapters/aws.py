@@ -1,4 +1,4 @@
-"""AWS adapters: S3 as object store, DynamoDB as catalogue, SQS as job queue (boto3).
+"""AWS adapters: S3 as object store, DynamoDB as catalogue and host gate, SQS as job queue.
 
 Clients are passed in (built lazily by :mod:`cdif_harvester.runtime`), never created at import
 time. Every botocore error is wrapped in :class:`~cdif_harvester.errors.StorageError`, a retryable
@@ -12,6 +12,7 @@ pk                             sk                   item
 ``RECORD#<record key>``        ``RECORD``           catalogue entry of a record
 ``RUN#<run id>``               ``URL#<url hash>``   outcome of a URL in a run
 ``URL#<url hash>``             ``LATEST``           latest outcome of a URL
+``HOST#<origin>``              ``GATE``             politeness state of a host (DynamoHostGate)
 =============================  ===================  ==========================================
 
 ``gsi1pk``/``gsi1sk`` index records by source (``SOURCE#<source>`` / ``RECORD#<key>``) and URL
@@ -24,9 +25,14 @@ key to 1,024 bytes and both may be longer; the values themselves are attributes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdif_harvester.errors import StorageError
@@ -39,16 +45,18 @@ from cdif_harvester.model import (
     outcome_from_dict,
     outcome_to_dict,
 )
+from cdif_harvester.ports import HostSlot, Wait
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
     from mypy_boto3_s3.client import S3Client
     from mypy_boto3_sqs.client import SQSClient
 
-__all__ = ["DynamoCatalog", "S3ObjectStore", "SqsQueue"]
+__all__ = ["DynamoCatalog", "DynamoHostGate", "S3ObjectStore", "SqsQueue"]
 
 _SQS_BATCH = 10  # SendMessageBatch takes at most ten entries
 _SQS_MAX_DELAY = 900  # seconds, the SQS limit on DelaySeconds
+_SQS_MAX_VISIBILITY = 43_200  # seconds, the SQS limit on a message's visibility timeout
 
 
 class S3ObjectStore:
@@ -215,3 +223,229 @@ class SqsQueue:
             failed = response.get("Failed", [])
             if failed:
                 raise StorageError(f"SQS rejected {len(failed)} message(s) to {queue}: {failed}")
+
+    def send_later(
+        self, queue: str, body: str, *, delay: float, attributes: Mapping[str, str] | None = None
+    ) -> None:
+        """Send one message not to be delivered before ``delay`` seconds (rounded up, at most
+        900), with string message ``attributes``. Raises StorageError."""
+        url = self._url(queue)
+        seconds = max(0, min(_SQS_MAX_DELAY, math.ceil(delay)))
+        message_attributes = {
+            name: {"DataType": "String", "StringValue": value}
+            for name, value in (attributes or {}).items()
+        }
+        try:
+            self.client.send_message(
+                QueueUrl=url,
+                MessageBody=body,
+                DelaySeconds=seconds,
+                MessageAttributes=message_attributes,  # type: ignore[arg-type]
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"SQS send to {queue} failed: {exc}") from exc
+
+    def retry_later(self, queue: str, receipt_handle: str, *, delay: float) -> None:
+        """Make a received message visible again only after ``delay`` seconds (rounded up,
+        within the SQS limit of 12 hours). Raises StorageError."""
+        url = self._url(queue)
+        seconds = max(0, min(_SQS_MAX_VISIBILITY, math.ceil(delay)))
+        try:
+            self.client.change_message_visibility(
+                QueueUrl=url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"SQS visibility change on {queue} failed: {exc}") from exc
+
+    def _url(self, queue: str) -> str:
+        try:
+            return self.urls[queue]
+        except KeyError as exc:
+            raise StorageError(f"no queue URL configured for {queue!r}") from exc
+
+
+class DynamoHostGate:
+    """The :class:`~cdif_harvester.ports.HostGate` of every Lambda at once: one DynamoDB item per
+    host in the catalogue table, changed only by conditional writes.
+
+    Item ``pk = HOST#<origin>``, ``sk = GATE`` (no catalogue key starts with ``HOST#``):
+
+    - ``slot0`` ... ``slot<N-1>``: the lease expiry (epoch seconds) of each taken slot; a slot is
+      free when absent or expired, so a slot of a Lambda that died frees itself after ``lease``;
+    - ``next_at``: the earliest start of the next request (last start + ``crawl_delay``);
+    - ``held_until``: the host's ``Retry-After``;
+    - ``crawl_delay``, ``last_at``, ``origin``.
+
+    Taking a slot is one conditional UpdateItem: "this slot is free, ``next_at`` and
+    ``held_until`` have passed" -> set the slot's lease, ``last_at`` and ``next_at``. When the
+    condition fails DynamoDB returns the item as it is (ReturnValuesOnConditionCheckFailure), which
+    says either how long to wait or which slot is free, and the next attempt tries that slot.
+    Times are wall-clock
+    seconds: Lambda hosts keep their clocks synchronised far below the delays at stake.
+    """
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        lease: float = 60.0,
+        busy_wait: float = 2.0,
+        clock: Callable[[], float] = time.time,
+        choose: Callable[[Sequence[int]], int] = random.choice,
+    ) -> None:
+        self.table = table
+        self.lease = lease
+        self.busy_wait = busy_wait
+        self._clock = clock
+        self._choose = choose
+
+    @staticmethod
+    def _key(host: str) -> dict[str, str]:
+        return {"pk": f"HOST#{host}", "sk": "GATE"}
+
+    def acquire(self, host: str, *, slots: int) -> HostSlot | Wait:
+        """Take a slot on ``host`` or say how long to wait. Raises StorageError."""
+        slots = max(1, slots)
+        now = self._clock()
+        index = self._choose(range(slots))
+        for _ in range(slots + 1):
+            until = _decimal(now + self.lease)
+            try:
+                self.table.update_item(
+                    Key=self._key(host),
+                    UpdateExpression=(
+                        "SET #slot = :until, #last = :now, #origin = :origin, "
+                        "#next = if_not_exists(#delay, :zero) + :now"
+                    ),
+                    ConditionExpression=(
+                        "(attribute_not_exists(#slot) OR #slot <= :now) AND "
+                        "(attribute_not_exists(#next) OR #next <= :now) AND "
+                        "(attribute_not_exists(#held) OR #held <= :now)"
+                    ),
+                    ExpressionAttributeNames={
+                        "#slot": f"slot{index}",
+                        "#last": "last_at",
+                        "#origin": "origin",
+                        "#next": "next_at",
+                        "#delay": "crawl_delay",
+                        "#held": "held_until",
+                    },
+                    ExpressionAttributeValues={
+                        ":until": until,
+                        ":now": _decimal(now),
+                        ":origin": host,
+                        ":zero": Decimal(0),
+                    },
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                return HostSlot(host=host, index=index, token=str(until))
+            except ClientError as exc:
+                if not _condition_failed(exc):
+                    raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+                item = _item_of(exc) or self._read(host)
+            except BotoCoreError as exc:
+                raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+            held = float(item.get("held_until", 0))
+            next_at = float(item.get("next_at", 0))
+            if held > now or next_at > now:
+                reason = "held" if held >= next_at else "interval"
+                return Wait(max(held, next_at) - now, reason)
+            free = [i for i in range(slots) if float(item.get(f"slot{i}", 0)) <= now]
+            if not free:
+                return Wait(self.busy_wait, "busy")
+            index = self._choose(free)
+        return Wait(self.busy_wait, "busy")
+
+    def release(self, slot: HostSlot) -> None:
+        """Free ``slot`` unless its lease ran out and another worker holds it now."""
+        self._update_if(
+            slot.host,
+            "REMOVE #slot",
+            "#slot = :until",
+            {"#slot": f"slot{slot.index}"},
+            {":until": Decimal(slot.token)},
+        )
+
+    def hold(self, host: str, seconds: float) -> None:
+        """Start no request on ``host`` for ``seconds`` (a longer hold already set stays)."""
+        until = _decimal(self._clock() + max(0.0, seconds))
+        self._update_if(
+            host,
+            "SET #held = :until, #origin = :origin",
+            "attribute_not_exists(#held) OR #held < :until",
+            {"#held": "held_until", "#origin": "origin"},
+            {":until": until, ":origin": host},
+        )
+
+    def set_interval(self, host: str, seconds: float) -> None:
+        """Record the host's Crawl-delay; the last start already counts."""
+        delay = _decimal(max(0.0, seconds))
+        try:
+            response = self.table.update_item(
+                Key=self._key(host),
+                UpdateExpression="SET #delay = :delay, #origin = :origin",
+                ExpressionAttributeNames={"#delay": "crawl_delay", "#origin": "origin"},
+                ExpressionAttributeValues={":delay": delay, ":origin": host},
+                ReturnValues="ALL_NEW",
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+        item = response.get("Attributes", {})
+        if "last_at" not in item:
+            return
+        candidate = Decimal(str(item["last_at"])) + delay
+        self._update_if(
+            host,
+            "SET #next = :next",
+            "attribute_not_exists(#next) OR #next < :next",
+            {"#next": "next_at"},
+            {":next": candidate},
+        )
+
+    def _update_if(
+        self,
+        host: str,
+        update: str,
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+    ) -> None:
+        """One conditional UpdateItem; a failed condition means there is nothing to do."""
+        try:
+            self.table.update_item(
+                Key=self._key(host),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+
+    def _read(self, host: str) -> dict[str, Any]:
+        try:
+            found = self.table.get_item(Key=self._key(host), ConsistentRead=True)
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+        return dict(found.get("Item", {}))
+
+
+def _decimal(seconds: float) -> Decimal:
+    """Seconds as DynamoDB takes numbers (microsecond resolution)."""
+    return Decimal(f"{seconds:.6f}")
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _item_of(exc: ClientError) -> dict[str, Any]:
+    """The item a failed conditional write returned (low-level form), as plain values."""
+    raw: Any = dict(exc.response).get("Item")
+    if not isinstance(raw, dict) or not raw:
+        return {}
+    deserializer = TypeDeserializer()
+    return {name: deserializer.deserialize(value) for name, value in raw.items()}

@@ -4,21 +4,36 @@ The same functions run inside the Lambda handlers (with the AWS adapters) and in
 runner (with the local adapters). Each takes a :class:`Ports` bundle and one validated message,
 sends the next message(s) or records the URL's outcome, and raises a
 :class:`~cdif_harvester.errors.HarvestError` when it cannot: permanent errors become a recorded
-outcome through :func:`settle`, retryable ones are retried by whoever drives the stage.
+outcome through :func:`settle`, retryable ones are retried by whoever drives the stage, and
+:class:`~cdif_harvester.errors.Deferred` (a host's politeness slot is busy) is put back by the
+driver without counting an attempt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
+from urllib.parse import urlsplit
 
 from cdif_harvester.domain.robots import RobotsPolicy
 from cdif_harvester.errors import HarvestError, PermanentError
 from cdif_harvester.model import Outcome, UrlOutcome
 from cdif_harvester.ports import CatalogIndex, Clock, Fetcher, JobQueue, ObjectStore
 
-__all__ = ["Ports", "Settings", "record_outcome", "run_job", "settle"]
+__all__ = [
+    "Ports",
+    "RobotsCache",
+    "Settings",
+    "job_key",
+    "record_outcome",
+    "run_job",
+    "settle",
+]
 
 
 @dataclass(frozen=True)
@@ -39,6 +54,54 @@ class Settings:
     max_crawl_delay: float = 10.0
     max_document_bytes: int = 10 * 1024 * 1024
     max_sitemap_bytes: int = 50 * 1024 * 1024
+    # Requests in flight at once per host (origin). Two: a person's browser opens up to six
+    # connections to a site, so two keeps a harvest well below one visitor's load, yet a large
+    # harvest takes half the time it would with one (a slow answer does not stall the host's
+    # queue). Crawl-delay, when a host sets one, spaces the starts whatever this says.
+    requests_per_host: int = 2
+    # Per-host exceptions, keyed by origin (``https://data.example.org``) or by host name
+    # (``data.example.org``, any scheme and port): e.g. 1 for a fragile publisher.
+    requests_per_host_overrides: Mapping[str, int] = field(default_factory=dict)
+    # A slot taken by a worker that never gives it back (a crashed Lambda) is free again after
+    # this many seconds: longer than the fetcher's 30 s total limit on one request.
+    host_slot_lease: float = 60.0
+    # A Retry-After (429, 503) holds the host closed for at most this long: 15 minutes, the
+    # longest SQS message delay, so one answer cannot park a host for days.
+    max_retry_after: float = 900.0
+
+    def slots_for(self, origin: str) -> int:
+        """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""
+        overrides = self.requests_per_host_overrides
+        if overrides:
+            for key in (origin, urlsplit(origin).hostname or ""):
+                if key in overrides:
+                    return max(1, int(overrides[key]))
+        return max(1, self.requests_per_host)
+
+    def crawl_delay_of(self, policy: RobotsPolicy) -> float:
+        """The Crawl-delay ``policy`` sets for our user agent, capped (0 when it sets none)."""
+        return min(policy.crawl_delay(self.robots_user_agent) or 0.0, self.max_crawl_delay)
+
+
+class RobotsCache(dict[str, RobotsPolicy]):
+    """Parsed robots.txt policies by origin; listeners hear of every policy stored.
+
+    That is how a host's Crawl-delay reaches the politeness gate the moment the expander has
+    read it, whichever process reads it (on AWS the resolver never parses robots.txt itself).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._listeners: list[Callable[[str, RobotsPolicy], None]] = []
+
+    def subscribe(self, listener: Callable[[str, RobotsPolicy], None]) -> None:
+        """Call ``listener(origin, policy)`` whenever a policy is stored from now on."""
+        self._listeners.append(listener)
+
+    def __setitem__(self, origin: str, policy: RobotsPolicy) -> None:
+        super().__setitem__(origin, policy)
+        for listener in self._listeners:
+            listener(origin, policy)
 
 
 @dataclass
@@ -51,7 +114,7 @@ class Ports:
     fetcher: Fetcher
     clock: Clock
     settings: Settings = field(default_factory=Settings)
-    robots: dict[str, RobotsPolicy] = field(default_factory=dict)
+    robots: RobotsCache = field(default_factory=RobotsCache)
 
 
 def record_outcome(
@@ -105,13 +168,44 @@ class _UrlWork(Protocol):
 _J = TypeVar("_J", bound=_UrlWork)
 
 
-def run_job(ports: Ports, job: _J, stage: Callable[[Ports, _J], Any]) -> Any:
+@runtime_checkable
+class _JobScoped(Protocol):
+    def job_scope(
+        self, *, run_id: str, job_key: str, resume: bool = False
+    ) -> AbstractContextManager[None]: ...
+
+
+def job_key(stage: Callable[..., Any], job: object) -> str:
+    """A stable key of one job of one stage: the same message always gives the same key."""
+    data = dataclasses.asdict(job) if dataclasses.is_dataclass(job) else repr(job)  # type: ignore[arg-type]
+    name = getattr(stage, "__qualname__", repr(stage))
+    text = json.dumps([name, data], sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def run_job(
+    ports: Ports, job: _J, stage: Callable[[Ports, _J], Any], *, resume: bool = False
+) -> Any:
     """Run one stage on one job; a permanent error becomes the URL's recorded outcome.
 
     Retryable errors propagate: the driver (SQS redelivery, or the local runner's retry loop)
-    decides when to give up and then calls :func:`settle` itself.
+    decides when to give up and then calls :func:`settle` itself. So does
+    :class:`~cdif_harvester.errors.Deferred`, which the driver puts back without counting an
+    attempt.
+
+    When the fetcher offers a job scope (the politeness fetcher does), the stage runs inside
+    one: the requests of this job are journalled, and with ``resume`` (the job was deferred
+    before) the answers it already got are replayed instead of being asked again. Stages know
+    nothing of it.
     """
+    fetcher = ports.fetcher
+    scope: AbstractContextManager[None] = (
+        fetcher.job_scope(run_id=job.run_id, job_key=job_key(stage, job), resume=resume)
+        if isinstance(fetcher, _JobScoped)
+        else nullcontext()
+    )
     try:
-        return stage(ports, job)
+        with scope:
+            return stage(ports, job)
     except PermanentError as error:
         return settle(ports, run_id=job.run_id, source=job.source, url=job.url, error=error)

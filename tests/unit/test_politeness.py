@@ -1,0 +1,381 @@
+"""Politeness per host: the in-memory gate, the gated fetcher (sleep and defer modes), the
+journal that lets a deferred job resume, Retry-After, and the settings that size it all."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdif_harvester.adapters.local import DirectoryObjectStore, InProcessQueue, SqliteCatalog
+from cdif_harvester.adapters.politeness import (
+    GatedFetcher,
+    MemoryHostGate,
+    parse_retry_after,
+)
+from cdif_harvester.contracts import UrlJob
+from cdif_harvester.domain.robots import parse_robots
+from cdif_harvester.errors import Deferred
+from cdif_harvester.keys import journal_key
+from cdif_harvester.model import FetchResponse
+from cdif_harvester.ports import HostSlot, Wait
+from cdif_harvester.stages import Ports, RobotsCache, Settings, job_key, run_job
+
+A = "https://a.example.org"
+B = "https://b.example.org:8443"
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """Monotonic seconds that move only when someone sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+class FakeFetcher:
+    """Answers every URL 200 (or from ``answers``), records what was asked and when."""
+
+    def __init__(
+        self,
+        clock: FakeClock | None = None,
+        answers: Mapping[str, list[tuple[int, dict[str, str]]]] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.answers = {url: list(queue) for url, queue in (answers or {}).items()}
+        self.asked: list[tuple[str, str, float]] = []
+
+    def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int | None = None,
+    ) -> FetchResponse:
+        self.asked.append((method, url, self.clock.now if self.clock else 0.0))
+        status, head = 200, {"content-type": "text/html"}
+        if self.answers.get(url):
+            status, head = self.answers[url].pop(0)
+        body = f"{method} {url}".encode()
+        return FetchResponse(url=url, status=status, headers=tuple(head.items()), body=body)
+
+
+def _gated(
+    inner: FakeFetcher, clock: FakeClock, gate: MemoryHostGate | None = None, **kwargs: Any
+) -> GatedFetcher:
+    return GatedFetcher(
+        inner,
+        gate or MemoryHostGate(monotonic=clock.monotonic),
+        slots_for=kwargs.pop("slots_for", lambda origin: 2),
+        sleep=clock.sleep,
+        now=lambda: NOW,
+        **kwargs,
+    )
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+def test_gate_lets_n_requests_in_flight_per_host_and_no_more() -> None:
+    clock = FakeClock()
+    gate = MemoryHostGate(monotonic=clock.monotonic, busy_wait=0.05)
+    first = gate.acquire(A, slots=2)
+    second = gate.acquire(A, slots=2)
+    assert isinstance(first, HostSlot) and isinstance(second, HostSlot)
+    assert first.index != second.index
+    assert gate.acquire(A, slots=2) == Wait(0.05, "busy")
+    assert isinstance(gate.acquire(B, slots=2), HostSlot)  # another host is not held up
+    gate.release(first)
+    assert isinstance(gate.acquire(A, slots=2), HostSlot)
+
+
+def test_gate_spaces_starts_by_the_interval_and_counts_the_last_start() -> None:
+    clock = FakeClock()
+    gate = MemoryHostGate(monotonic=clock.monotonic)
+    robots = gate.acquire(A, slots=2)  # robots.txt: no interval known yet
+    assert isinstance(robots, HostSlot)
+    gate.release(robots)
+    clock.now += 0.25
+    gate.set_interval(A, 1.0)  # learnt from that robots.txt
+    assert gate.acquire(A, slots=2) == Wait(pytest.approx(0.75), "interval")
+    clock.now += 0.75
+    assert isinstance(gate.acquire(A, slots=2), HostSlot)
+    assert gate.acquire(A, slots=2) == Wait(pytest.approx(1.0), "interval")
+
+
+def test_gate_hold_closes_a_host_and_never_shortens() -> None:
+    clock = FakeClock()
+    gate = MemoryHostGate(monotonic=clock.monotonic)
+    gate.hold(A, 30.0)
+    gate.hold(A, 5.0)
+    assert gate.acquire(A, slots=2) == Wait(pytest.approx(30.0), "held")
+    clock.now += 30.0
+    assert isinstance(gate.acquire(A, slots=2), HostSlot)
+
+
+def test_a_slot_never_given_back_frees_itself_after_its_lease() -> None:
+    clock = FakeClock()
+    gate = MemoryHostGate(monotonic=clock.monotonic, lease=60.0)
+    lost = gate.acquire(A, slots=1)  # its worker dies holding it
+    assert isinstance(lost, HostSlot)
+    clock.now += 59.0
+    assert isinstance(gate.acquire(A, slots=1), Wait)
+    clock.now += 1.5
+    taken = gate.acquire(A, slots=1)
+    assert isinstance(taken, HostSlot)
+    gate.release(lost)  # late: must not free the slot taken since
+    assert gate.acquire(A, slots=1) == Wait(0.05, "busy")
+    assert gate.in_flight(A) == 1
+
+
+def test_gate_is_safe_under_threads() -> None:
+    gate = MemoryHostGate(busy_wait=0.001)
+    in_flight = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def worker() -> None:
+        nonlocal in_flight, peak
+        for _ in range(30):
+            while not isinstance(slot := gate.acquire(A, slots=3), HostSlot):
+                time.sleep(0.0005)
+            with lock:
+                in_flight += 1
+                peak = max(peak, in_flight)
+            time.sleep(0.0005)
+            with lock:
+                in_flight -= 1
+            gate.release(slot)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert peak == 3
+
+
+# --------------------------------------------------------------------------- sleep mode
+
+
+def test_sleep_mode_waits_out_the_crawl_delay_per_host() -> None:
+    clock = FakeClock()
+    inner = FakeFetcher(clock)
+    gate = MemoryHostGate(monotonic=clock.monotonic)
+    gate.set_interval(A, 3.0)
+    fetcher = _gated(inner, clock, gate)
+    fetcher.fetch(f"{A}/1")
+    fetcher.fetch(f"{B}/1")  # another host: no wait
+    clock.now += 1.0
+    fetcher.fetch(f"{A}/2")
+    assert clock.slept == [pytest.approx(2.0)]
+    starts = [when for _, url, when in inner.asked if url.startswith(A)]
+    assert starts[1] - starts[0] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_seconds_holds_the_host(status: int) -> None:
+    clock = FakeClock()
+    inner = FakeFetcher(clock, {f"{A}/busy": [(status, {"retry-after": "7"})]})
+    fetcher = _gated(inner, clock)
+    response = fetcher.fetch(f"{A}/busy")
+    assert response.status == status  # the stage decides what the status means
+    fetcher.fetch(f"{A}/busy")
+    assert clock.slept == [pytest.approx(7.0)]
+
+
+def test_retry_after_http_date_is_read_and_capped() -> None:
+    clock = FakeClock()
+    later = format_datetime(NOW + timedelta(hours=5), usegmt=True)
+    inner = FakeFetcher(clock, {f"{A}/x": [(429, {"retry-after": later})]})
+    fetcher = _gated(inner, clock, max_retry_after=900.0)
+    fetcher.fetch(f"{A}/x")
+    fetcher.fetch(f"{A}/x")
+    assert clock.slept == [pytest.approx(900.0)]
+
+
+def test_no_hold_without_retry_after_or_on_other_statuses() -> None:
+    clock = FakeClock()
+    inner = FakeFetcher(
+        clock,
+        {f"{A}/x": [(503, {}), (404, {"retry-after": "60"}), (429, {"retry-after": "soon"})]},
+    )
+    fetcher = _gated(inner, clock)
+    for _ in range(4):
+        fetcher.fetch(f"{A}/x")
+    assert clock.slept == []
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after("120", now=NOW) == 120.0
+    assert parse_retry_after(" 0 ", now=NOW) == 0.0
+    date = format_datetime(NOW + timedelta(seconds=90), usegmt=True)
+    assert parse_retry_after(date, now=NOW) == pytest.approx(90.0)
+    past = format_datetime(NOW - timedelta(days=1), usegmt=True)
+    assert parse_retry_after(past, now=NOW) == 0.0
+    assert parse_retry_after("-5", now=NOW) is None
+    assert parse_retry_after("tomorrow", now=NOW) is None
+
+
+# --------------------------------------------------------------------------- defer mode
+
+
+def _ports(tmp_path: Path, fetcher: GatedFetcher) -> Ports:
+    return Ports(
+        store=DirectoryObjectStore(tmp_path),
+        catalog=SqliteCatalog(tmp_path / "c.sqlite"),
+        queue=InProcessQueue(),
+        fetcher=fetcher,
+        clock=_WallClock(),
+    )
+
+
+class _WallClock:
+    def now(self) -> datetime:
+        return NOW
+
+
+def two_requests(ports: Ports, job: UrlJob) -> list[int]:
+    """A stage that asks the host twice per job (as the resolver does: HEAD, then GET)."""
+    head = ports.fetcher.fetch(job.url, method="HEAD", headers={"Accept": "text/html"})
+    page = ports.fetcher.fetch(job.url, headers={"Accept": "text/html"})
+    return [head.status, page.status]
+
+
+def test_defer_mode_raises_deferred_instead_of_sleeping(tmp_path: Path) -> None:
+    clock = FakeClock()
+    gate = MemoryHostGate(monotonic=clock.monotonic)
+    gate.set_interval(A, 5.0)
+    fetcher = _gated(
+        FakeFetcher(clock),
+        clock,
+        gate,
+        mode="defer",
+        journal_store=DirectoryObjectStore(tmp_path),
+        jitter=lambda wait: 0.5,
+    )
+    fetcher.fetch(f"{A}/1")
+    with pytest.raises(Deferred) as raised:
+        fetcher.fetch(f"{A}/2")
+    assert raised.value.delay == pytest.approx(5.5)  # the wait plus the jitter
+    assert clock.slept == []
+
+
+def test_a_deferred_job_resumes_from_its_journal_without_asking_again(tmp_path: Path) -> None:
+    # Given a host with a Crawl-delay, and a job that asks it twice
+    clock = FakeClock()
+    inner = FakeFetcher(clock)
+    gate = MemoryHostGate(monotonic=clock.monotonic)
+    gate.set_interval(A, 2.0)
+    fetcher = _gated(
+        inner,
+        clock,
+        gate,
+        mode="defer",
+        journal_store=DirectoryObjectStore(tmp_path),
+        jitter=lambda wait: 0.0,
+    )
+    ports = _ports(tmp_path, fetcher)
+    job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
+
+    # When it first runs, the second request must wait: the job is deferred
+    with pytest.raises(Deferred):
+        run_job(ports, job, two_requests)
+    assert [(m, u) for m, u, _ in inner.asked] == [("HEAD", f"{A}/page")]
+    key = journal_key("run-1", job_key(two_requests, job))
+    assert ports.store.exists(key)
+
+    # Then, run again after the delay, it replays the HEAD and sends only the GET
+    clock.now += 2.0
+    assert run_job(ports, job, two_requests, resume=True) == [200, 200]
+    assert [(m, u) for m, u, _ in inner.asked] == [("HEAD", f"{A}/page"), ("GET", f"{A}/page")]
+
+
+def test_a_resumed_job_deferred_again_keeps_every_answer(tmp_path: Path) -> None:
+    clock = FakeClock()
+    inner = FakeFetcher(clock)
+    gate = MemoryHostGate(monotonic=clock.monotonic)
+    gate.set_interval(A, 2.0)
+    store = DirectoryObjectStore(tmp_path)
+    fetcher = _gated(inner, clock, gate, mode="defer", journal_store=store, jitter=lambda wait: 0.0)
+    ports = _ports(tmp_path, fetcher)
+    job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
+
+    def three_requests(ports: Ports, job: UrlJob) -> int:
+        for path in ("/a", "/b", "/c"):
+            ports.fetcher.fetch(f"{A}{path}")
+        return len(inner.asked)
+
+    with pytest.raises(Deferred):
+        run_job(ports, job, three_requests)
+    clock.now += 2.0
+    with pytest.raises(Deferred):
+        run_job(ports, job, three_requests, resume=True)
+    clock.now += 2.0
+    assert run_job(ports, job, three_requests, resume=True) == 3
+    assert [u for _, u, _ in inner.asked] == [f"{A}/a", f"{A}/b", f"{A}/c"]
+    # every body stored once, beside the journal's index
+    bodies = [k for k in store.list("staging/run-1/journal/") if k.endswith(".body")]
+    assert len(bodies) == 2
+
+
+def test_without_resume_a_job_asks_afresh_and_a_sleeping_fetcher_keeps_no_journal(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    inner = FakeFetcher(clock)
+    store = DirectoryObjectStore(tmp_path)
+    job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
+    sleeping = _gated(inner, clock, journal_store=store)
+    assert run_job(_ports(tmp_path, sleeping), job, two_requests) == [200, 200]
+    assert list(store.list("staging/")) == []
+    deferring = _gated(inner, clock, mode="defer", journal_store=store)
+    run_job(_ports(tmp_path, deferring), job, two_requests)
+    assert len(inner.asked) == 4
+
+
+def test_defer_mode_needs_a_journal_store() -> None:
+    clock = FakeClock()
+    with pytest.raises(ValueError, match="journal_store"):
+        _gated(FakeFetcher(clock), clock, mode="defer")
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_slots_per_host_default_and_overrides() -> None:
+    settings = Settings(
+        requests_per_host=2,
+        requests_per_host_overrides={"a.example.org": 1, B: 4},
+    )
+    assert settings.slots_for(A) == 1  # by host name, any scheme and port
+    assert settings.slots_for("http://a.example.org:8080") == 1
+    assert settings.slots_for(B) == 4  # by origin
+    assert settings.slots_for("https://c.example.org") == 2
+    assert Settings().slots_for(A) == 2
+
+
+def test_the_robots_cache_tells_its_listeners_the_crawl_delay() -> None:
+    settings = Settings(max_crawl_delay=10.0)
+    cache = RobotsCache()
+    heard: list[tuple[str, float]] = []
+    cache.subscribe(lambda origin, policy: heard.append((origin, settings.crawl_delay_of(policy))))
+    cache[A] = parse_robots(b"User-agent: *\nCrawl-delay: 60\n", robots_url=f"{A}/robots.txt")
+    cache[B] = parse_robots(b"User-agent: *\nDisallow:\n", robots_url=f"{B}/robots.txt")
+    assert heard == [(A, 10.0), (B, 0.0)]
+    assert set(cache) == {A, B}
