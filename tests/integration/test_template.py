@@ -45,7 +45,8 @@ SENDS_TO = {
     "SchedulerFunction": {"SitemapExpanderQueue"},
     "IntakeFunction": {"SitemapExpanderQueue"},
     "SitemapExpanderFunction": {"UrlResolverQueue", "SitemapExpanderQueue"},
-    "UrlResolverFunction": {"ExtractorQueue"},
+    # its own queue too: a job deferred by politeness goes back to it, delayed
+    "UrlResolverFunction": {"ExtractorQueue", "UrlResolverQueue"},
     "ExtractorFunction": {"IndexerQueue"},
     "IndexerFunction": set(),
     "CrosswalkFunction": set(),

@@ -3,14 +3,23 @@
 Lambda handlers import from here and stay thin. Configuration is read and validated once per
 cold start; boto3 clients are built lazily on first use (never at import time) and cached for the
 life of the execution environment.
+
+Politeness (see :mod:`cdif_harvester.adapters.politeness`): every fetch goes through the DynamoDB
+host gate in ``defer`` mode. A job whose host cannot take a request now raises Deferred; the
+batch driver sends the same body again to the same queue with a message delay (and a
+``cdif-resume`` attribute, so the job replays the answers it already got from its journal) and
+counts the record as processed: no Lambda time is spent waiting, no receive count is used. A
+retryable error that knows when to try again (``Retry-After``) sets the message's visibility
+timeout to that delay before the record is reported failed, so SQS redelivers it then.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, TypeVar
 
@@ -29,10 +38,20 @@ from cdif_harvester.contracts import (
     INDEX_QUEUE,
     SITEMAP_QUEUE,
     URL_QUEUE,
+    DocumentJob,
+    IndexJob,
+    SitemapJob,
+    UrlJob,
     decode,
 )
-from cdif_harvester.errors import ContractError, PermanentError
-from cdif_harvester.stages import Ports, run_job
+from cdif_harvester.errors import (
+    ContractError,
+    Deferred,
+    HarvestError,
+    PermanentError,
+    RetryableError,
+)
+from cdif_harvester.stages import Ports, Settings, run_job
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
 
 __all__ = [
@@ -52,6 +71,17 @@ tracer = Tracer()
 
 _J = TypeVar("_J")
 
+#: Message attribute of a job sent again after Deferred: replay its fetch journal.
+RESUME_ATTRIBUTE = "cdif-resume"
+
+# The queue each job kind arrives on (a deferred job goes back to where it came from).
+_QUEUE_OF: dict[type[Any], str] = {
+    SitemapJob: SITEMAP_QUEUE,
+    UrlJob: URL_QUEUE,
+    DocumentJob: DOCUMENT_QUEUE,
+    IndexJob: INDEX_QUEUE,
+}
+
 
 class ConfigError(RuntimeError):
     """The function's environment is missing a setting (a deployment error, not a data one)."""
@@ -65,6 +95,8 @@ class AwsConfig:
     catalog_table: str
     queue_urls: Mapping[str, str]
     allow_loopback: bool
+    requests_per_host: int = Settings.requests_per_host
+    requests_per_host_overrides: Mapping[str, int] | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -79,12 +111,40 @@ class AwsConfig:
             DOCUMENT_QUEUE: env.get("DOCUMENT_QUEUE_URL", ""),
             INDEX_QUEUE: env.get("INDEX_QUEUE_URL", ""),
         }
+        try:
+            per_host = int(env.get("REQUESTS_PER_HOST") or Settings.requests_per_host)
+            overrides = _host_overrides(env.get("REQUESTS_PER_HOST_OVERRIDES", ""))
+        except ValueError as exc:
+            raise ConfigError(f"REQUESTS_PER_HOST(_OVERRIDES): {exc}") from exc
+        if per_host < 1:
+            raise ConfigError("REQUESTS_PER_HOST must be at least 1")
         return cls(
             records_bucket=env["RECORDS_BUCKET"],
             catalog_table=env["CATALOG_TABLE"],
             queue_urls={name: url for name, url in queues.items() if url},
             allow_loopback=env.get("ALLOW_LOOPBACK", "false").lower() == "true",
+            requests_per_host=per_host,
+            requests_per_host_overrides=overrides,
         )
+
+    def settings(self) -> Settings:
+        """The stage settings this configuration changes."""
+        return replace(
+            Settings(),
+            requests_per_host=self.requests_per_host,
+            requests_per_host_overrides=dict(self.requests_per_host_overrides or {}),
+        )
+
+
+def _host_overrides(text: str) -> dict[str, int]:
+    """Parse ``host=N,https://other.example=N`` (optional; empty means none)."""
+    overrides: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        host, sep, count = item.rpartition("=")
+        if not sep or not host or int(count) < 1:
+            raise ValueError(f"expected host=N with N >= 1, got {item!r}")
+        overrides[host.strip()] = int(count)
+    return overrides
 
 
 @cache
@@ -95,19 +155,40 @@ def ports() -> Ports:
 
     from cdif_harvester.adapters.aws import (  # noqa: PLC0415
         DynamoCatalog,
+        DynamoHostGate,
         S3ObjectStore,
         SqsQueue,
     )
     from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher  # noqa: PLC0415
+    from cdif_harvester.adapters.politeness import GatedFetcher  # noqa: PLC0415
 
     config = AwsConfig.from_env(os.environ)
-    return Ports(
-        store=S3ObjectStore(boto3.client("s3"), config.records_bucket),
-        catalog=DynamoCatalog(boto3.resource("dynamodb").Table(config.catalog_table)),
-        queue=SqsQueue(boto3.client("sqs"), config.queue_urls),
-        fetcher=SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback)),
-        clock=SystemClock(),
+    settings = config.settings()
+    table = boto3.resource("dynamodb").Table(config.catalog_table)
+    store = S3ObjectStore(boto3.client("s3"), config.records_bucket)
+    gate = DynamoHostGate(table, lease=settings.host_slot_lease)
+    fetcher = GatedFetcher(
+        SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback)),
+        gate,
+        slots_for=settings.slots_for,
+        mode="defer",
+        journal_store=store,
+        max_retry_after=settings.max_retry_after,
     )
+    bundle = Ports(
+        store=store,
+        catalog=DynamoCatalog(table),
+        queue=SqsQueue(boto3.client("sqs"), config.queue_urls),
+        fetcher=fetcher,
+        clock=SystemClock(),
+        settings=settings,
+    )
+    # A Crawl-delay read by the expander is recorded on the host's gate item, where every
+    # resolver sees it.
+    bundle.robots.subscribe(
+        lambda origin, policy: gate.set_interval(origin, settings.crawl_delay_of(policy))
+    )
+    return bundle
 
 
 def handle_sqs_batch(
@@ -137,7 +218,18 @@ def handle_sqs_batch(
             metrics.add_metric(name="BadMessages", unit=MetricUnit.Count, value=1)
             return
         logger.append_keys(run_id=getattr(job, "run_id", None), url=getattr(job, "url", None))
-        result = run_job(bundle, job, stage)  # type: ignore[type-var]
+        resume = record.message_attributes.get(RESUME_ATTRIBUTE) is not None
+        try:
+            result = run_job(bundle, job, stage, resume=resume)  # type: ignore[type-var]
+        except Deferred as deferred:
+            _send_again(bundle, contract, record, deferred.delay)
+            logger.info("job deferred (politeness)", delay=deferred.delay, reason=str(deferred))
+            metrics.add_metric(name="Deferred", unit=MetricUnit.Count, value=1)
+            return
+        except RetryableError as error:
+            if error.retry_after is not None:
+                _retry_later(bundle, contract, record, error.retry_after)
+            raise
         outcome = getattr(result, "outcome", None)
         if outcome is not None:
             metrics.add_metric(name=f"Outcome_{outcome}", unit=MetricUnit.Count, value=1)
@@ -148,6 +240,30 @@ def handle_sqs_batch(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
     return dict(response)
+
+
+def _send_again(bundle: Ports, contract: type[Any], record: SQSRecord, delay: float) -> None:
+    """Put a deferred job back on its queue, delayed, marked to resume from its journal."""
+    from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
+
+    queue = _QUEUE_OF[contract]
+    if isinstance(bundle.queue, SqsQueue):
+        bundle.queue.send_later(queue, record.body, delay=delay, attributes={RESUME_ATTRIBUTE: "1"})
+    else:  # a queue without attributes: the job then starts afresh, which is slower, not wrong
+        bundle.queue.send(queue, [record.body], delays=[min(900, math.ceil(delay))])
+
+
+def _retry_later(bundle: Ports, contract: type[Any], record: SQSRecord, delay: float) -> None:
+    """Have SQS redeliver a failed record only after ``delay`` seconds (Retry-After)."""
+    from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
+
+    if not isinstance(bundle.queue, SqsQueue):
+        return
+    try:
+        bundle.queue.retry_later(_QUEUE_OF[contract], record.receipt_handle, delay=delay)
+        metrics.add_metric(name="RetryAfter", unit=MetricUnit.Count, value=1)
+    except HarvestError as exc:  # the record still fails; SQS redelivers it after its timeout
+        logger.warning("could not delay the retry", error=str(exc))
 
 
 def handle_s3_notifications(

@@ -13,6 +13,10 @@ Tests can add routes that override files (any status, headers, body) and read th
         site.add_route("/gone", status=410)
         urllib.request.urlopen(site.url("/robots.txt"))
         assert site.requests[0][:2] == ("GET", "/robots.txt")
+
+``response_delay`` makes every answer take that long (a slow publisher), and ``timings`` logs
+when each request arrived and when its answer was sent (``time.monotonic()``), which is how
+tests measure how many requests a harvester had in flight on the site at once.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import gzip
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -31,7 +36,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["PLACEHOLDER", "PublisherSite", "demo_site_dir"]
+__all__ = ["PLACEHOLDER", "PublisherSite", "TimedRequest", "demo_site_dir", "max_overlap"]
 
 PLACEHOLDER = b"{{BASE}}"
 TEMPLATE_SUFFIX = ".tmpl"
@@ -57,6 +62,33 @@ def demo_site_dir() -> Traversable:
 
 
 @dataclass(frozen=True)
+class TimedRequest:
+    """One request as the site served it: ``started`` when it arrived, ``finished`` when its
+    answer had been written (both ``time.monotonic()`` seconds)."""
+
+    method: str
+    target: str
+    status: int
+    started: float
+    finished: float
+
+
+def max_overlap(requests: Iterable[TimedRequest], *, tolerance: float = 0.0) -> int:
+    """The most requests in progress at one moment. ``tolerance`` forgives that much overlap
+    between one answer's end and the next arrival (the server notes its end after the client may
+    already have read the answer)."""
+    events: list[tuple[float, int]] = []
+    for request in requests:
+        events.append((request.started, 1))
+        events.append((max(request.started, request.finished - tolerance), -1))
+    current = peak = 0
+    for _, step in sorted(events):  # an end sorts before a start at the same instant
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+@dataclass(frozen=True)
 class _Route:
     status: int
     headers: tuple[tuple[str, str], ...]
@@ -67,7 +99,8 @@ class PublisherSite:
     """A publisher site served over real HTTP on 127.0.0.1 (see the module docstring).
 
     ``requests`` logs every request as ``(method, request target, headers)`` with lower-cased
-    header names, in arrival order.
+    header names, in arrival order; ``timings`` logs each one's start and end (see
+    :class:`TimedRequest`). ``response_delay`` seconds pass before every answer.
     """
 
     def __init__(
@@ -76,6 +109,7 @@ class PublisherSite:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        response_delay: float = 0.0,
     ) -> None:
         if directory is None:
             directory = demo_site_dir()
@@ -83,9 +117,13 @@ class PublisherSite:
             directory = Path(directory)
         self.directory: Traversable = directory
         self.requests: list[RequestRecord] = []
+        self.timings: list[TimedRequest] = []
+        self.response_delay = response_delay
         self._host = host
         self._port = port
         self._routes: dict[str, _Route] = {}
+        self._first_answers: dict[str, list[_Route]] = {}
+        self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -155,8 +193,13 @@ class PublisherSite:
         status: int = 200,
         headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
         body: bytes | str = b"",
+        *,
+        times: int | None = None,
     ) -> None:
         """Answer requests for ``path`` with this status, headers and body instead of a file.
+
+        With ``times``, only the next ``times`` requests get this answer; then the route set
+        before (or the file) answers again: how a test plays "429 now, 200 later".
 
         ``path`` is matched against the full request target first (with its query), then
         against the path alone. ``headers`` may repeat a name (pass pairs, e.g. several
@@ -166,7 +209,12 @@ class PublisherSite:
         """
         pairs = headers.items() if isinstance(headers, Mapping) else (headers or ())
         raw = body.encode("utf-8") if isinstance(body, str) else body
-        self._routes[path] = _Route(status, tuple((str(k), str(v)) for k, v in pairs), raw)
+        route = _Route(status, tuple((str(k), str(v)) for k, v in pairs), raw)
+        if times is None:
+            self._routes[path] = route
+        else:
+            with self._lock:
+                self._first_answers.setdefault(path, []).extend([route] * times)
 
     # -- serving (called from handler threads) --------------------------------------------------
 
@@ -175,7 +223,8 @@ class PublisherSite:
 
     def _respond(self, target: str) -> tuple[int, list[tuple[str, str]], bytes]:
         path = urlsplit(target).path or "/"
-        route = self._routes.get(target) or self._routes.get(path)
+        route = self._take_first_answer(target) or self._take_first_answer(path)
+        route = route or self._routes.get(target) or self._routes.get(path)
         if route is not None:
             base = self.base_url
             headers = [(k, v.replace("{{BASE}}", base)) for k, v in route.headers]
@@ -187,6 +236,11 @@ class PublisherSite:
         name, data = found
         suffix = _suffix(name)
         return 200, [("Content-Type", _CONTENT_TYPES.get(suffix, "application/octet-stream"))], data
+
+    def _take_first_answer(self, key: str) -> _Route | None:
+        with self._lock:
+            waiting = self._first_answers.get(key)
+            return waiting.pop(0) if waiting else None
 
     def _file(self, path: str) -> tuple[str, bytes] | None:
         """Return (file name, bytes to send) for a URL path, or None (-> 404)."""
@@ -247,10 +301,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(send_body=False)
 
     def _answer(self, *, send_body: bool) -> None:
+        started = time.monotonic()
         site = self.server.site
         site.requests.append(
             (self.command, self.path, {k.lower(): v for k, v in self.headers.items()})
         )
+        if site.response_delay > 0:
+            time.sleep(site.response_delay)
         status, headers, body = site._respond(self.path)
         self.send_response(status, _reason(status))
         names = {name.lower() for name, _ in headers}
@@ -263,6 +320,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         if send_body and body:
             self.wfile.write(body)
+        self.wfile.flush()
+        site.timings.append(
+            TimedRequest(self.command, self.path, status, started, time.monotonic())
+        )
 
     def log_message(self, format: str, *args: Any) -> None:
         """No access log on stderr; tests read ``PublisherSite.requests`` instead."""

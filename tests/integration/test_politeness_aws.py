@@ -1,0 +1,155 @@
+"""Politeness on AWS, under moto with real SQS events and real HTTP on 127.0.0.1.
+
+A job whose host cannot take a request now is deferred: sent again to its queue with a message
+delay and counted as processed (no failure, no receive count), then resumed from its journal
+without asking the host again. A retryable error that carries ``Retry-After`` makes SQS redeliver
+the message only after that delay (ChangeMessageVisibility).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from cdif_harvester import aws_runtime
+from cdif_harvester.adapters.aws import DynamoHostGate
+from cdif_harvester.adapters.politeness import GatedFetcher
+from cdif_harvester.contracts import UrlJob, encode
+from cdif_harvester.demo.server import PublisherSite
+from cdif_harvester.errors import RetryableError
+from cdif_harvester.keys import origin_of
+from cdif_harvester.stages import Ports
+from cdif_harvester.stages.resolve import resolve_url
+from tests.support.aws import ProvisionedStack
+from tests.support.lambda_driver import PumpStats, Route, pump
+from tests.support.pipeline import function_environment
+
+FUNCTION = "UrlResolverFunction"
+PAGE = """<html><head><script type="application/ld+json">
+{"@context": "https://schema.org/", "@type": "Dataset", "@id": "{{BASE}}/ds/1",
+ "name": "Polite dataset", "description": "A dataset served slowly and politely.",
+ "url": "{{BASE}}/page.html", "identifier": "{{BASE}}/ds/1"}
+</script></head><body>polite</body></html>"""
+
+
+def head_then_get(ports: Ports, job: UrlJob) -> None:
+    """A stage that asks its host twice per job, as the resolver does (HEAD, then GET)."""
+    ports.fetcher.fetch(job.url, method="HEAD")
+    ports.fetcher.fetch(job.url)
+
+
+@pytest.fixture
+def sqs(stack: ProvisionedStack) -> Any:
+    return boto3.client("sqs", region_name=stack.region)
+
+
+@pytest.fixture
+def resolver_env(stack: ProvisionedStack) -> Iterator[Ports]:
+    """The resolver's execution environment; deferrals come back exactly on time."""
+    with function_environment(stack, FUNCTION, ALLOW_LOOPBACK="true"):
+        bundle = aws_runtime.ports()
+        assert isinstance(bundle.fetcher, GatedFetcher)
+        bundle.fetcher.jitter = lambda wait: 0.0
+        aws_runtime.metrics.clear_metrics()
+        yield bundle
+        aws_runtime.metrics.clear_metrics()
+
+
+def _drive(sqs: Any, stack: ProvisionedStack, stage: Callable[[Ports, UrlJob], Any]) -> PumpStats:
+    source = stack.sqs_event_sources[FUNCTION]
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return aws_runtime.handle_sqs_batch(event, context, UrlJob, stage)
+        except BatchProcessingError:  # every record failed: Lambda retries the whole batch
+            return {
+                "batchItemFailures": [
+                    {"itemIdentifier": record["messageId"]} for record in event["Records"]
+                ]
+            }
+
+    return pump(sqs, [Route(source.queue_url, source.queue_arn, handler, name=FUNCTION)])
+
+
+def _send(sqs: Any, stack: ProvisionedStack, url: str) -> None:
+    job = UrlJob(run_id="20260301T120000Z-polite", source="127.0.0.1", url=url)
+    queue = stack.sqs_event_sources[FUNCTION].queue_url
+    sqs.send_message(QueueUrl=queue, MessageBody=encode(job))
+
+
+def _delayed(sqs: Any, stack: ProvisionedStack) -> int:
+    queue = stack.sqs_event_sources[FUNCTION].queue_url
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def test_a_deferred_job_goes_back_delayed_and_resumes_from_its_journal(
+    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+) -> None:
+    with PublisherSite(None) as site:
+        site.add_route("/page.html", headers={"Content-Type": "text/html"}, body=PAGE)
+        # Given a host whose Crawl-delay (1 s) the expander has recorded on its gate item
+        table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+        DynamoHostGate(table).set_interval(origin_of(site.base_url), 1.0)
+        _send(sqs, stack, site.url("/page.html"))
+
+        # When the resolver runs the job, its second request must wait: the job is deferred
+        first = _drive(sqs, stack, head_then_get)
+        assert first.failures == []  # processed, not failed: no receive count spent
+        assert [method for method, _, _ in site.requests] == ["HEAD"]
+        assert _delayed(sqs, stack) == 1
+        assert "Deferred" in aws_runtime.metrics.metric_set
+        s3 = boto3.client("s3", region_name=stack.region)
+        saved = s3.list_objects_v2(Bucket=stack.bucket_name, Prefix="staging/")
+        assert any(o["Key"].endswith("/journal.json") for o in saved.get("Contents", []))
+
+        # Then, once the delay is over, it resumes: the HEAD is replayed, only the GET is sent
+        time.sleep(1.2)
+        second = _drive(sqs, stack, head_then_get)
+        assert second.failures == []
+        assert second.messages == {FUNCTION: 1}
+        assert [method for method, _, _ in site.requests] == ["HEAD", "GET"]
+        assert _delayed(sqs, stack) == 0
+
+
+def test_retry_after_delays_the_redelivery(
+    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+) -> None:
+    def busy(ports: Ports, job: UrlJob) -> None:
+        raise RetryableError("answered 503", reason="http-503", retry_after=1.0)
+
+    queue = stack.sqs_event_sources[FUNCTION].queue_url
+    _send(sqs, stack, "http://127.0.0.1:9/anything")
+    stats = _drive(sqs, stack, busy)
+    assert len(stats.failures) == 1
+    # The failed message is back after one second, not after the 360 s visibility timeout
+    assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=0).get("Messages") is None
+    assert "RetryAfter" in aws_runtime.metrics.metric_set
+    time.sleep(1.2)
+    (message,) = sqs.receive_message(QueueUrl=queue, AttributeNames=["All"])["Messages"]
+    assert message["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_the_resolver_honours_a_429_retry_after(
+    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+) -> None:
+    with PublisherSite(None) as site:
+        site.add_route("/page.html", headers={"Content-Type": "text/html"}, body=PAGE)
+        site.add_route("/page.html", status=429, headers={"Retry-After": "1"}, times=1)
+        _send(sqs, stack, site.url("/page.html"))
+        first = _drive(sqs, stack, resolve_url)
+        assert len(first.failures) == 1
+        time.sleep(1.2)
+        second = _drive(sqs, stack, resolve_url)
+        assert second.failures == []
+        statuses = [timing.status for timing in site.timings]
+        assert statuses == [429, 200]
+        gap = site.timings[1].started - site.timings[0].finished
+        assert gap >= 1.0 - 0.05  # neither SQS nor the gate let it come back earlier
