@@ -71,8 +71,13 @@ class DirectoryObjectStore:
         content_type: str = "application/octet-stream",
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        """Write ``body`` atomically (temporary file + rename) so readers never see half a file."""
+        """Write ``body`` atomically (temporary file + rename) so readers never see half a file.
+
+        Safe from several threads at once: each write has its own temporary file, and the last
+        rename wins, as the last PUT does on S3.
+        """
         path = self._path(key)
+        tmp: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -80,6 +85,8 @@ class DirectoryObjectStore:
                 handle.write(body)
             Path(tmp).replace(path)
         except OSError as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             raise StorageError(f"cannot write {key}: {exc}") from exc
 
     def get(self, key: str) -> bytes:
@@ -157,7 +164,7 @@ class NotifyingObjectStore:
 
 
 class InProcessQueue:
-    """First-in first-out queues held in memory, one per logical queue name."""
+    """First-in first-out queues held in memory, one per logical queue name (thread-safe)."""
 
     def __init__(self) -> None:
         self._queues: dict[str, deque[str]] = {}
@@ -169,7 +176,8 @@ class InProcessQueue:
         """Append every body to ``queue``.
 
         Delays are not kept: the local runner spaces requests to a host as they are made
-        (:class:`PoliteFetcher`), which is exact where message delays are only approximate.
+        (:class:`~cdif_harvester.adapters.politeness.GatedFetcher`), which is exact where
+        message delays are only approximate.
         """
         with self._lock:
             self._queues.setdefault(queue, deque()).extend(bodies)
@@ -214,6 +222,10 @@ CREATE TABLE IF NOT EXISTS urls (
 
 class PoliteFetcher:
     """Wraps a fetcher and spaces requests to one origin by its robots.txt Crawl-delay.
+
+    Single-threaded and spacing only; the local runner uses
+    :class:`~cdif_harvester.adapters.politeness.GatedFetcher` (slots per host, Crawl-delay and
+    Retry-After, thread-safe) instead.
 
     ``delay_of(url)`` answers the delay in seconds for the URL's origin (None for none yet
     known); it is capped at ``max_delay`` so one robots.txt cannot stall a harvest for hours.

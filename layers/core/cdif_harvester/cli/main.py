@@ -2,8 +2,9 @@
 
 Commands:
 
-* ``cdif-harvest harvest URL --out DIR [--allow-loopback]``: harvest a robots.txt, sitemap or
-  single page URL into DIR (see README: output layout).
+* ``cdif-harvest harvest URL [URL ...] --out DIR [--allow-loopback] [--per-host N]
+  [--host-slots HOST=N] [--workers N]``: harvest robots.txt, sitemap or single page URLs into
+  DIR, several entry URLs together in one run (see README: output layout, politeness).
 * ``cdif-harvest demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and
   harvest it.
 
@@ -19,8 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cdif_harvester import __version__
-from cdif_harvester.cli.runner import HarvestSummary, LocalHarvester, default_progress
+from cdif_harvester.cli.runner import (
+    DEFAULT_WORKERS,
+    HarvestSummary,
+    LocalHarvester,
+    default_progress,
+)
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.stages import Settings
 from cdif_harvester.stages.intake import InvalidEntryUrl
 
 __all__ = ["main"]
@@ -37,13 +44,43 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    harvest = commands.add_parser("harvest", help="harvest a robots.txt, sitemap or page URL")
-    harvest.add_argument("url", help="robots.txt, sitemap (index) or landing page URL")
+    harvest = commands.add_parser(
+        "harvest", help="harvest robots.txt, sitemap or page URLs (several hosts in parallel)"
+    )
+    harvest.add_argument(
+        "urls",
+        metavar="URL",
+        nargs="+",
+        help="robots.txt, sitemap (index) or landing page URL; several are harvested together "
+        "in one run",
+    )
     harvest.add_argument("--out", required=True, type=Path, help="output directory")
     harvest.add_argument(
         "--allow-loopback",
         action="store_true",
         help="allow fetching from 127.0.0.0/8 and ::1 (for local test sites only)",
+    )
+    harvest.add_argument(
+        "--per-host",
+        type=_positive,
+        default=Settings.requests_per_host,
+        metavar="N",
+        help="requests in flight at once per host (default %(default)s)",
+    )
+    harvest.add_argument(
+        "--host-slots",
+        type=_host_slots,
+        action="append",
+        default=[],
+        metavar="HOST=N",
+        help="another --per-host for one host (host name or origin); may be repeated",
+    )
+    harvest.add_argument(
+        "--workers",
+        type=_positive,
+        default=DEFAULT_WORKERS,
+        metavar="N",
+        help="fetching jobs running at once, over all hosts (default %(default)s)",
     )
     harvest.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -60,6 +97,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _host_slots(text: str) -> tuple[str, int]:
+    host, sep, count = text.rpartition("=")
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(f"expected HOST=N, not {text!r}")
+    try:
+        return host, _positive(count)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected HOST=N, not {text!r}") from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
@@ -67,9 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "harvest":
         try:
             with LocalHarvester(
-                args.out, allow_loopback=args.allow_loopback, progress=progress
+                args.out,
+                allow_loopback=args.allow_loopback,
+                progress=progress,
+                workers=args.workers,
+                requests_per_host=args.per_host,
+                host_overrides=dict(args.host_slots),
             ) as harvester:
-                summary = harvester.harvest(args.url)
+                summary = harvester.harvest(args.urls)
         except InvalidEntryUrl as exc:
             print(f"cdif-harvest: {exc}", file=sys.stderr)
             return 2

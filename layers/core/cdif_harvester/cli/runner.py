@@ -7,17 +7,30 @@ continues the same catalogue.
 
 Retryable errors (a 5xx answer, a timeout) are retried up to ``max_attempts`` times, then the URL
 is recorded as ``failed`` with the last reason: every URL that enters ends in one outcome.
+
+Parallelism comes from spreading across hosts, never from hammering one. The stages that fetch
+(sitemap expansion, URL resolution) run on a pool of ``workers`` threads; a host (an origin) never
+has more of its jobs running than it has request slots (``Settings.slots_for``), so a host with a
+Crawl-delay cannot take every worker while others wait. Every request goes through a
+:class:`~cdif_harvester.adapters.politeness.GatedFetcher` over one in-memory host gate: at most N
+requests in flight per host, starts at least the Crawl-delay apart, ``Retry-After`` honoured, the
+waiting done by sleeping (that is free on one machine). The stages that do not fetch (extract,
+index, crosswalk) run on the main thread, which also hands out the work.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import shutil
 import sys
+import threading
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from dataclasses import replace as replace_fields
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,10 +39,10 @@ from cdif_harvester.adapters.local import (
     DirectoryObjectStore,
     InProcessQueue,
     NotifyingObjectStore,
-    PoliteFetcher,
     SqliteCatalog,
     SystemClock,
 )
+from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate
 from cdif_harvester.contracts import (
     CROSSWALK_QUEUE,
     DOCUMENT_QUEUE,
@@ -42,16 +55,21 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
-from cdif_harvester.errors import ContractError, HarvestError, RetryableError
+from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
 from cdif_harvester.keys import RECORDS_PREFIX, origin_of
 from cdif_harvester.model import Outcome, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
-from cdif_harvester.stages import Ports, run_job, settle
+from cdif_harvester.stages import Ports, Settings, run_job, settle
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.index import index_records
-from cdif_harvester.stages.intake import start_harvest
+from cdif_harvester.stages.intake import (
+    InvalidEntryUrl,
+    check_entry_url,
+    new_run_id,
+    start_harvest,
+)
 from cdif_harvester.stages.resolve import resolve_url
 
 __all__ = ["HarvestSummary", "LocalHarvester"]
@@ -60,23 +78,36 @@ CATALOG_FILE = "catalog.sqlite"
 SUMMARY_FILE = "summary.json"
 OUTCOMES_FILE = "outcomes.jsonl"
 
-# Later stages first: work already under way finishes before new work is started, which keeps
-# the queues short and makes progress visible early.
-_STAGES: list[tuple[str, type[Any], Callable[[Ports, Any], Any]]] = [
+Stage = Callable[[Ports, Any], Any]
+
+# The stages run on the main thread, later stages first: work already under way finishes before
+# new work is started, which keeps the queues short and makes progress visible early.
+_MAIN_STAGES: list[tuple[str, type[Any], Stage]] = [
     (INDEX_QUEUE, IndexJob, index_records),
     (DOCUMENT_QUEUE, DocumentJob, extract_documents),
+]
+# The stages that fetch, run by the worker pool per host; URL jobs before sitemap jobs.
+_FETCH_STAGES: list[tuple[str, type[Any], Stage]] = [
     (URL_QUEUE, UrlJob, resolve_url),
     (SITEMAP_QUEUE, SitemapJob, expand_sitemap),
 ]
+_STAGES = _MAIN_STAGES + _FETCH_STAGES
+
+DEFAULT_WORKERS = 4
 
 
 @dataclass
 class HarvestSummary:
-    """The figures of one local run, as written to summary.json."""
+    """The figures of one local run, as written to summary.json.
+
+    A run may harvest several entry URLs together (one run id): ``entry_urls`` lists them all,
+    ``entry_url`` is the first, and every count covers the whole run.
+    """
 
     run_id: str
     entry_url: str
     started_at: str
+    entry_urls: list[str] = field(default_factory=list)
     finished_at: str = ""
     elapsed_seconds: float = 0.0
     urls: int = 0
@@ -93,6 +124,7 @@ class HarvestSummary:
         return {
             "run_id": self.run_id,
             "entry_url": self.entry_url,
+            "entry_urls": self.entry_urls or [self.entry_url],
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
@@ -108,8 +140,59 @@ class HarvestSummary:
         }
 
 
+@dataclass
+class _Work:
+    """One decoded job waiting for, or running on, a worker."""
+
+    body: str
+    job: Any
+    contract: type[Any]
+    stage: Stage
+    host: str
+
+
+@dataclass
+class _HostLine:
+    """The fetch jobs of one host waiting for a worker, URL jobs first."""
+
+    urls: deque[_Work] = field(default_factory=deque)
+    sitemaps: deque[_Work] = field(default_factory=deque)
+
+    def __len__(self) -> int:
+        return len(self.urls) + len(self.sitemaps)
+
+
+class _GateClock:
+    """The politeness gate's clock, kept in step with how the runner sleeps.
+
+    With real sleeping, real time passes. A ``sleep`` that does not really wait (a test's)
+    moves this clock on by what it was asked to wait, as real sleeping would have: the gate then
+    sees the wait done instead of answering "wait" again and again.
+    """
+
+    def __init__(self, sleep: Callable[[float], None]) -> None:
+        self._sleep = sleep
+        self._real = sleep is time.sleep
+        self._offset = 0.0
+        self._lock = threading.Lock()
+
+    def sleep(self, seconds: float) -> None:
+        self._sleep(seconds)
+        if not self._real:
+            with self._lock:
+                self._offset += seconds
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self._offset
+
+
 class LocalHarvester:
-    """Runs harvests into one output directory with the local adapters."""
+    """Runs harvests into one output directory with the local adapters.
+
+    ``workers`` threads run the fetching stages, at most ``requests_per_host`` of them (and at
+    most that many requests in flight) per host; ``host_overrides`` sets another number for
+    some hosts (by origin or host name). ``sleep`` is how the politeness gate waits.
+    """
 
     def __init__(
         self,
@@ -120,6 +203,9 @@ class LocalHarvester:
         progress: TextIO | None = None,
         max_attempts: int = 3,
         sleep: Callable[[float], None] = time.sleep,
+        workers: int = DEFAULT_WORKERS,
+        requests_per_host: int | None = None,
+        host_overrides: Mapping[str, int] | None = None,
     ) -> None:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -127,34 +213,47 @@ class LocalHarvester:
         self.catalog = SqliteCatalog(out_dir / CATALOG_FILE)
         self._own_fetcher = fetcher is None
         self.fetcher: Fetcher = fetcher or SafeFetcher(FetchPolicy(allow_loopback=allow_loopback))
+        settings = Settings()
+        if requests_per_host is not None:
+            settings = replace_fields(settings, requests_per_host=max(1, requests_per_host))
+        if host_overrides:
+            settings = replace_fields(settings, requests_per_host_overrides=dict(host_overrides))
         store = NotifyingObjectStore(
             DirectoryObjectStore(out_dir),
             self.queue,
             prefix=RECORDS_PREFIX,
             target=CROSSWALK_QUEUE,
         )
+        clock = _GateClock(sleep)
+        self.gate = MemoryHostGate(lease=settings.host_slot_lease, monotonic=clock.monotonic)
         self.ports = Ports(
             store=store,
             catalog=self.catalog,
             queue=self.queue,
-            fetcher=self.fetcher,
+            fetcher=GatedFetcher(
+                self.fetcher,
+                self.gate,
+                slots_for=settings.slots_for,
+                mode="sleep",
+                max_retry_after=settings.max_retry_after,
+                sleep=clock.sleep,
+            ),
             clock=SystemClock(),
+            settings=settings,
         )
-        # Crawl-delay from the robots.txt files the expander has read, per origin.
-        self.ports.fetcher = PoliteFetcher(
-            self.fetcher,
-            self._crawl_delay,
-            max_delay=self.ports.settings.max_crawl_delay,
-            sleep=sleep,
+        # The Crawl-delay of every robots.txt the expander reads goes to the gate at once.
+        self.ports.robots.subscribe(
+            lambda origin, policy: self.gate.set_interval(origin, settings.crawl_delay_of(policy))
         )
         self.progress = progress
         self.max_attempts = max_attempts
+        self.workers = max(1, workers)
         self._attempts: Counter[str] = Counter()
         self._last_progress = 0.0
-
-    def _crawl_delay(self, url: str) -> float | None:
-        policy = self.ports.robots.get(origin_of(url))
-        return policy.crawl_delay(self.ports.settings.robots_user_agent) if policy else None
+        self._lines: dict[str, _HostLine] = {}
+        self._running: dict[Future[Any], _Work] = {}
+        self._delayed: list[tuple[float, int, _Work]] = []
+        self._delayed_seq = 0
 
     def close(self) -> None:
         """Release the catalogue and the fetcher's connections."""
@@ -168,52 +267,159 @@ class LocalHarvester:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def harvest(self, entry_url: str) -> HarvestSummary:
-        """Harvest a robots.txt, sitemap or page URL; write summary.json and outcomes.jsonl.
+    def harvest(self, entry_urls: str | Sequence[str]) -> HarvestSummary:
+        """Harvest robots.txt, sitemap or page URLs together in one run (one run id); write
+        summary.json and outcomes.jsonl.
 
-        Raises InvalidEntryUrl when the URL can never be harvested.
+        Raises InvalidEntryUrl when a URL can never be harvested (before anything is fetched).
         """
+        urls = [entry_urls] if isinstance(entry_urls, str) else list(entry_urls)
+        if not urls:
+            raise InvalidEntryUrl("no entry URL given")
+        for url in urls:
+            check_entry_url(url)
         started = time.monotonic()
-        job = start_harvest(self.ports, entry_url)
+        run_id = new_run_id(self.ports.clock)
+        jobs = [start_harvest(self.ports, url, run_id=run_id) for url in urls]
         summary = HarvestSummary(
-            run_id=job.run_id,
-            entry_url=job.url,
+            run_id=run_id,
+            entry_url=jobs[0].url,
+            entry_urls=[job.url for job in jobs],
             started_at=self.ports.clock.now().isoformat(timespec="seconds"),
         )
-        self._say(f"harvest {job.run_id}: {job.url} -> {self.out_dir}")
+        self._say(f"harvest {run_id}: {', '.join(summary.entry_urls)} -> {self.out_dir}")
         views = 0
-        while self.queue.pending():
-            views += self._drain_crosswalk(summary)
-            for name, contract, stage in _STAGES:
-                body = self.queue.receive(name)
-                if body is not None:
-                    self._run(body, contract, stage)
-                    break
-            self._report_progress(job.run_id)
-        outcomes = list(self.catalog.outcomes(job.run_id))
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="cdif-fetch") as pool:
+            while True:
+                views += self._drain_crosswalk(summary)
+                ran = self._run_one_main_job()
+                self._collect()
+                self._take_fetch_jobs()
+                started_work = self._dispatch(pool)
+                if not (ran or started_work):
+                    if self._finished():
+                        break
+                    self._pause()
+                self._report_progress(run_id)
+        outcomes = list(self.catalog.outcomes(run_id))
         self._finish(summary, outcomes, views, started)
         return summary
 
-    def _run(self, body: str, contract: type[Any], stage: Callable[[Ports, Any], Any]) -> None:
+    # -- the main thread's work -----------------------------------------------------------------
+
+    def _run_one_main_job(self) -> bool:
+        for name, contract, stage in _MAIN_STAGES:
+            body = self.queue.receive(name)
+            if body is not None:
+                work = self._decode(body, contract, stage)
+                try:
+                    run_job(self.ports, work.job, stage)
+                except Exception as exc:  # noqa: BLE001 - every error ends in an outcome
+                    self._after_failure(work, exc)
+                return True
+        return False
+
+    def _decode(self, body: str, contract: type[Any], stage: Stage) -> _Work:
         try:
             job = decode(body, contract)
         except ContractError as exc:  # our own queue: a broken message is a bug, say so
             raise RuntimeError(f"internal message broke its contract: {exc}") from exc
-        try:
-            run_job(self.ports, job, stage)
-        except RetryableError as exc:
-            self._attempts[body] += 1
-            if self._attempts[body] < self.max_attempts:
-                self.queue.send(self._queue_of(contract), [body])
+        return _Work(body=body, job=job, contract=contract, stage=stage, host=origin_of(job.url))
+
+    def _after_failure(self, work: _Work, exc: BaseException) -> None:
+        """Decide what becomes of a job that raised: later turn, retry, or recorded outcome."""
+        job = work.job
+        if isinstance(exc, Deferred):  # not an attempt: back in line after the delay
+            self._delayed_seq += 1
+            ready = time.monotonic() + exc.delay
+            heapq.heappush(self._delayed, (ready, self._delayed_seq, work))
+        elif isinstance(exc, RetryableError):
+            self._attempts[work.body] += 1
+            if self._attempts[work.body] < self.max_attempts:
+                self.queue.send(self._queue_of(work.contract), [work.body])
             else:
                 settle(self.ports, run_id=job.run_id, source=job.source, url=job.url, error=exc)
-        except Exception as exc:  # noqa: BLE001 - a bug must not lose the URL or stop the batch
+        elif isinstance(exc, Exception):  # a bug must not lose the URL or stop the run
             error = HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
             settle(self.ports, run_id=job.run_id, source=job.source, url=job.url, error=error)
+        else:
+            raise exc
 
     @staticmethod
     def _queue_of(contract: type[Any]) -> str:
         return next(name for name, kind, _ in _STAGES if kind is contract)
+
+    # -- the fetching stages, per host ---------------------------------------------------------
+
+    def _take_fetch_jobs(self) -> None:
+        """Move queued fetch jobs (and deferred ones whose time has come) into host lines."""
+        for name, contract, stage in _FETCH_STAGES:
+            while (body := self.queue.receive(name)) is not None:
+                self._line_up(self._decode(body, contract, stage))
+        now = time.monotonic()
+        while self._delayed and self._delayed[0][0] <= now:
+            self._line_up(heapq.heappop(self._delayed)[2])
+
+    def _line_up(self, work: _Work) -> None:
+        line = self._lines.setdefault(work.host, _HostLine())
+        (line.urls if work.contract is UrlJob else line.sitemaps).append(work)
+
+    def _dispatch(self, pool: ThreadPoolExecutor) -> bool:
+        """Start jobs on free workers, round-robin over hosts, each host within its slots."""
+        started = False
+        progress = True
+        while progress and len(self._running) < self.workers:
+            progress = False
+            for host in list(self._lines):
+                if len(self._running) >= self.workers:
+                    break
+                work = self._next_of(host)
+                if work is None:
+                    continue
+                future = pool.submit(self._work, work)
+                self._running[future] = work
+                started = progress = True
+        return started
+
+    def _next_of(self, host: str) -> _Work | None:
+        line = self._lines[host]
+        running = [w for w in self._running.values() if w.host == host]
+        if len(running) >= self.ports.settings.slots_for(host):
+            return None
+        if line.urls:
+            work = line.urls.popleft()
+        elif line.sitemaps and not any(w.contract is SitemapJob for w in running):
+            # One expansion per host at a time: it reads the host's robots.txt once.
+            work = line.sitemaps.popleft()
+        else:
+            return None
+        if not line:
+            del self._lines[host]
+        return work
+
+    def _work(self, work: _Work) -> None:
+        run_job(self.ports, work.job, work.stage)
+
+    def _collect(self) -> None:
+        """Settle the jobs the workers have finished."""
+        for future in [f for f in self._running if f.done()]:
+            work = self._running.pop(future)
+            exc = future.exception()
+            if exc is not None:
+                self._after_failure(work, exc)
+
+    def _pause(self) -> None:
+        """Nothing to start: wait for a worker to finish or a deferred job to come due."""
+        timeout = 0.25
+        if self._delayed:
+            timeout = min(timeout, max(0.0, self._delayed[0][0] - time.monotonic()))
+        if self._running:
+            wait(list(self._running), timeout=timeout, return_when=FIRST_COMPLETED)
+        elif timeout > 0:
+            time.sleep(timeout)
+
+    def _finished(self) -> bool:
+        return not (self.queue.pending() or self._lines or self._running or self._delayed)
 
     def _drain_crosswalk(self, summary: HarvestSummary) -> int:
         made = 0
@@ -225,6 +431,8 @@ class LocalHarvester:
                     summary.crosswalk_errors.append(f"{key}: {exc}")
         return made
 
+    # -- reporting ------------------------------------------------------------------------------
+
     def _report_progress(self, run_id: str, *, force: bool = False) -> None:
         if self.progress is None:
             return
@@ -234,11 +442,18 @@ class LocalHarvester:
         self._last_progress = now
         done = Counter(o.outcome.value for o in self.catalog.outcomes(run_id))
         waiting = {name: self.queue.pending(name) for name, _, _ in _STAGES}
+        held = [work for *_, work in self._delayed]
+        urls = waiting[URL_QUEUE] + sum(len(line.urls) for line in self._lines.values())
+        urls += sum(1 for work in held if work.contract is UrlJob)
+        sitemaps = waiting[SITEMAP_QUEUE] + sum(len(line.sitemaps) for line in self._lines.values())
+        sitemaps += sum(1 for work in held if work.contract is SitemapJob)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(done.items())) or "-"
+        hosts = len({w.host for w in self._running.values()})
         self._say(
             f"  {sum(done.values())} URLs done ({counts}); "
-            f"waiting: {waiting[SITEMAP_QUEUE]} sitemaps, {waiting[URL_QUEUE]} URLs, "
-            f"{waiting[DOCUMENT_QUEUE] + waiting[INDEX_QUEUE]} documents"
+            f"waiting: {sitemaps} sitemaps, {urls} URLs, "
+            f"{waiting[DOCUMENT_QUEUE] + waiting[INDEX_QUEUE]} documents; "
+            f"running: {len(self._running)} on {hosts} host{'s' if hosts != 1 else ''}"
         )
 
     def _finish(
