@@ -155,3 +155,31 @@ def test_cdif_harvest_refuses_a_bad_url_with_exit_status_2(
 ) -> None:
     assert main(["harvest", "file:///etc/passwd", "--out", str(tmp_path)]) == 2
     assert "absolute http(s) URL" in capsys.readouterr().err
+
+
+def test_cdif_harvest_format_parameter_asks_a_metadata_server_for_cdif(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with PublisherSite(None) as server:
+        server.add_route(
+            "/sitemap.xml",
+            headers={"Content-Type": "application/xml"},
+            body='<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            "<url><loc>{{BASE}}/csw?id=7</loc></url></urlset>",
+        )
+        server.add_route("/csw?id=7", headers={"Content-Type": "application/xml"}, body="<r/>")
+        server.add_route(
+            "/csw?id=7&format=CDIF1.0",
+            headers={"Content-Type": "application/ld+json"},
+            body='{"@context": "https://schema.org/", "@type": "Dataset", "@id": "urn:x:7", '
+            '"name": "From the metadata server"}',
+        )
+        argv = ["harvest", server.url("/sitemap.xml"), "--out", str(tmp_path), "--quiet"]
+        assert main([*argv, "--allow-loopback", "--format-parameter"]) == 0
+        asked = [target for _, target, _ in server.requests]
+    (line,) = _lines(tmp_path)
+    assert (line["outcome"], line["pattern"]) == ("record", "format-parameter")
+    assert sorted(asked) == ["/csw?id=7&format=CDIF1.0", "/robots.txt", "/sitemap.xml"]
+    capsys.readouterr()
+    assert main([*argv, "--format-parameter", "format=CDIF 1.0"]) == 2
+    assert "format_parameter must look like name=value" in capsys.readouterr().err

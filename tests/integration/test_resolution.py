@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -281,9 +281,7 @@ def test_html_link_describedby_resolved_against_base(harness: Harness) -> None:
         '<link rel="cite-as" href="https://doi.org/10.1/r1">'
     )
     s.route("/landing-html", headers=[("Content-Type", HTML)], body=page(head))
-    s.route(
-        "/records/r1.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:r1")
-    )
+    s.route("/records/r1.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:r1"))
     job = harness.resolved("/landing-html")
     assert job.pattern == "html-link"
     assert job.documents[0].url == harness.url("/records/r1.json")
@@ -380,9 +378,7 @@ def test_linkset_text_from_html_link(harness: Harness) -> None:
 
 
 def test_signmap_links_skip_the_landing_page(harness: Harness) -> None:
-    harness.server.route(
-        "/sm.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:sm")
-    )
+    harness.server.route("/sm.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:e:sm"))
     links = (
         TypedLink(
             href=harness.url("/sm.json"),
@@ -489,9 +485,7 @@ def test_204_and_203_are_read(harness: Harness) -> None:
         status=204,
         headers=[("Link", '</nc.json>; rel="describedby"; type="application/ld+json"')],
     )
-    s.route(
-        "/nc.json", status=203, headers=[("Content-Type", JSONLD)], body=dataset("urn:e:nc")
-    )
+    s.route("/nc.json", status=203, headers=[("Content-Type", JSONLD)], body=dataset("urn:e:nc"))
     job = harness.resolved("/nc")
     assert job.pattern == "http-link"
 
@@ -621,3 +615,14 @@ def test_same_origin_claim_is_not_checked(harness: Harness) -> None:
     job = harness.resolved("/own.json")
     assert [ref.authority for ref in job.documents] == [None]
     assert harness.requests() == ["/own.json"]
+
+
+def test_claim_checks_can_be_turned_off(harness: Harness, other_origin: LocalHTTPServer) -> None:
+    harness.ports.settings = replace(harness.ports.settings, verify_claims=False)
+    resource = other_origin.url("/dataset/3")
+    harness.server.route(
+        "/claim3.json", headers=[("Content-Type", JSONLD)], body=dataset(resource, url=resource)
+    )
+    job = harness.resolved("/claim3.json")
+    assert [ref.authority for ref in job.documents] == [None]
+    assert other_origin.requests == []

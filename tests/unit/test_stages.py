@@ -12,7 +12,6 @@ import pytest
 from cdif_harvester.adapters.local import (
     DirectoryObjectStore,
     InProcessQueue,
-    PoliteFetcher,
     SqliteCatalog,
     SystemClock,
 )
@@ -138,6 +137,20 @@ def test_missing_robots_allows_everything_and_5xx_robots_retries_later(tmp_path:
     )
     with pytest.raises(FetchFailed):
         expand_sitemap(ports, _job("/sm.xml"))
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_busy_sitemap_or_robots_txt_is_retried_when_it_asks(tmp_path: Path, status: int) -> None:
+    busy = {"retry-after": "120"}
+    ports = _ports(tmp_path, {f"{BASE}/sm.xml": (status, busy, b"")})
+    with pytest.raises(FetchFailed) as caught:
+        expand_sitemap(ports, _job("/sm.xml"))
+    assert caught.value.retry_after == 120
+    ports = _ports(tmp_path / "2", {f"{BASE}/robots.txt": (status, {"retry-after": "99999"}, b"")})
+    with pytest.raises(FetchFailed) as caught:
+        expand_sitemap(ports, _job("/robots.txt"))
+    assert caught.value.reason == "robots-unavailable"
+    assert caught.value.retry_after == ports.settings.max_retry_after  # capped
 
 
 def test_sitemap_index_children_without_cycles_and_with_a_depth_limit(tmp_path: Path) -> None:
@@ -359,27 +372,3 @@ def test_crawl_delay_spreads_a_hosts_url_jobs_and_is_capped(tmp_path: Path) -> N
     expand_sitemap(ports, _job("/sm.xml", depth=1))
     cap = int(ports.settings.max_crawl_delay)
     assert queue.delays == [0, cap, 2 * cap]  # 60 s asked, capped
-
-
-def test_polite_fetcher_waits_out_the_crawl_delay_per_origin() -> None:
-    clock = [100.0]
-    slept: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        clock[0] += seconds
-
-    inner = FakeFetcher({})
-    polite = PoliteFetcher(
-        inner,
-        lambda url: 5.0 if "pub.example.org" in url else None,
-        max_delay=3.0,
-        sleep=sleep,
-        monotonic=lambda: clock[0],
-    )
-    polite.fetch(f"{BASE}/a")
-    polite.fetch("https://elsewhere.example.net/a")  # another origin: no wait
-    clock[0] += 1.0
-    polite.fetch(f"{BASE}/b")
-    assert slept == [pytest.approx(2.0)]  # capped 3 s minus the 1 s that passed
-    assert len(inner.asked) == 3

@@ -13,30 +13,26 @@ import os
 import sqlite3
 import tempfile
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from cdif_harvester.errors import StorageError
-from cdif_harvester.keys import origin_of
 from cdif_harvester.model import (
     CatalogEntry,
-    FetchResponse,
     UrlOutcome,
     entry_from_dict,
     entry_to_dict,
     outcome_from_dict,
     outcome_to_dict,
 )
-from cdif_harvester.ports import Fetcher, JobQueue, ObjectStore
+from cdif_harvester.ports import JobQueue, ObjectStore
 
 __all__ = [
     "DirectoryObjectStore",
     "InProcessQueue",
     "NotifyingObjectStore",
-    "PoliteFetcher",
     "SqliteCatalog",
     "SystemClock",
 ]
@@ -218,57 +214,6 @@ CREATE TABLE IF NOT EXISTS urls (
     body TEXT NOT NULL
 );
 """
-
-
-class PoliteFetcher:
-    """Wraps a fetcher and spaces requests to one origin by its robots.txt Crawl-delay.
-
-    Single-threaded and spacing only; the local runner uses
-    :class:`~cdif_harvester.adapters.politeness.GatedFetcher` (slots per host, Crawl-delay and
-    Retry-After, thread-safe) instead.
-
-    ``delay_of(url)`` answers the delay in seconds for the URL's origin (None for none yet
-    known); it is capped at ``max_delay`` so one robots.txt cannot stall a harvest for hours.
-    The runner sleeps, which is right on one machine; Lambda never sleeps to be polite
-    (message delays spread the work instead).
-    """
-
-    def __init__(
-        self,
-        inner: Fetcher,
-        delay_of: Callable[[str], float | None],
-        *,
-        max_delay: float,
-        sleep: Callable[[float], None] = time.sleep,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.inner = inner
-        self.delay_of = delay_of
-        self.max_delay = max_delay
-        self._sleep = sleep
-        self._monotonic = monotonic
-        self._last: dict[str, float] = {}
-
-    def fetch(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        max_bytes: int | None = None,
-    ) -> FetchResponse:
-        """Wait out the origin's Crawl-delay since its last request, then fetch."""
-        origin = origin_of(url)
-        delay = min(self.delay_of(url) or 0.0, self.max_delay)
-        last = self._last.get(origin)
-        if last is not None and delay > 0:
-            wait = last + delay - self._monotonic()
-            if wait > 0:
-                self._sleep(wait)
-        try:
-            return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
-        finally:
-            self._last[origin] = self._monotonic()
 
 
 class SqliteCatalog:

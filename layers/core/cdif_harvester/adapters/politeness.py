@@ -30,7 +30,6 @@ raises a retryable error carrying ``retry_after``.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
 import math
@@ -45,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from cdif_harvester.domain.resolution import parse_retry_after
 from cdif_harvester.errors import Deferred
 from cdif_harvester.keys import journal_body_key, journal_key, origin_of
 from cdif_harvester.model import FetchResponse
@@ -55,7 +55,6 @@ __all__ = [
     "FetchJournal",
     "GatedFetcher",
     "MemoryHostGate",
-    "parse_retry_after",
 ]
 
 #: The answers whose ``Retry-After`` closes the host for a while (RFC 6585, RFC 9110 15.6.4).
@@ -63,23 +62,6 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 Mode = Literal["sleep", "defer"]
 RequestKey = tuple[str, str, tuple[tuple[str, str], ...]]
-
-
-def parse_retry_after(value: str, *, now: datetime) -> float | None:
-    """Seconds asked by a ``Retry-After`` value: delta-seconds or an HTTP-date (RFC 9110 10.2.3).
-
-    Returns None for a value that is neither; a date in the past asks for 0 seconds.
-    """
-    text = value.strip()
-    if text.isdigit():
-        return float(int(text))
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now).total_seconds())
 
 
 # --------------------------------------------------------------------------- the memory gate

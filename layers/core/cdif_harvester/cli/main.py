@@ -28,7 +28,7 @@ from cdif_harvester.cli.runner import (
 )
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.stages import Settings
-from cdif_harvester.stages.intake import InvalidEntryUrl
+from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions
 
 __all__ = ["main"]
 
@@ -82,6 +82,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="fetching jobs running at once, over all hosts (default %(default)s)",
     )
+    harvest.add_argument(
+        "--format-parameter",
+        nargs="?",
+        const="format=CDIF1.0",
+        metavar="NAME=VALUE",
+        help="the publisher is a metadata server that answers CDIF for this query parameter "
+        "(CDIF metadata publication, Option 2): ask each URL with it first "
+        "(default when given without a value: %(const)s)",
+    )
     harvest.add_argument("--quiet", action="store_true", help="no progress output")
 
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
@@ -128,8 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 requests_per_host=args.per_host,
                 host_overrides=dict(args.host_slots),
             ) as harvester:
-                summary = harvester.harvest(args.urls)
-        except InvalidEntryUrl as exc:
+                options = {"format_parameter": args.format_parameter}
+                summary = harvester.harvest(
+                    args.urls, options=options if args.format_parameter else None
+                )
+        except (InvalidEntryUrl, InvalidOptions) as exc:
             print(f"cdif-harvest: {exc}", file=sys.stderr)
             return 2
         _print_summary(summary, args.out)

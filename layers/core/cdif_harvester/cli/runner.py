@@ -67,6 +67,7 @@ from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import (
     InvalidEntryUrl,
     check_entry_url,
+    check_options,
     new_run_id,
     start_harvest,
 )
@@ -267,20 +268,25 @@ class LocalHarvester:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def harvest(self, entry_urls: str | Sequence[str]) -> HarvestSummary:
+    def harvest(
+        self, entry_urls: str | Sequence[str], *, options: Mapping[str, str] | None = None
+    ) -> HarvestSummary:
         """Harvest robots.txt, sitemap or page URLs together in one run (one run id); write
         summary.json and outcomes.jsonl.
 
-        Raises InvalidEntryUrl when a URL can never be harvested (before anything is fetched).
+        ``options`` are resolution options for every URL of the run (``format_parameter``).
+        Raises InvalidEntryUrl when a URL can never be harvested and InvalidOptions for unusable
+        options (before anything is fetched).
         """
         urls = [entry_urls] if isinstance(entry_urls, str) else list(entry_urls)
         if not urls:
             raise InvalidEntryUrl("no entry URL given")
         for url in urls:
             check_entry_url(url)
+        checked = check_options(options)
         started = time.monotonic()
         run_id = new_run_id(self.ports.clock)
-        jobs = [start_harvest(self.ports, url, run_id=run_id) for url in urls]
+        jobs = [start_harvest(self.ports, url, run_id=run_id, options=checked) for url in urls]
         summary = HarvestSummary(
             run_id=run_id,
             entry_url=jobs[0].url,

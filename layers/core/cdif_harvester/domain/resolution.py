@@ -25,9 +25,11 @@ Decisions:
 
 from __future__ import annotations
 
+import email.utils
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,6 +48,7 @@ __all__ = [
     "is_jsonld_type",
     "merge_links",
     "normalise_url",
+    "parse_retry_after",
     "parse_media_type",
     "reverse_claims",
     "same_origin",
@@ -290,3 +293,20 @@ def claimed_resources(data: Any) -> list[str]:
                 ):
                     claims.append(target)
     return claims
+
+
+def parse_retry_after(value: str, *, now: datetime) -> float | None:
+    """Seconds asked by a ``Retry-After`` value: delta-seconds or an HTTP-date (RFC 9110 10.2.3).
+
+    Returns None for a value that is neither; a date in the past asks for 0 seconds.
+    """
+    text = value.strip()
+    if text.isdigit():
+        return float(int(text))
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
+from cdif_harvester.domain.resolution import parse_retry_after
 from cdif_harvester.domain.robots import RobotsPolicy
 from cdif_harvester.errors import HarvestError, PermanentError
-from cdif_harvester.model import Outcome, UrlOutcome
+from cdif_harvester.model import FetchResponse, Outcome, UrlOutcome
 from cdif_harvester.ports import CatalogIndex, Clock, Fetcher, JobQueue, ObjectStore
 
 __all__ = [
+    "retry_after_of",
     "Ports",
     "RobotsCache",
     "Settings",
@@ -68,6 +70,10 @@ class Settings:
     # A Retry-After (429, 503) holds the host closed for at most this long: 15 minutes, the
     # longest SQS message delay, so one answer cannot park a host for days.
     max_retry_after: float = 900.0
+    # Anti-spoofing (1997 metadata-linking draft): a self-asserted metadata document that claims
+    # a resource on another origin is checked against that resource's own metadata links. It
+    # costs one or two requests per such document; operators of trusted sources may turn it off.
+    verify_claims: bool = True
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""
@@ -209,3 +215,10 @@ def run_job(
             return stage(ports, job)
     except PermanentError as error:
         return settle(ports, run_id=job.run_id, source=job.source, url=job.url, error=error)
+
+
+def retry_after_of(ports: Ports, response: FetchResponse) -> float | None:
+    """Seconds a 429/503 answer asks to wait (``Retry-After``), capped by the settings."""
+    value = response.header("retry-after")
+    seconds = parse_retry_after(value, now=ports.clock.now()) if value else None
+    return None if seconds is None else min(seconds, ports.settings.max_retry_after)

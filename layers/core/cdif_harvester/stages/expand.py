@@ -40,7 +40,7 @@ from cdif_harvester.domain.sitemap import SitemapEntry, SitemapStream, iter_site
 from cdif_harvester.errors import FetchFailed, PermanentError
 from cdif_harvester.keys import origin_of, sitemap_part_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome, TypedLink
-from cdif_harvester.stages import Ports, record_outcome
+from cdif_harvester.stages import Ports, record_outcome, retry_after_of
 
 __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
 
@@ -93,8 +93,12 @@ def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult:
 
 def _fetch(ports: Ports, url: str, *, max_bytes: int) -> FetchResponse:
     response = ports.fetcher.fetch(url, max_bytes=max_bytes)
-    if response.status >= 500:
-        raise FetchFailed(f"{url} answered {response.status}", reason=f"http-{response.status}")
+    if response.status >= 500 or response.status == 429:
+        raise FetchFailed(
+            f"{url} answered {response.status}",
+            reason=f"http-{response.status}",
+            retry_after=retry_after_of(ports, response),
+        )
     if response.status != 200:
         raise SitemapFetchError(
             f"{url} answered {response.status}", reason=f"http-{response.status}"
@@ -320,8 +324,13 @@ def _robots_for(ports: Ports, url: str, *, entry: bool = False) -> RobotsPolicy:
         return cached
     robots_url = f"{origin}/robots.txt"
     response = ports.fetcher.fetch(robots_url, max_bytes=_ROBOTS_MAX_BYTES)
-    if response.status >= 500:
-        raise FetchFailed(f"{robots_url} answered {response.status}", reason="robots-unavailable")
+    if response.status >= 500 or response.status == 429:
+        # (429 is read as "not now" too, as the major crawlers do, not as a 4xx "allow all".)
+        raise FetchFailed(
+            f"{robots_url} answered {response.status}",
+            reason="robots-unavailable",
+            retry_after=retry_after_of(ports, response),
+        )
     if response.status == 200:
         policy = parse_robots(response.body, robots_url=robots_url)
     elif entry:

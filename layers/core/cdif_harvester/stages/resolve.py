@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, DocumentRef, UrlJob, encode
@@ -85,7 +84,7 @@ from cdif_harvester.model import (
     TypedLink,
     UrlOutcome,
 )
-from cdif_harvester.stages import Ports, record_outcome
+from cdif_harvester.stages import Ports, record_outcome, retry_after_of
 
 __all__ = ["HttpStatusError", "resolve_url", "store_raw"]
 
@@ -99,9 +98,6 @@ ACCEPT_LINKSET = "application/linkset+json,application/linkset;q=0.9"
 MAX_PAGE_BYTES = 5 * 1024 * 1024  # a landing page bigger than this is read for its headers only
 MAX_LINKSET_BYTES = 1024 * 1024
 MAX_TARGETS = 5  # describedby targets fetched per tier
-MAX_RETRY_AFTER = 3600.0
-# Check a self-asserted document's claim on another origin by resolving that resource.
-VERIFY_CLAIMS = True
 
 
 class HttpStatusError(PermanentError):
@@ -254,7 +250,7 @@ class _Resolver:
             raise FetchFailed(
                 f"{url} answered {status}",
                 reason=f"http-{status}",
-                retry_after=_retry_after(response),
+                retry_after=retry_after_of(self.ports, response),
             )
         if status in (200, 203, 204, 410):
             return
@@ -452,7 +448,7 @@ class _Resolver:
             *claimed_resources(data),
         ]
         foreign = [url for url in claims if not same_origin(url, found.response.url)]
-        if not foreign or not VERIFY_CLAIMS:
+        if not foreign or not self.ports.settings.verify_claims:
             return found
         resource = foreign[0]
         forward = self._forward_links_of(resource)
@@ -594,27 +590,6 @@ def _looks_like_json(response: FetchResponse) -> bool:
     if media == "application/linkset":
         return False
     return response.body.lstrip()[:1] in (b"{", b"[")
-
-
-def _retry_after(response: FetchResponse) -> float | None:
-    """Seconds asked by a ``Retry-After`` header (delta-seconds or HTTP-date), capped."""
-    value = (response.header("retry-after") or "").strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return min(float(value), MAX_RETRY_AFTER)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    date = response.header("date")
-    try:
-        now = parsedate_to_datetime(date) if date else None
-    except (TypeError, ValueError):
-        now = None
-    if now is None or when.tzinfo is None or now.tzinfo is None:
-        return None
-    return max(0.0, min((when - now).total_seconds(), MAX_RETRY_AFTER))
 
 
 def store_raw(  # noqa: PLR0913 - the provenance of a document has this many parts
