@@ -626,3 +626,16 @@ def test_claim_checks_can_be_turned_off(harness: Harness, other_origin: LocalHTT
     job = harness.resolved("/claim3.json")
     assert [ref.authority for ref in job.documents] == [None]
     assert other_origin.requests == []
+
+
+def test_a_page_with_thousands_of_item_links_keeps_its_message_small(harness: Harness) -> None:
+    items = ", ".join(f'</items/{i}>; rel="item"' for i in range(2000))
+    harness.server.route(
+        "/collection",
+        headers=[("Content-Type", HTML), ("Link", items)],
+        body=page(script(dataset("urn:e:collection"))),
+    )
+    job = harness.resolved("/collection")
+    assert job.pattern == "embedded-script"
+    assert len(job.links) == 300
+    assert "2000 links seen; the first 300 are kept" in job.notes

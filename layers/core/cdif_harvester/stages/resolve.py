@@ -98,6 +98,10 @@ ACCEPT_LINKSET = "application/linkset+json,application/linkset;q=0.9"
 MAX_PAGE_BYTES = 5 * 1024 * 1024  # a landing page bigger than this is read for its headers only
 MAX_LINKSET_BYTES = 1024 * 1024
 MAX_TARGETS = 5  # describedby targets fetched per tier
+# What travels on the document job stays well under the message cap (200 KiB).
+MAX_LINKS = 300
+MAX_NOTES = 50
+MAX_NOTE_CHARS = 500
 
 
 class HttpStatusError(PermanentError):
@@ -521,14 +525,20 @@ class _Resolver:
         warning = cite_as_warning(self.links)
         if warning:
             self.notes.append(warning)
+        links = merge_links(self.links)
+        if len(links) > MAX_LINKS:
+            # A collection page may list thousands of items: the message stays small.
+            self.notes.append(f"{len(links)} links seen; the first {MAX_LINKS} are kept")
+            links = links[:MAX_LINKS]
+        notes = tuple(note[:MAX_NOTE_CHARS] for note in dict.fromkeys(self.notes))
         document_job = DocumentJob(
             run_id=self.job.run_id,
             source=self.job.source,
             url=self.job.url,
             pattern=pattern,
             documents=refs,
-            links=merge_links(self.links),
-            notes=tuple(dict.fromkeys(self.notes)),
+            links=links,
+            notes=notes[:MAX_NOTES],
         )
         self.ports.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
         return document_job
