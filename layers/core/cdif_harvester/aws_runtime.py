@@ -97,6 +97,7 @@ class AwsConfig:
     allow_loopback: bool
     requests_per_host: int = Settings.requests_per_host
     requests_per_host_overrides: Mapping[str, int] | None = None
+    trusted_contexts: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -125,6 +126,9 @@ class AwsConfig:
             allow_loopback=env.get("ALLOW_LOOPBACK", "false").lower() == "true",
             requests_per_host=per_host,
             requests_per_host_overrides=overrides,
+            trusted_contexts=tuple(
+                item.strip() for item in env.get("TRUSTED_CONTEXTS", "").split(",") if item.strip()
+            ),
         )
 
     def settings(self) -> Settings:
@@ -133,6 +137,7 @@ class AwsConfig:
             Settings(),
             requests_per_host=self.requests_per_host,
             requests_per_host_overrides=dict(self.requests_per_host_overrides or {}),
+            trusted_contexts=self.trusted_contexts,
         )
 
 

@@ -91,6 +91,14 @@ def _parser() -> argparse.ArgumentParser:
         "(CDIF metadata publication, Option 2): ask each URL with it first "
         "(default when given without a value: %(const)s)",
     )
+    harvest.add_argument(
+        "--trust-context",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a remote JSON-LD context that may be fetched (a URL, or a prefix ending in /); "
+        "may be repeated. Others are never fetched",
+    )
     harvest.add_argument("--quiet", action="store_true", help="no progress output")
 
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
@@ -136,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workers=args.workers,
                 requests_per_host=args.per_host,
                 host_overrides=dict(args.host_slots),
+                trusted_contexts=args.trust_context,
             ) as harvester:
                 options = {"format_parameter": args.format_parameter}
                 summary = harvester.harvest(

@@ -207,6 +207,7 @@ class LocalHarvester:
         workers: int = DEFAULT_WORKERS,
         requests_per_host: int | None = None,
         host_overrides: Mapping[str, int] | None = None,
+        trusted_contexts: Sequence[str] = (),
     ) -> None:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -219,6 +220,8 @@ class LocalHarvester:
             settings = replace_fields(settings, requests_per_host=max(1, requests_per_host))
         if host_overrides:
             settings = replace_fields(settings, requests_per_host_overrides=dict(host_overrides))
+        if trusted_contexts:
+            settings = replace_fields(settings, trusted_contexts=tuple(trusted_contexts))
         store = NotifyingObjectStore(
             DirectoryObjectStore(out_dir),
             self.queue,

@@ -27,9 +27,10 @@ Parsed contexts are cached for the life of the process (``functools.cache``), an
 the processed (resolved) contexts in its own process-wide LRU cache because we tag the
 documents ``static``.
 
-Later: issue 5 adds an allowlist of remote contexts (e.g. community vocabularies) fetched once
-through the safe fetcher by an adapter and handed to this loader; the domain itself stays
-offline.
+Remote contexts that an operator trusts (``Settings.trusted_contexts``, e.g. a community
+vocabulary) are fetched by the extractor stage through the safe fetcher, with its size and time
+caps, and handed to :func:`register_context`; from then on, for the life of the process, the
+loader serves them like its own. The domain itself never fetches anything.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ __all__ = [
     "cdif_context",
     "document_loader",
     "is_served",
+    "register_context",
     "schema_org_context",
 ]
 
@@ -85,10 +87,25 @@ def _canonical(url: str) -> str:
     return url.strip()
 
 
+# Trusted remote contexts handed over by the extractor stage: URL -> context document.
+_REGISTERED: dict[str, dict[str, Any]] = {}
+
+
+def register_context(url: str, document: Any) -> None:
+    """Serve ``document`` (a fetched, trusted context document) at ``url`` from now on.
+
+    Raises ValueError when ``document`` is not a JSON-LD context document (an object with an
+    ``@context`` object or array).
+    """
+    if not isinstance(document, dict) or not isinstance(document.get("@context"), dict | list):
+        raise ValueError(f"{url} is not a JSON-LD context document (no @context object)")
+    _REGISTERED[_canonical(url)] = copy.deepcopy(document)
+
+
 def is_served(url: str) -> bool:
-    """Whether :func:`document_loader` serves ``url`` from package data (no network)."""
+    """Whether :func:`document_loader` serves ``url`` (package data or a registered context)."""
     url = _canonical(url)
-    return url in SCHEMA_ORG_CONTEXT_URLS or url == CDIF_CONTEXT_URL
+    return url in SCHEMA_ORG_CONTEXT_URLS or url == CDIF_CONTEXT_URL or url in _REGISTERED
 
 
 def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -104,6 +121,8 @@ def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str
         document = _load_package_context("schemaorg.jsonld")
     elif key == CDIF_CONTEXT_URL:
         document = _load_package_context("cdif.jsonld")
+    elif key in _REGISTERED:
+        document = _REGISTERED[key]
     else:
         raise jsonld.JsonLdError(
             f"remote context {url} not loaded: the harvester does not fetch remote JSON-LD "

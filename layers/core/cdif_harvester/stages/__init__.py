@@ -74,6 +74,11 @@ class Settings:
     # a resource on another origin is checked against that resource's own metadata links. It
     # costs one or two requests per such document; operators of trusted sources may turn it off.
     verify_claims: bool = True
+    # Remote JSON-LD contexts that may be fetched (through the safe fetcher, at most
+    # max_context_bytes, once per process): exact URLs, or prefixes ending in "/". Every other
+    # remote context is never fetched; the record is processed without it and the report says so.
+    trusted_contexts: tuple[str, ...] = ()
+    max_context_bytes: int = 1024 * 1024
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""

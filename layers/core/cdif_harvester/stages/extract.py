@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from cdif_harvester.contracts import INDEX_QUEUE, DocumentJob, DocumentRef, IndexJob, encode
+from cdif_harvester.domain import jsonld_loader
 from cdif_harvester.domain.extraction import (
     ExtractionError,
     find_jsonld_scripts,
@@ -22,12 +23,12 @@ from cdif_harvester.domain.extraction import (
 from cdif_harvester.domain.normalisation import NormalisationError, normalise
 from cdif_harvester.domain.resolution import is_cdif_profile
 from cdif_harvester.domain.validation import validate_record
-from cdif_harvester.errors import PermanentError
+from cdif_harvester.errors import PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome
 from cdif_harvester.stages import Ports, record_outcome
 
-__all__ = ["MalformedMetadata", "extract_documents"]
+__all__ = ["MalformedMetadata", "extract_documents", "load_trusted_contexts"]
 
 
 class MalformedMetadata(PermanentError):
@@ -47,7 +48,7 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
     seen_ids: set[str] = set()
     for ref in job.documents:
         for index, text in _blocks(ports, ref):
-            _extract_block(ref, index, text, records, skipped, seen_ids)
+            _extract_block(ports, ref, index, text, records, skipped, seen_ids)
 
     if not records:
         if skipped and all(item["reason"].startswith("malformed-json") for item in skipped):
@@ -92,7 +93,8 @@ def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
     return [(0, body)]
 
 
-def _extract_block(  # noqa: PLR0917 - private helper filling two accumulators
+def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumulators
+    ports: Ports,
     ref: DocumentRef,
     index: int,
     text: str | bytes,
@@ -114,6 +116,7 @@ def _extract_block(  # noqa: PLR0917 - private helper filling two accumulators
     if not has_dataset(parsed.data):
         skipped.append({**where, "reason": "no Dataset node in this block"})
         return
+    context_notes = load_trusted_contexts(ports, parsed.data)
     try:
         normalised = normalise(parsed.data, document_url=ref.url)
     except NormalisationError as exc:
@@ -131,7 +134,7 @@ def _extract_block(  # noqa: PLR0917 - private helper filling two accumulators
                     "warnings": [],
                 },
                 "repairs": list(parsed.repairs),
-                "notes": [],
+                "notes": context_notes,
                 "identity_fallback": True,
             }
         )
@@ -149,7 +152,66 @@ def _extract_block(  # noqa: PLR0917 - private helper filling two accumulators
                 "record": item.record,
                 "report": validate_record(item.record).to_dict(),
                 "repairs": list(parsed.repairs),
-                "notes": list(item.notes),
+                "notes": [*context_notes, *item.notes],
                 "identity_fallback": item.identity_fallback,
             }
         )
+
+
+# Trusted contexts that could not be loaded, with why: asked once per process, not per record.
+_CONTEXT_FAILURES: dict[str, str] = {}
+
+
+def _remote_contexts(data: Any) -> list[str]:
+    nodes = data if isinstance(data, list) else [data]
+    found: list[str] = []
+    for node in nodes:
+        context = node.get("@context") if isinstance(node, dict) else None
+        for entry in context if isinstance(context, list) else [context]:
+            if isinstance(entry, str) and entry.startswith(("http://", "https://")):
+                found.append(entry.strip())
+    return found
+
+
+def _trusted(url: str, trusted: tuple[str, ...]) -> bool:
+    return any(url == item or (item.endswith("/") and url.startswith(item)) for item in trusted)
+
+
+def load_trusted_contexts(ports: Ports, data: Any) -> list[str]:
+    """Fetch the remote ``@context`` documents of ``data`` that the settings trust.
+
+    Each is fetched once per process through the safe fetcher (``max_context_bytes``) and
+    registered with the offline loader; returns notes on trusted contexts that could not be
+    loaded (the normaliser notes every remote context it still cannot use). Contexts not in
+    ``Settings.trusted_contexts`` are never fetched.
+    """
+    notes: list[str] = []
+    for url in _remote_contexts(data):
+        if jsonld_loader.is_served(url) or not _trusted(url, ports.settings.trusted_contexts):
+            continue
+        failure = _CONTEXT_FAILURES.get(url)
+        if failure is None:
+            failure = _fetch_context(ports, url)
+        if failure is not None:
+            _CONTEXT_FAILURES[url] = failure
+            notes.append(f"trusted context {url} could not be loaded: {failure}")
+    return notes
+
+
+def _fetch_context(ports: Ports, url: str) -> str | None:
+    """Fetch and register one trusted context; return why it failed, or None."""
+    try:
+        response = ports.fetcher.fetch(
+            url,
+            headers={"Accept": "application/ld+json, application/json;q=0.9"},
+            max_bytes=ports.settings.max_context_bytes,
+        )
+    except (PermanentError, RetryableError) as exc:  # (a Deferred job is retried whole)
+        return f"{exc.reason}: {exc}"
+    if response.status != 200:
+        return f"answered {response.status}"
+    try:
+        jsonld_loader.register_context(url, json.loads(response.body))
+    except ValueError as exc:  # malformed JSON, or not a context document
+        return f"not a JSON-LD context: {exc}"
+    return None

@@ -1,0 +1,128 @@
+"""Remote JSON-LD contexts: fetched only when trusted, through the safe fetcher, capped, once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
+from cdif_harvester.adapters.local import (
+    DirectoryObjectStore,
+    InProcessQueue,
+    SqliteCatalog,
+    SystemClock,
+)
+from cdif_harvester.contracts import DocumentJob, DocumentRef
+from cdif_harvester.stages import Ports
+from cdif_harvester.stages.extract import extract_documents
+from tests.support.httpserver import LocalHTTPServer
+
+pytestmark = pytest.mark.network
+
+CONTEXT = {"@context": {"title": "http://schema.org/name", "ex": "https://example.org/terms/"}}
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[LocalHTTPServer, Ports]]:
+    with LocalHTTPServer() as server, SafeFetcher(FetchPolicy(allow_loopback=True)) as fetcher:
+        catalog = SqliteCatalog(tmp_path / "c.sqlite")
+        ports = Ports(
+            store=DirectoryObjectStore(tmp_path / "out"),
+            catalog=catalog,
+            queue=InProcessQueue(),
+            fetcher=fetcher,
+            clock=SystemClock(),
+        )
+        yield server, ports
+        catalog.close()
+
+
+def _extract(ports: Ports, context_url: str) -> dict[str, Any]:
+    document = {
+        "@context": ["https://schema.org/", context_url],
+        "@type": "Dataset",
+        "@id": "urn:example:trusted",
+        "title": "Named through the remote context",
+    }
+    key = "raw/test/doc.json"
+    ports.store.put(key, json.dumps(document).encode(), content_type="application/ld+json")
+    job = DocumentJob(
+        run_id="r",
+        source="s",
+        url="https://e.org/doc.json",
+        pattern="content-type",
+        documents=(
+            DocumentRef(key=key, url="https://e.org/doc.json", media_type="application/ld+json"),
+        ),
+    )
+    index_job = extract_documents(ports, job)
+    staged = json.loads(ports.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    (record,) = staged["records"]
+    return record  # type: ignore[no-any-return]
+
+
+def test_a_trusted_context_is_fetched_once_and_used(
+    served: tuple[LocalHTTPServer, Ports],
+) -> None:
+    server, ports = served
+    server.route(
+        "/ctx/v1.jsonld",
+        headers=[("Content-Type", "application/ld+json")],
+        body=json.dumps(CONTEXT).encode(),
+    )
+    ports.settings = replace(ports.settings, trusted_contexts=(server.url("/ctx/"),))
+    url = server.url("/ctx/v1.jsonld")
+    first = _extract(ports, url)
+    second = _extract(ports, url)
+    assert first["record"]["schema:name"] == "Named through the remote context"
+    assert second["record"]["schema:name"] == "Named through the remote context"
+    assert not any("not loaded" in note for note in first["notes"])
+    assert server.paths() == ["/ctx/v1.jsonld"]  # once per process
+
+
+def test_an_untrusted_context_is_never_fetched(served: tuple[LocalHTTPServer, Ports]) -> None:
+    server, ports = served
+    server.route(
+        "/other.jsonld",
+        headers=[("Content-Type", "application/ld+json")],
+        body=json.dumps(CONTEXT).encode(),
+    )
+    url = server.url("/other.jsonld")
+    record = _extract(ports, url)
+    assert server.requests == []
+    assert f"remote context {url} not loaded" in record["notes"]
+    assert "schema:name" not in record["record"]
+
+
+@pytest.mark.parametrize(
+    ("path", "answer", "why"),
+    [
+        (
+            "/big.jsonld",
+            {"body": b'{"@context": {"a": "' + b"x" * 2_000_000 + b'"}}'},
+            "body-too-large",
+        ),
+        ("/missing.jsonld", {"status": 404}, "answered 404"),
+        ("/broken.jsonld", {"body": b"{not json"}, "not a JSON-LD context"),
+        ("/notctx.jsonld", {"body": b'{"name": "no context here"}'}, "not a JSON-LD context"),
+    ],
+)
+def test_a_trusted_context_that_cannot_be_used_is_noted_and_the_record_kept(
+    served: tuple[LocalHTTPServer, Ports], path: str, answer: dict[str, Any], why: str
+) -> None:
+    server, ports = served
+    server.route(path, **answer)
+    url = server.url(path)
+    ports.settings = replace(ports.settings, trusted_contexts=(url,))
+    record = _extract(ports, url)
+    assert any(
+        note.startswith(f"trusted context {url} could not be loaded") and why in note
+        for note in record["notes"]
+    ), record["notes"]
+    assert f"remote context {url} not loaded" in record["notes"]
+    assert record["record"] is not None
