@@ -853,6 +853,22 @@ def report(
         )
     lines += [
         "",
+        "By size of the CDIF block (median CPU ms per page):",
+        "",
+        "| CDIF block | pages | ours | baseline | baseline / ours |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    size_bin = [min(max(page.jsonld_bytes // 2000, 1), 4) for page in pages]  # 2-KB steps
+    for step in range(1, 5):
+        low, high = 2 * step, 2 * step + 2
+        chosen = [i for i, found in enumerate(size_bin) if found == step]
+        if not chosen:
+            continue
+        o = statistics.median(per_page["ours"][i] for i in chosen)
+        b = statistics.median(per_page["baseline"][i] for i in chosen)
+        lines.append(f"| {low} to {high} KB | {len(chosen)} | {o:.2f} | {b:.2f} | {b / o:.2f}x |")
+    lines += [
+        "",
         "Ours by step (median CPU ms per page, one pass): "
         + ", ".join(f"{name} {value:.2f}" for name, value in steps.items()),
         "",
