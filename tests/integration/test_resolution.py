@@ -239,7 +239,10 @@ def test_sloppy_link_headers_are_repaired_and_noted(harness: Harness) -> None:
     job = harness.resolved("/sloppy")
     assert job.pattern == "http-link"
     assert job.documents[0].url == harness.url("/s.json")
-    assert job.notes, "the repairs are recorded"
+    assert job.notes == (
+        "link-header: missing angle brackets around /s.json repaired",
+        "link-header: single-quoted value of parameter type repaired",
+    )  # each repair noted once
 
 
 def test_legacy_meta_forward_link_in_header(harness: Harness) -> None:

@@ -20,7 +20,7 @@ from cdif_harvester.adapters.local import (
 from cdif_harvester.contracts import DocumentJob, DocumentRef
 from cdif_harvester.stages import Ports
 from cdif_harvester.stages.extract import extract_documents
-from tests.support.httpserver import LocalHTTPServer
+from tests.support.httpserver import LocalHTTPServer, Route
 
 pytestmark = pytest.mark.network
 
@@ -126,3 +126,16 @@ def test_a_trusted_context_that_cannot_be_used_is_noted_and_the_record_kept(
     ), record["notes"]
     assert f"remote context {url} not loaded" in record["notes"]
     assert record["record"] is not None
+
+
+def test_a_passing_failure_is_not_remembered(served: tuple[LocalHTTPServer, Ports]) -> None:
+    server, ports = served
+    answers = iter([Route(status=503), Route(body=json.dumps(CONTEXT).encode())])
+    server.route("/flaky.jsonld", respond=lambda _request: next(answers))
+    url = server.url("/flaky.jsonld")
+    ports.settings = replace(ports.settings, trusted_contexts=(url,))
+    first = _extract(ports, url)
+    second = _extract(ports, url)
+    assert any("answered 503" in note for note in first["notes"])
+    assert second["record"]["schema:name"] == "Named through the remote context"
+    assert server.paths() == ["/flaky.jsonld", "/flaky.jsonld"]

@@ -189,29 +189,37 @@ def load_trusted_contexts(ports: Ports, data: Any) -> list[str]:
     for url in _remote_contexts(data):
         if jsonld_loader.is_served(url) or not _trusted(url, ports.settings.trusted_contexts):
             continue
-        failure = _CONTEXT_FAILURES.get(url)
-        if failure is None:
-            failure = _fetch_context(ports, url)
+        failure = _CONTEXT_FAILURES.get(url) or _fetch_context(ports, url)
         if failure is not None:
-            _CONTEXT_FAILURES[url] = failure
             notes.append(f"trusted context {url} could not be loaded: {failure}")
     return notes
 
 
 def _fetch_context(ports: Ports, url: str) -> str | None:
-    """Fetch and register one trusted context; return why it failed, or None."""
+    """Fetch and register one trusted context; return why it failed, or None.
+
+    A permanent failure is remembered for the life of the process; a passing one (timeout,
+    5xx) is not, so the next record asks again.
+    """
     try:
         response = ports.fetcher.fetch(
             url,
             headers={"Accept": "application/ld+json, application/json;q=0.9"},
             max_bytes=ports.settings.max_context_bytes,
         )
-    except (PermanentError, RetryableError) as exc:  # (a Deferred job is retried whole)
+    except RetryableError as exc:  # (a Deferred job is retried whole: it is not caught here)
         return f"{exc.reason}: {exc}"
-    if response.status != 200:
+    except PermanentError as exc:
+        _CONTEXT_FAILURES[url] = f"{exc.reason}: {exc}"
+        return _CONTEXT_FAILURES[url]
+    if response.status >= 500 or response.status == 429:
         return f"answered {response.status}"
+    if response.status != 200:
+        _CONTEXT_FAILURES[url] = f"answered {response.status}"
+        return _CONTEXT_FAILURES[url]
     try:
         jsonld_loader.register_context(url, json.loads(response.body))
     except ValueError as exc:  # malformed JSON, or not a context document
-        return f"not a JSON-LD context: {exc}"
+        _CONTEXT_FAILURES[url] = f"not a JSON-LD context: {exc}"
+        return _CONTEXT_FAILURES[url]
     return None

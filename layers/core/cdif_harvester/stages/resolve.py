@@ -152,6 +152,8 @@ class _Resolver:
         self.notes: list[str] = []
         self.tried: list[str] = []
         self.resources: list[str] = [job.url]
+        # Link headers already parsed, by response (the response is kept so its id stays unique).
+        self._parsed: dict[int, tuple[FetchResponse, list[TypedLink]]] = {}
 
     # ---------------------------------------------------------------------------- the order
 
@@ -261,9 +263,14 @@ class _Resolver:
         raise HttpStatusError(f"{url} answered {status}", reason=f"http-{status}")
 
     def _header_links(self, response: FetchResponse) -> list[TypedLink]:
+        """The ``Link`` header links of a response, parsed once (repairs noted, links kept)."""
+        known = self._parsed.get(id(response))
+        if known is not None and known[0] is response:
+            return known[1]
         parsed = parse_link_header(response.header_all("link"), response.url)
         self.notes.extend(parsed.repairs)
         self.links.extend(parsed.links)
+        self._parsed[id(response)] = (response, list(parsed.links))
         return list(parsed.links)
 
     # ---------------------------------------------------------------------------- patterns
@@ -299,12 +306,16 @@ class _Resolver:
             return []
         return [self._verified(_Found(response, "self"), data)]
 
-    def _link_patterns(self, links: list[TypedLink], where: str) -> list[tuple[str, list[_Found]]]:
-        """``describedby``, then linkset, then legacy ``meta`` links, each tried lazily."""
+    def _link_patterns(
+        self, links: list[TypedLink], where: str, *, legacy_meta: bool = True
+    ) -> list[tuple[str, list[_Found]]]:
+        """``describedby``, then linkset, then legacy ``meta`` links; stops at the first that
+        yields documents. Returns each pattern tried with what it found."""
         results: list[tuple[str, list[_Found]]] = []
-        if describedby_tiers(links):
+        tiers = describedby_tiers(links)
+        if tiers:
             self.tried.append(f"describedby in {where}")
-            results.append(("http-link", self._targets(describedby_tiers(links))))
+            results.append(("http-link", self._targets(tiers)))
             if results[-1][1]:
                 return results
         linksets = [link for link in merge_links(links) if link.rel == "linkset"]
@@ -313,7 +324,7 @@ class _Resolver:
             results.append(("linkset", self._from_linksets(linksets)))
             if results[-1][1]:
                 return results
-        meta = forward_meta_links(links)
+        meta = forward_meta_links(links) if legacy_meta else []
         if meta:
             self.tried.append(f'rel="meta" in {where}')
             results.append(("legacy-meta", self._targets([meta], via="meta")))
@@ -321,18 +332,9 @@ class _Resolver:
 
     def _from_links(self, links: tuple[TypedLink, ...], where: str) -> list[_Found]:
         """Metadata from typed links carried on the job (a Signmap's ``<rs:ln>``)."""
-        if not links:
-            return []
-        tiers = describedby_tiers(links)
-        if tiers:
-            self.tried.append(f"describedby in {where}")
-            found = self._targets(tiers)
+        for _pattern, found in self._link_patterns(list(links), where, legacy_meta=False):
             if found:
                 return found
-        linksets = [link for link in merge_links(links) if link.rel == "linkset"]
-        if linksets:
-            self.tried.append(f"linkset in {where}")
-            return self._from_linksets(linksets)
         return []
 
     def _targets(self, tiers: list[list[TypedLink]], *, via: str = "describedby") -> list[_Found]:
@@ -448,7 +450,7 @@ class _Resolver:
     def _verified(self, found: _Found, data: Any) -> _Found:
         """Check a self-asserted document's claim on another origin (1997 draft, spoofing)."""
         claims = [
-            *reverse_claims(self._response_links(found.response)),
+            *reverse_claims(self._header_links(found.response)),
             *claimed_resources(data),
         ]
         foreign = [url for url in claims if not same_origin(url, found.response.url)]
@@ -476,11 +478,6 @@ class _Resolver:
                 f"{forward[0].href} as its metadata: not authoritative"
             )
         return found
-
-    def _response_links(self, response: FetchResponse) -> list[TypedLink]:
-        parsed = parse_link_header(response.header_all("link"), response.url)
-        self.links.extend(parsed.links)
-        return list(parsed.links)
 
     def _forward_links_of(self, resource: str) -> list[TypedLink] | None:
         """The forward metadata links (describedby, meta) of a resource; None if unreadable."""
