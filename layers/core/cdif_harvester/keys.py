@@ -20,6 +20,9 @@
     views/<source>/<record-key>/linkset.txt              Signposting linkset, application/linkset
     views/<source>/<record-key>/link-header.txt          Signposting HTTP Link header value
     views/<source>/<record-key>/links.html               Signposting HTML <link> elements
+    views/<source>/<record-key>/record.nq                the record as N-Quads
+    views/<source>/signmap.xml                           Signmap of the source's harvested records
+    versions/<source>/<record-key>/<content-hash>.jsonld every version a record has had
 
 ``source`` is a file-name-safe form of the publisher's host and port; ``url-hash`` and
 ``record-key`` are the first 32 hex digits of a SHA-256 (of the URL and of the metadata record id),
@@ -46,10 +49,12 @@ __all__ = [
     "records_key",
     "report_key",
     "sitemap_part_key",
+    "signmap_key",
     "source_of",
     "staging_key",
     "url_hash",
     "view_key",
+    "version_key",
     "view_keys",
 ]
 
@@ -147,6 +152,16 @@ def view_key(source: str, rkey: str, view: str) -> str:
 def view_keys(source: str, rkey: str) -> dict[str, str]:
     """Keys of every view of a record, by view name."""
     return {name: view_key(source, rkey, name) for name in VIEW_NAMES}
+
+
+def signmap_key(source: str) -> str:
+    """Key of the Signmap that republishes every harvested record of ``source``."""
+    return f"views/{source}/signmap.xml"
+
+
+def version_key(source: str, rkey: str, digest: str) -> str:
+    """Key of one version of a record, by the SHA-256 ``digest`` of its canonical JSON."""
+    return f"versions/{source}/{rkey}/{digest[:32]}.jsonld"
 
 
 def parse_records_key(key: str) -> tuple[str, str] | None:
