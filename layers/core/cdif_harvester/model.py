@@ -6,7 +6,7 @@ These are small frozen dataclasses with no I/O. The message contracts between st
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -19,10 +19,13 @@ __all__ = [
     "RecordRef",
     "TypedLink",
     "UrlOutcome",
+    "UrlState",
     "entry_from_dict",
     "entry_to_dict",
     "outcome_from_dict",
     "outcome_to_dict",
+    "url_state_from_dict",
+    "url_state_to_dict",
 ]
 
 
@@ -79,6 +82,9 @@ class FetchResponse:
     body: bytes
     redirects: tuple[str, ...] = ()
     elapsed: float = 0.0
+    # True when the publisher answered a conditional request with 304 Not Modified and this
+    # response (status, headers, body) is the one kept from the earlier answer.
+    revalidated: bool = False
 
     def header(self, name: str) -> str | None:
         """Return the first value of header ``name`` (case-insensitive), or None."""
@@ -147,6 +153,50 @@ class CatalogEntry:
     run_id: str
     harvested_at: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # When the record's content last changed (first harvest, or a harvest that rewrote it),
+    # and when its URL vanished from the source's sitemaps (a tombstone; None while listed).
+    changed_at: str | None = None
+    withdrawn_at: str | None = None
+
+
+@dataclass(frozen=True)
+class UrlState:
+    """What the catalogue knows about one harvested URL, across runs.
+
+    ``outcome``/``last_run``/``last_seen`` follow every recorded outcome. The rest is written
+    only when the URL produced records: the sitemap ``lastmod`` then, the ``fingerprint`` of the
+    documents the records came from (pattern plus content-addressed keys), the hashes of the
+    JSON-LD blocks, the records' ``sdDatePublished`` values and ids. Incremental harvesting
+    compares a new harvest against these.
+    """
+
+    url: str
+    source: str
+    outcome: str | None = None
+    last_run: str | None = None
+    last_seen: str | None = None
+    sitemap: str | None = None
+    lastmod: str | None = None
+    fingerprint: str | None = None
+    blocks: tuple[str, ...] = ()
+    sd_dates: tuple[str, ...] = ()
+    record_ids: tuple[str, ...] = ()
+    withdrawn_at: str | None = None
+
+
+def url_state_to_dict(state: UrlState) -> dict[str, Any]:
+    """Return the JSON form of a URL's state."""
+    return asdict(state)
+
+
+def url_state_from_dict(data: dict[str, Any]) -> UrlState:
+    """Inverse of :func:`url_state_to_dict` (lists become tuples)."""
+    known: dict[str, Any] = {
+        key: tuple(value) if isinstance(value, list) else value
+        for key, value in data.items()
+        if key in _URL_STATE_FIELDS
+    }
+    return UrlState(**known)
 
 
 def outcome_to_dict(outcome: UrlOutcome) -> dict[str, Any]:
@@ -207,3 +257,6 @@ def entry_to_dict(entry: CatalogEntry) -> dict[str, Any]:
 def entry_from_dict(data: dict[str, Any]) -> CatalogEntry:
     """Inverse of :func:`entry_to_dict`. Raises TypeError on unknown or missing fields."""
     return CatalogEntry(**data)
+
+
+_URL_STATE_FIELDS = frozenset(f.name for f in fields(UrlState))

@@ -8,12 +8,12 @@ in-memory host gate and the fetcher that goes through a gate).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from cdif_harvester.model import CatalogEntry, FetchResponse, UrlOutcome
+from cdif_harvester.model import CatalogEntry, FetchResponse, UrlOutcome, UrlState
 
 __all__ = [
     "CatalogIndex",
@@ -90,6 +90,25 @@ class CatalogIndex(Protocol):
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield every recorded outcome of ``run_id``."""
+        ...
+
+    def get_url(self, url: str) -> UrlState | None:
+        """Return what is known about ``url`` across runs, or None for a URL never seen."""
+        ...
+
+    def put_url(self, state: UrlState) -> None:
+        """Store the harvest state of ``state.url`` (lastmod, fingerprint, blocks, record ids,
+        withdrawal). The outcome fields are left as :meth:`put_outcome` last set them."""
+        ...
+
+    def urls(self, source: str, *, outcome: str | None = None) -> Iterable[UrlState]:
+        """Yield the state of every URL of ``source`` (whose latest outcome is ``outcome``,
+        when given), ordered by URL."""
+        ...
+
+    def records(self, source: str, *, changed_since: str | None = None) -> Iterable[CatalogEntry]:
+        """Yield the entries of ``source`` (changed at or after the ISO date or datetime
+        ``changed_since``, when given), ordered by record id."""
         ...
 
 

@@ -15,9 +15,14 @@ pk                             sk                   item
 ``HOST#<origin>``              ``GATE``             politeness state of a host (DynamoHostGate)
 =============================  ===================  ==========================================
 
-``gsi1pk``/``gsi1sk`` index records by source (``SOURCE#<source>`` / ``RECORD#<key>``) and URL
-outcomes by source (``SOURCE#<source>`` / ``URL#<url hash>``) for the operator queries of later
-issues. URLs and record ids are keyed by their hashes (:func:`cdif_harvester.keys.url_hash`,
+``gsi1pk``/``gsi1sk`` index records by source and time of change (``SOURCE#<source>`` /
+``RECORD#<changed at>#<key>``, so "changed since" is a range query) and URLs by source and latest
+outcome (``SOURCE#<source>`` / ``URL#<outcome>#<url hash>``). A URL's item holds its latest outcome
+(``outcome``, ``last_run``, ``last_seen``, ``body``: written by :meth:`DynamoCatalog.put_outcome`)
+and its harvest state (``state``, a JSON document written by :meth:`DynamoCatalog.put_url`) as
+separate attributes, each written with ``UpdateItem``, so neither write loses the other's.
+
+URLs and record ids are keyed by their hashes (:func:`cdif_harvester.keys.url_hash`,
 :func:`cdif_harvester.keys.record_key`, the same as in object keys) because DynamoDB limits a sort
 key to 1,024 bytes and both may be longer; the values themselves are attributes.
 """
@@ -40,10 +45,13 @@ from cdif_harvester.keys import record_key, url_hash
 from cdif_harvester.model import (
     CatalogEntry,
     UrlOutcome,
+    UrlState,
     entry_from_dict,
     entry_to_dict,
     outcome_from_dict,
     outcome_to_dict,
+    url_state_from_dict,
+    url_state_to_dict,
 )
 from cdif_harvester.ports import HostSlot, Wait
 
@@ -129,13 +137,14 @@ class DynamoCatalog:
 
     def put_record(self, entry: CatalogEntry) -> None:
         """Insert or replace the entry of ``entry.record_id``."""
+        rkey = record_key(entry.record_id)
         self._put(
             {
-                "pk": f"RECORD#{record_key(entry.record_id)}",
+                "pk": f"RECORD#{rkey}",
                 "sk": "RECORD",
                 "record_id": entry.record_id,
                 "gsi1pk": f"SOURCE#{entry.source}",
-                "gsi1sk": f"RECORD#{record_key(entry.record_id)}",
+                "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}#{rkey}",
                 # Stored as a JSON document: DynamoDB cannot hold floats or empty strings
                 # everywhere, and the entry is read whole anyway.
                 "body": json.dumps(entry_to_dict(entry), sort_keys=True),
@@ -144,27 +153,47 @@ class DynamoCatalog:
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""
-        try:
-            item = self.table.get_item(
-                Key={"pk": f"RECORD#{record_key(record_id)}", "sk": "RECORD"}
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB get {record_id} failed: {exc}") from exc
-        found = item.get("Item")
+        found = self._get({"pk": f"RECORD#{record_key(record_id)}", "sk": "RECORD"})
         return entry_from_dict(json.loads(str(found["body"]))) if found else None
+
+    def records(self, source: str, *, changed_since: str | None = None) -> list[CatalogEntry]:
+        """Return the entries of ``source`` (changed at or after ``changed_since``), by id."""
+        condition = "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)"
+        values = {":pk": f"SOURCE#{source}", ":prefix": "RECORD#"}
+        if changed_since is not None:
+            # "~" sorts after every character of an ISO date, so this is "from then on".
+            condition = "gsi1pk = :pk AND gsi1sk BETWEEN :since AND :end"
+            values = {":pk": values[":pk"], ":since": f"RECORD#{changed_since}", ":end": "RECORD#~"}
+        items = self._query_index(condition, values)
+        entries = [entry_from_dict(json.loads(str(item["body"]))) for item in items]
+        return sorted(entries, key=lambda entry: entry.record_id)
 
     def put_outcome(self, outcome: UrlOutcome) -> None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome."""
         body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
         url_key = f"URL#{url_hash(outcome.url)}"
-        common = {
-            "url": outcome.url,
-            "outcome": outcome.outcome.value,
-            "gsi1pk": f"SOURCE#{outcome.source}",
-            "body": body,
-        }
-        self._put({"pk": f"RUN#{outcome.run_id}", "sk": url_key, **common})
-        self._put({"pk": url_key, "sk": "LATEST", **common, "gsi1sk": url_key})
+        self._put(
+            {
+                "pk": f"RUN#{outcome.run_id}",
+                "sk": url_key,
+                "url": outcome.url,
+                "outcome": outcome.outcome.value,
+                "body": body,
+            }
+        )
+        self._update(
+            {"pk": url_key, "sk": "LATEST"},
+            {
+                "url": outcome.url,
+                "source": outcome.source,
+                "outcome": outcome.outcome.value,
+                "last_run": outcome.run_id,
+                "last_seen": outcome.recorded_at or "",
+                "body": body,
+                "gsi1pk": f"SOURCE#{outcome.source}",
+                "gsi1sk": f"URL#{outcome.outcome.value}#{url_hash(outcome.url)}",
+            },
+        )
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield every outcome of ``run_id`` (paginated query on the run's partition)."""
@@ -181,6 +210,76 @@ class DynamoCatalog:
                 yield outcome_from_dict(json.loads(str(item["body"])))
             if "LastEvaluatedKey" not in page:
                 return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def get_url(self, url: str) -> UrlState | None:
+        """Return what is known about ``url``, or None."""
+        found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"})
+        return _url_state(found) if found else None
+
+    def put_url(self, state: UrlState) -> None:
+        """Store the harvest state of ``state.url``; its outcome attributes are not touched."""
+        harvest = {
+            key: value
+            for key, value in url_state_to_dict(state).items()
+            if key not in ("url", "source", "outcome", "last_run", "last_seen")
+        }
+        self._update(
+            {"pk": f"URL#{url_hash(state.url)}", "sk": "LATEST"},
+            {
+                "url": state.url,
+                "source": state.source,
+                "state": json.dumps(harvest, sort_keys=True),
+                "gsi1pk": f"SOURCE#{state.source}",
+            },
+        )
+
+    def urls(self, source: str, *, outcome: str | None = None) -> list[UrlState]:
+        """Return the state of every URL of ``source`` (with latest outcome ``outcome``)."""
+        prefix = f"URL#{outcome}#" if outcome else "URL#"
+        items = self._query_index(
+            "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+            {":pk": f"SOURCE#{source}", ":prefix": prefix},
+        )
+        # The index is eventually consistent; read each item itself for the latest state.
+        states = [self.get_url(str(item["url"])) for item in items if "url" in item]
+        return sorted((s for s in states if s is not None), key=lambda s: s.url)
+
+    def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
+        try:
+            item = self.table.get_item(Key=key, ConsistentRead=True)
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB get {key['pk']} failed: {exc}") from exc
+        return item.get("Item")
+
+    def _update(self, key: dict[str, str], values: Mapping[str, str]) -> None:
+        names = {f"#a{i}": name for i, name in enumerate(values)}
+        expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(values)))
+        try:
+            self.table.update_item(
+                Key=key,
+                UpdateExpression=expression,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={f":v{i}": v for i, v in enumerate(values.values())},
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB update {key['pk']} failed: {exc}") from exc
+
+    def _query_index(self, condition: str, values: dict[str, str]) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "IndexName": "gsi1",
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        items: list[dict[str, Any]] = []
+        while True:
+            try:
+                page = self.table.query(**kwargs)
+            except (BotoCoreError, ClientError) as exc:
+                raise StorageError(f"DynamoDB query {values[':pk']} failed: {exc}") from exc
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _put(self, item: dict[str, Any]) -> None:
@@ -449,3 +548,17 @@ def _item_of(exc: ClientError) -> dict[str, Any]:
         return {}
     deserializer = TypeDeserializer()
     return {name: deserializer.deserialize(value) for name, value in raw.items()}
+
+
+def _url_state(item: Mapping[str, Any]) -> UrlState:
+    harvest = json.loads(str(item.get("state") or "{}"))
+    return url_state_from_dict(
+        {
+            **harvest,
+            "url": str(item["url"]),
+            "source": str(item.get("source") or ""),
+            "outcome": item.get("outcome"),
+            "last_run": item.get("last_run"),
+            "last_seen": item.get("last_seen") or None,
+        }
+    )

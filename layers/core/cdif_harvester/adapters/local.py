@@ -17,15 +17,19 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from cdif_harvester.errors import StorageError
 from cdif_harvester.model import (
     CatalogEntry,
     UrlOutcome,
+    UrlState,
     entry_from_dict,
     entry_to_dict,
     outcome_from_dict,
     outcome_to_dict,
+    url_state_from_dict,
+    url_state_to_dict,
 )
 from cdif_harvester.ports import JobQueue, ObjectStore
 
@@ -214,6 +218,18 @@ CREATE TABLE IF NOT EXISTS urls (
     body TEXT NOT NULL
 );
 """
+# Columns added after the first release: a catalogue written by an older version is upgraded in
+# place when opened (SQLite cannot add a column "if not exists").
+_ADDED_COLUMNS = {
+    "records": (("changed_at", "TEXT"),),
+    "urls": (("last_seen", "TEXT"), ("state", "TEXT NOT NULL DEFAULT '{}'")),
+}
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
+CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
+"""
+# The fields of a UrlState that follow every outcome (the rest is the harvest state).
+_OUTCOME_FIELDS = ("url", "source", "outcome", "last_run", "last_seen")
 
 
 class SqliteCatalog:
@@ -226,6 +242,12 @@ class SqliteCatalog:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns:
+                    if name not in have:
+                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            self._db.executescript(_INDEXES)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open catalogue {path}: {exc}") from exc
 
@@ -237,8 +259,9 @@ class SqliteCatalog:
         """Insert or replace the entry of ``entry.record_id``."""
         body = json.dumps(entry_to_dict(entry), sort_keys=True)
         self._execute(
-            "INSERT OR REPLACE INTO records (record_id, source, body) VALUES (?, ?, ?)",
-            (entry.record_id, entry.source, body),
+            "INSERT OR REPLACE INTO records (record_id, source, changed_at, body) "
+            "VALUES (?, ?, ?, ?)",
+            (entry.record_id, entry.source, entry.changed_at or entry.harvested_at, body),
         )
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
@@ -246,14 +269,20 @@ class SqliteCatalog:
         rows = self._query("SELECT body FROM records WHERE record_id = ?", (record_id,))
         return entry_from_dict(json.loads(rows[0][0])) if rows else None
 
-    def records(self, source: str | None = None) -> list[CatalogEntry]:
-        """Return every record entry (of one source when given), by record id."""
-        if source is None:
-            rows = self._query("SELECT body FROM records ORDER BY record_id", ())
-        else:
-            rows = self._query(
-                "SELECT body FROM records WHERE source = ? ORDER BY record_id", (source,)
-            )
+    def records(
+        self, source: str | None = None, *, changed_since: str | None = None
+    ) -> list[CatalogEntry]:
+        """Return the entries of ``source`` (every source when None), changed at or after
+        ``changed_since`` when given, ordered by record id."""
+        sql = "SELECT body FROM records WHERE 1 = 1"
+        params: list[object] = []
+        if source is not None:
+            sql += " AND source = ?"
+            params.append(source)
+        if changed_since is not None:
+            sql += " AND changed_at >= ?"
+            params.append(changed_since)
+        rows = self._query(sql + " ORDER BY record_id", tuple(params))
         return [entry_from_dict(json.loads(row[0])) for row in rows]
 
     def put_outcome(self, outcome: UrlOutcome) -> None:
@@ -268,9 +297,19 @@ class SqliteCatalog:
                     (outcome.run_id, outcome.url, outcome.outcome.value, body),
                 )
                 self._db.execute(
-                    "INSERT OR REPLACE INTO urls (url, source, last_run, outcome, body) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (outcome.url, outcome.source, outcome.run_id, outcome.outcome.value, body),
+                    "INSERT INTO urls (url, source, last_run, outcome, last_seen, body) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET "
+                    "source = excluded.source, last_run = excluded.last_run, "
+                    "outcome = excluded.outcome, last_seen = excluded.last_seen, "
+                    "body = excluded.body",
+                    (
+                        outcome.url,
+                        outcome.source,
+                        outcome.run_id,
+                        outcome.outcome.value,
+                        outcome.recorded_at,
+                        body,
+                    ),
                 )
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -283,6 +322,33 @@ class SqliteCatalog:
         for (body,) in rows:
             yield outcome_from_dict(json.loads(body))
 
+    def get_url(self, url: str) -> UrlState | None:
+        """Return what is known about ``url``, or None."""
+        rows = self._query(
+            "SELECT url, source, outcome, last_run, last_seen, state FROM urls WHERE url = ?",
+            (url,),
+        )
+        return _url_state(rows[0]) if rows else None
+
+    def put_url(self, state: UrlState) -> None:
+        """Store the harvest state of ``state.url``; its outcome fields are not touched."""
+        harvest = {k: v for k, v in url_state_to_dict(state).items() if k not in _OUTCOME_FIELDS}
+        self._execute(
+            "INSERT INTO urls (url, source, last_run, outcome, body, state) "
+            "VALUES (?, ?, '', '', '{}', ?) ON CONFLICT (url) DO UPDATE SET "
+            "source = excluded.source, state = excluded.state",
+            (state.url, state.source, json.dumps(harvest, sort_keys=True)),
+        )
+
+    def urls(self, source: str, *, outcome: str | None = None) -> list[UrlState]:
+        """Return the state of every URL of ``source`` (with latest outcome ``outcome``)."""
+        sql = "SELECT url, source, outcome, last_run, last_seen, state FROM urls WHERE source = ?"
+        params: tuple[object, ...] = (source,)
+        if outcome is not None:
+            sql += " AND outcome = ?"
+            params = (source, outcome)
+        return [_url_state(row) for row in self._query(sql + " ORDER BY url", params)]
+
     def _execute(self, sql: str, params: tuple[object, ...]) -> None:
         with self._lock:
             try:
@@ -290,9 +356,24 @@ class SqliteCatalog:
             except sqlite3.Error as exc:
                 raise StorageError(f"catalogue write failed: {exc}") from exc
 
-    def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[str]]:
+    def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return list(self._db.execute(sql, params).fetchall())
             except sqlite3.Error as exc:
                 raise StorageError(f"catalogue read failed: {exc}") from exc
+
+
+def _url_state(row: tuple[Any, ...]) -> UrlState:
+    url, source, outcome, last_run, last_seen, state = row
+    harvest = json.loads(state or "{}")
+    return url_state_from_dict(
+        {
+            **harvest,
+            "url": url,
+            "source": source,
+            "outcome": outcome or None,
+            "last_run": last_run or None,
+            "last_seen": last_seen,
+        }
+    )

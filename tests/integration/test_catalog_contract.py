@@ -1,0 +1,134 @@
+"""The catalogue's operator queries and URL state, the same for SQLite and DynamoDB (moto).
+
+Both adapters must answer alike: by record id, by source, changed since a date, URLs by latest
+outcome, and a URL's harvest state surviving the outcome writes that follow it (and vice versa).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from cdif_harvester.adapters.aws import DynamoCatalog
+from cdif_harvester.adapters.local import SqliteCatalog
+from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome, UrlState
+from tests.support.aws import ProvisionedStack
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "sqlite":
+        local = SqliteCatalog(tmp_path / "catalog.sqlite")
+        yield local
+        local.close()
+        return
+    stack: ProvisionedStack = request.getfixturevalue("stack")
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    yield DynamoCatalog(table)
+
+
+def _entry(record_id: str, source: str, changed_at: str) -> CatalogEntry:
+    return CatalogEntry(
+        record_id=record_id,
+        resource_id=record_id + "/resource",
+        source=source,
+        url=f"https://{source}/{record_id}",
+        title=None,
+        pattern="embedded-script",
+        valid=True,
+        conformance=None,
+        date_modified=None,
+        sd_date_published=None,
+        content_hash="h-" + record_id,
+        record_key=None,
+        report_key=f"reports/{source}/{record_id}.json",
+        run_id="run-1",
+        harvested_at=changed_at,
+        changed_at=changed_at,
+    )
+
+
+def _outcome(url: str, outcome: Outcome, run_id: str = "run-1") -> UrlOutcome:
+    return UrlOutcome(
+        run_id=run_id,
+        source="a.org",
+        url=url,
+        outcome=outcome,
+        reason=None if outcome is Outcome.RECORD else "lastmod: not newer",
+        recorded_at="2026-03-01T10:00:00+00:00",
+    )
+
+
+def test_records_by_source_and_changed_since(catalog: Any) -> None:
+    catalog.put_record(_entry("r1", "a.org", "2026-01-05T00:00:00+00:00"))
+    catalog.put_record(_entry("r2", "a.org", "2026-02-10T12:00:00+00:00"))
+    catalog.put_record(_entry("r3", "b.org", "2026-03-01T00:00:00+00:00"))
+    assert [e.record_id for e in catalog.records("a.org")] == ["r1", "r2"]
+    assert [e.record_id for e in catalog.records("a.org", changed_since="2026-02-01")] == ["r2"]
+    assert [e.record_id for e in catalog.records("a.org", changed_since="2026-03-01")] == []
+    assert [e.record_id for e in catalog.records("b.org", changed_since="2026-03-01")] == ["r3"]
+    # a rewrite moves the entry in time, it is not duplicated
+    catalog.put_record(_entry("r1", "a.org", "2026-04-01T00:00:00+00:00"))
+    assert [e.record_id for e in catalog.records("a.org", changed_since="2026-02-01")] == [
+        "r1",
+        "r2",
+    ]
+    assert len(list(catalog.records("a.org"))) == 2
+    assert catalog.get_record("r1").changed_at == "2026-04-01T00:00:00+00:00"
+
+
+def test_url_state_and_outcomes_do_not_overwrite_each_other(catalog: Any) -> None:
+    url = "https://a.org/page"
+    assert catalog.get_url(url) is None
+    catalog.put_outcome(_outcome(url, Outcome.RECORD))
+    state = UrlState(
+        url=url,
+        source="a.org",
+        sitemap="https://a.org/sitemap.xml",
+        lastmod="2026-02-01",
+        fingerprint="f1",
+        blocks=("b1", "b2"),
+        sd_dates=("2026-01-31",),
+        record_ids=("r1",),
+    )
+    catalog.put_url(state)
+    seen = catalog.get_url(url)
+    assert seen == replace(
+        state, outcome="record", last_run="run-1", last_seen="2026-03-01T10:00:00+00:00"
+    )
+    # a later outcome keeps the harvest state
+    catalog.put_outcome(_outcome(url, Outcome.UNCHANGED, run_id="run-2"))
+    later = catalog.get_url(url)
+    assert later.fingerprint == "f1" and later.blocks == ("b1", "b2")
+    assert later.outcome == "unchanged" and later.last_run == "run-2"
+    # and a later harvest state keeps the outcome
+    catalog.put_url(replace(state, fingerprint="f2", withdrawn_at="2026-05-01T00:00:00+00:00"))
+    last = catalog.get_url(url)
+    assert last.fingerprint == "f2" and last.withdrawn_at is not None
+    assert last.outcome == "unchanged" and last.last_run == "run-2"
+
+
+def test_urls_by_source_and_outcome(catalog: Any) -> None:
+    catalog.put_outcome(_outcome("https://a.org/1", Outcome.RECORD))
+    catalog.put_outcome(_outcome("https://a.org/2", Outcome.UNCHANGED))
+    catalog.put_outcome(_outcome("https://a.org/3", Outcome.RECORD))
+    catalog.put_outcome(replace(_outcome("https://b.org/1", Outcome.RECORD), source="b.org"))
+    assert [s.url for s in catalog.urls("a.org")] == [
+        "https://a.org/1",
+        "https://a.org/2",
+        "https://a.org/3",
+    ]
+    assert [s.url for s in catalog.urls("a.org", outcome="record")] == [
+        "https://a.org/1",
+        "https://a.org/3",
+    ]
+    assert [s.url for s in catalog.urls("a.org", outcome="unchanged")] == ["https://a.org/2"]
+    # the latest outcome decides
+    catalog.put_outcome(_outcome("https://a.org/1", Outcome.UNCHANGED, run_id="run-2"))
+    assert [s.url for s in catalog.urls("a.org", outcome="record")] == ["https://a.org/3"]
+    assert [s.url for s in catalog.urls("b.org")] == ["https://b.org/1"]
