@@ -246,3 +246,123 @@ def test_corpus_catalog_records_alone_are_not_datasets(corpus: Path) -> None:
     for path in sorted((corpus / "cdif-core-1.0" / "cdifCatalogRecord").glob("example*.json")):
         with pytest.raises(NormalisationError):
             normalise(json.loads(path.read_text()), document_url="https://corpus.example/r")
+
+
+# --- shared and merged nodes: normalisation never alters what it was given or what it returned
+
+
+def _node_sharing_document() -> dict[str, Any]:
+    """One @id (a Person) written three times: nested in Dataset A, nested in Dataset B, and
+    at the top. The index merges the three; neither Dataset may see the other's version."""
+    person = "https://orcid.org/0000-0002-0000-0007"
+    return {
+        "@context": "https://schema.org",
+        "@graph": [
+            {
+                "@id": "https://pub.example/ds/a",
+                "@type": "Dataset",
+                "name": "A",
+                "creator": {"@id": person, "@type": "Person", "name": "Written in A"},
+                "subjectOf": {"@id": "https://pub.example/record/shared"},
+            },
+            {
+                "@id": "https://pub.example/ds/b",
+                "@type": "Dataset",
+                "name": "B",
+                "creator": {"@id": person, "knowsAbout": ["written in B"]},
+                "subjectOf": {"@id": "https://pub.example/record/shared"},
+            },
+            {"@id": person, "knowsAbout": ["written at the top"], "email": "p@pub.example"},
+            {
+                "@id": "https://pub.example/record/shared",
+                "@type": "DigitalDocument",
+                "dcterms:conformsTo": {"@id": "https://w3id.org/cdif/core/1.0"},
+                "keywords": ["record keyword"],
+            },
+        ],
+    }
+
+
+def test_merged_nodes_do_not_leak_into_nested_occurrences() -> None:
+    # Given one person written differently in two Datasets and at the top of the graph
+    results = normalise(_node_sharing_document(), document_url=DOCUMENT_URL)
+    by_id = {r.resource_id: r.record for r in results}
+    # Then each Dataset keeps the person exactly as it was written inside it
+    (creator_a,) = by_id["https://pub.example/ds/a"]["schema:creator"]["@list"]
+    (creator_b,) = by_id["https://pub.example/ds/b"]["schema:creator"]["@list"]
+    assert set(creator_a) == {"@id", "@type", "schema:name"}
+    assert creator_b["schema:knowsAbout"] == "written in B"
+    assert "schema:email" not in creator_b
+
+
+def test_a_record_shared_by_two_datasets_is_fixed_for_each_separately() -> None:
+    results = normalise(_node_sharing_document(), document_url=DOCUMENT_URL)
+    abouts = [r.record["schema:subjectOf"]["schema:about"]["@id"] for r in results]
+    assert abouts == ["https://pub.example/ds/a", "https://pub.example/ds/b"]
+    for result in results:
+        record = result.record["schema:subjectOf"]
+        assert record["@type"] == ["schema:Dataset", "schema:DigitalDocument"]
+        assert record["schema:additionalType"] == ["dcat:CatalogRecord"]
+        assert record["schema:keywords"] == "record keyword"
+        assert any("typed schema:DigitalDocument also typed" in note for note in result.notes)
+
+
+def test_a_dataset_nested_in_another_is_normalised_without_altering_its_parent() -> None:
+    # Given Dataset B written inside Dataset A (hasPart) and found first, through its record
+    document = {
+        "@context": "https://schema.org",
+        "@graph": [
+            {
+                "@id": "https://pub.example/record/b",
+                "@type": "DigitalDocument",
+                "about": {"@id": "https://pub.example/ds/b"},
+            },
+            {
+                "@id": "https://pub.example/ds/a",
+                "@type": "Dataset",
+                "name": "A",
+                "hasPart": {"@id": "https://pub.example/ds/b", "@type": "Dataset", "name": "B"},
+            },
+        ],
+    }
+    first, second = normalise(document, document_url=DOCUMENT_URL)
+    assert (first.resource_id, second.resource_id) == (
+        "https://pub.example/ds/b",
+        "https://pub.example/ds/a",
+    )
+    # Then B, as written inside A, has not gained the record B was given
+    assert second.record["schema:hasPart"] == {
+        "@id": "https://pub.example/ds/b",
+        "@type": ["schema:Dataset"],
+        "schema:name": "B",
+    }
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_input_document_is_left_unchanged(case: str) -> None:
+    document = _load(f"{case}.input.json")
+    before = copy.deepcopy(document)
+    normalise(document, document_url=DOCUMENT_URL)
+    assert document == before
+
+
+def test_the_input_document_is_left_unchanged_when_nodes_merge() -> None:
+    document = _node_sharing_document()
+    before = copy.deepcopy(document)
+    first = [r.record for r in normalise(document, document_url=DOCUMENT_URL)]
+    assert document == before
+    assert [r.record for r in normalise(document, document_url=DOCUMENT_URL)] == first
+
+
+def test_returned_records_share_nothing_mutable() -> None:
+    # Given the records of one document, altering one (its context, a nested value)...
+    first, second = normalise(_node_sharing_document(), document_url=DOCUMENT_URL)
+    first.record["@context"]["schema"] = "changed"
+    first.record["schema:subjectOf"]["schema:additionalType"].append("changed")
+    first.record["schema:creator"]["@list"][0]["schema:name"] = "changed"
+    # ...changes neither its sibling nor any later record
+    assert second.record["@context"]["schema"] == "http://schema.org/"
+    assert second.record["schema:subjectOf"]["schema:additionalType"] == ["dcat:CatalogRecord"]
+    again = normalise(_node_sharing_document(), document_url=DOCUMENT_URL)
+    assert again[0].record["@context"]["schema"] == "http://schema.org/"
+    assert again[0].record["schema:creator"]["@list"][0]["schema:name"] == "Written in A"

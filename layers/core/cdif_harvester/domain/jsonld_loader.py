@@ -79,8 +79,20 @@ def schema_org_context() -> dict[str, Any]:
 
 
 def cdif_context() -> dict[str, Any]:
-    """Return (a copy of) the ``@context`` object of our CDIF 1.0 compaction context."""
-    return copy.deepcopy(_load_package_context("cdif.jsonld")["@context"])
+    """Return (a copy of) the ``@context`` object of our CDIF 1.0 compaction context.
+
+    The context only binds prefixes to IRI strings (checked when it is read), so a shallow
+    copy is a full one; every normalised record gets its own.
+    """
+    return dict(_cdif_context_bindings())
+
+
+@cache
+def _cdif_context_bindings() -> dict[str, str]:
+    context = _load_package_context("cdif.jsonld")["@context"]
+    if not all(isinstance(key, str) and isinstance(value, str) for key, value in context.items()):
+        raise ValueError("package context cdif.jsonld binds something else than prefixes")
+    return dict(context)
 
 
 def _canonical(url: str) -> str:

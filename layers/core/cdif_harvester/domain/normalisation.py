@@ -58,7 +58,6 @@ processing fails.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterator
@@ -215,11 +214,16 @@ def _walk_nodes(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def _merge_into(target: dict[str, Any], other: dict[str, Any]) -> None:
+    """Add what ``other`` says about a node to ``target`` (a private copy, see _build_index).
+
+    Values taken from ``other`` are shared, not copied: nothing downstream alters a node in
+    place. Lists are copied before they are appended to, so ``other`` keeps its own.
+    """
     for key, value in other.items():
         if key == "@id":
             continue
         if key not in target:
-            target[key] = copy.deepcopy(value)
+            target[key] = list(value) if isinstance(value, list) else value
             continue
         if not isinstance(target[key], list) or not isinstance(value, list):
             continue
@@ -227,21 +231,34 @@ def _merge_into(target: dict[str, Any], other: dict[str, Any]) -> None:
         for item in value:
             marker = json.dumps(item, sort_keys=True)
             if marker not in seen:
-                target[key].append(copy.deepcopy(item))
+                target[key].append(item)
                 seen.add(marker)
 
 
 def _build_index(top_nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Merge every node object that carries an ``@id`` into one node per id."""
+    """Merge every node object that carries an ``@id`` into one node per id.
+
+    The index holds the node object itself while its id is met once; the first time a second
+    node with the same id turns up, the entry becomes a copy (its lists copied too) and the
+    others are merged into that copy. So the tree the index was built from is never altered:
+    a node written inside another one stays exactly as it was written there.
+    """
     index: dict[str, dict[str, Any]] = {}
+    private: set[str] = set()
     for node in _walk_nodes(top_nodes):
         node_id = node.get("@id")
         if not isinstance(node_id, str) or _is_reference(node):
             continue
-        if node_id in index:
-            _merge_into(index[node_id], node)
-        else:
-            index[node_id] = copy.deepcopy(node)
+        if node_id not in index:
+            index[node_id] = node
+            continue
+        if node_id not in private:
+            index[node_id] = {
+                key: list(value) if isinstance(value, list) else value
+                for key, value in index[node_id].items()
+            }
+            private.add(node_id)
+        _merge_into(index[node_id], node)
     return index
 
 
@@ -477,7 +494,9 @@ def _canonical_profile(iri: str) -> str:
 def _fix_record(
     record: dict[str, Any], record_id: str, resource_id: str, notes: list[str]
 ) -> dict[str, Any]:
-    record = copy.deepcopy(record)
+    # A shallow copy: the record node may be shared (by @id, or by two Datasets); only its
+    # top-level entries are replaced here, never altered in place.
+    record = dict(record)
     record["@id"] = record_id
     types = _types(record)
     if _DATASET not in types:
@@ -489,7 +508,10 @@ def _fix_record(
             )
         record["@type"] = [_DATASET, *types]
     if not _is_catalog_record(record):
-        record.setdefault(_ADDITIONAL_TYPE, []).append({"@value": _CATALOG_RECORD_LITERAL})
+        record[_ADDITIONAL_TYPE] = [
+            *_as_list(record.get(_ADDITIONAL_TYPE)),
+            {"@value": _CATALOG_RECORD_LITERAL},
+        ]
     record[_ABOUT] = [{"@id": resource_id}]
     record.pop(_SUBJECT_OF, None)
     if _DCT_CONFORMS_TO not in record:
@@ -499,7 +521,7 @@ def _fix_record(
                 lifted.extend(_as_list(encoding.get(_DCT_CONFORMS_TO)))
         lifted.extend(_as_list(record.get(_SCHEMA_VERSION)))
         if lifted:
-            record[_DCT_CONFORMS_TO] = copy.deepcopy(lifted)
+            record[_DCT_CONFORMS_TO] = lifted
             notes.append("dcterms:conformsTo lifted from the record's encoding/schemaVersion")
     profiles: list[Any] = []
     for value in _as_list(record.get(_DCT_CONFORMS_TO)):
@@ -568,15 +590,17 @@ def _shape(value: Any, where: str) -> Any:
 
 
 def _compact(node: dict[str, Any]) -> dict[str, Any]:
-    context = jsonld_loader.cdif_context()
+    # Compacting with the context's URL (served by the offline loader, tagged static) lets
+    # pyld reuse its processed form without hashing an inline context on every call; the
+    # output's "@context" (the URL) is then replaced by the context object itself.
     compacted = jsonld.compact(
         node,
-        context,
+        jsonld_loader.CDIF_CONTEXT_URL,
         {"documentLoader": jsonld_loader.document_loader, "skipExpansion": True},
     )
     if not isinstance(compacted, dict):
         raise NormalisationError("JSON-LD compaction did not return an object")
-    compacted["@context"] = context
+    compacted["@context"] = jsonld_loader.cdif_context()
     shaped = _shape(compacted, "root")
     if not isinstance(shaped, dict):  # pragma: no cover - _shape keeps dicts as dicts
         raise NormalisationError("shaping did not return an object")
@@ -649,7 +673,9 @@ def _normalise_one(
     several: bool,
     notes: list[str],
 ) -> NormalisedRecord:
-    resource = copy.deepcopy(candidate.node)
+    # A shallow copy: the node may also be written inside another Dataset, which must keep it
+    # as written; only @id and subjectOf are replaced.
+    resource = dict(candidate.node)
     fallback = False
     resource_id = resource.get("@id")
     if is_junk_id(resource_id):
