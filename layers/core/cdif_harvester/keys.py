@@ -65,6 +65,7 @@ VIEW_NAMES: dict[str, str] = {
     "linkset": "linkset.txt",
     "link-header": "link-header.txt",
     "html-links": "links.html",
+    "nquads": "record.nq",
 }
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

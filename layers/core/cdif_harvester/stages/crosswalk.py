@@ -1,30 +1,102 @@
-"""Stage 6: the crosswalk publishes the PID Kernel view and the Signposting views of a record.
+"""Stage 6: the crosswalk publishes the views of each valid record, and a source's Signmap.
 
-It is triggered by the record landing under ``records/`` (an S3 event notification on AWS, its
-local twin in the runner). Views are made for valid records only: an invalid record's report says
-what to fix, and publishing kernel records from it would spread the errors.
+:func:`build_views` is triggered by a record landing under ``records/`` (an S3 event
+notification on AWS, its local twin in the runner) and writes, under
+``views/<source>/<record-key>/`` (see :mod:`cdif_harvester.keys`):
+
+==================== ===================== ====================================================
+view                 file                  content type
+==================== ===================== ====================================================
+``pid-kernel``       ``pid-kernel.json``   ``application/json``: PID Kernel (Appendix 2)
+``linkset-json``     ``linkset.json``      ``application/linkset+json`` (RFC 9264 4.2)
+``linkset``          ``linkset.txt``       ``application/linkset`` (RFC 9264 4.1)
+``link-header``      ``link-header.txt``   ``text/plain``: an HTTP ``Link`` value (RFC 8288)
+``html-links``       ``links.html``        ``text/html``: ``<link>`` elements for a ``<head>``
+``nquads``           ``record.nq``         ``application/n-quads``: the record as RDF
+==================== ===================== ====================================================
+
+:func:`build_source_signmap` writes ``views/<source>/signmap.xml``: a Signmap of every valid
+record of one source, for an aggregator to republish what it harvested. It is meant to run
+once at the end of a harvest of that source.
+
+Decisions:
+
+* Views are made for valid records only: an invalid record's report says what to fix, and
+  publishing kernel records from it would spread the errors.
+* The Signposting views merge what the record says with the links the resolver saw
+  (``provenance.links`` of the report). Links seen without an anchor were seen at the harvested
+  URL; that URL is the resource's page unless the discovery pattern says it is a metadata
+  document (``content-type``, ``item-list``, ``format-parameter``), in which case those links
+  keep the harvested URL as their explicit anchor.
+* Identifiers the normaliser had to make up (the report's ``identity_fallback``; they end in
+  ``#resource``, ``#resource-N``, ``#record`` or ``#record-N``) are not published as PIDs or
+  ``cite-as`` links.
+* Writes are idempotent: every view is computed before any is written (a failure leaves the
+  previous set whole), and a view whose bytes did not change is not written again, so a
+  redelivered notification or a rerun writes nothing.
+* The N-Quads put the record's triples in the named graph of its metadata record id, so a
+  triple store replaces one record's triples as a whole.
+* The Signmap lists each landing page once, sorted by location, with the latest of its records'
+  ``sdDatePublished`` and ``dateModified`` as ``lastmod`` (left out when neither is a W3C
+  datetime) and the Signposting links whose context is the landing page. A record whose
+  report carries ``withdrawn_at`` is left out. Up to 50,000 entries and 50 MiB it is one
+  ``<urlset>``; beyond, the entries are split into ``views/<source>/signmap-00001.xml``, ...,
+  and ``signmap.xml`` becomes a sitemap index of those parts. The index gives the parts as
+  relative references (``signmap-00001.xml``, resolved against the index's own URL) unless a
+  ``base_url`` (the public URL of the object store's root) is given. Parts left from an earlier,
+  larger Signmap are not deleted (the store has no delete); nothing refers to them any more.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote_plus
 
 from cdif_harvester.domain.crosswalk import (
+    NQUADS_MEDIA_TYPE,
+    SIGNMAP_MEDIA_TYPE,
     html_link_elements,
+    landing_page,
+    latest_lastmod,
     link_header,
     linkset_json,
     linkset_text,
     pid_kernel_view,
+    record_nquads,
+    render_signmap,
+    render_signmap_index,
     signposting_links,
 )
+from cdif_harvester.domain.record_values import metadata_record
+from cdif_harvester.domain.sitemap import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, SitemapEntry
 from cdif_harvester.errors import PermanentError
-from cdif_harvester.keys import parse_records_key, report_key, view_keys
+from cdif_harvester.keys import (
+    parse_records_key,
+    records_key,
+    report_key,
+    signmap_key,
+    view_keys,
+)
 from cdif_harvester.model import TypedLink
 from cdif_harvester.stages import Ports
 
-__all__ = ["build_views", "keys_from_s3_event"]
+__all__ = [
+    "NotARecordKey",
+    "build_source_signmap",
+    "build_views",
+    "keys_from_s3_event",
+    "signmap_part_key",
+]
+
+# Discovery patterns whose harvested URL is a metadata document, not the resource's page.
+_METADATA_PATTERNS = frozenset({"content-type", "item-list", "format-parameter"})
+# The normaliser's fallback identities (normalisation: "<document>#resource-N", "#record").
+_FALLBACK_ID = re.compile(r"#(?:resource|record)(?:-\d+)?$")
+_LINK_FIELDS = frozenset(field.name for field in dataclasses.fields(TypedLink))
 
 
 class NotARecordKey(PermanentError):
@@ -46,11 +118,81 @@ def keys_from_s3_event(event: dict[str, Any]) -> list[str]:
     return keys
 
 
+def _invented(report: Mapping[str, Any]) -> frozenset[str]:
+    if not report.get("identity_fallback"):
+        return frozenset()
+    ids = (report.get("record_id"), report.get("resource_id"))
+    return frozenset(i for i in ids if isinstance(i, str) and _FALLBACK_ID.search(i))
+
+
+def _seen_links(provenance: Mapping[str, Any], harvested: str | None) -> list[TypedLink]:
+    seen: list[TypedLink] = []
+    for raw in provenance.get("links") or []:
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("href"), str):
+            continue
+        if not isinstance(raw.get("rel"), str):
+            continue
+        link = TypedLink(**{k: v for k, v in raw.items() if k in _LINK_FIELDS})
+        # A link without anchor is about the URL it was seen at: say so explicitly.
+        seen.append(dataclasses.replace(link, anchor=link.anchor or harvested))
+    return seen
+
+
+def _signposts(
+    report: Mapping[str, Any], record: Mapping[str, Any]
+) -> tuple[str | None, list[TypedLink], frozenset[str]]:
+    """The landing page, the merged Signposting links and the invented ids of a record."""
+    provenance = report.get("provenance") or {}
+    harvested = provenance.get("url") if isinstance(provenance.get("url"), str) else None
+    is_page = provenance.get("pattern") not in _METADATA_PATTERNS
+    invented = _invented(report)
+    context = landing_page(record, harvested, harvested_is_page=is_page)
+    links = signposting_links(
+        record,
+        _seen_links(provenance, harvested),
+        context=context,
+        aliases=[harvested] if harvested and is_page else [],
+        invented=invented,
+    )
+    return context, links, invented
+
+
+def _put_if_changed(ports: Ports, key: str, body: bytes, content_type: str) -> bool:
+    try:
+        if ports.store.get(key) == body:
+            return False
+    except KeyError:
+        pass
+    ports.store.put(key, body, content_type=content_type)
+    return True
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def _views(record: Mapping[str, Any], report: Mapping[str, Any]) -> dict[str, tuple[bytes, str]]:
+    context, links, invented = _signposts(report, record)
+    anchor = context or str(record.get("@id") or "")
+    record_id = report.get("record_id")
+    graph = record_id if isinstance(record_id, str) else None
+    return {
+        "pid-kernel": (_json(pid_kernel_view(record, invented=invented)), "application/json"),
+        "linkset-json": (_json(linkset_json(anchor, links)), "application/linkset+json"),
+        "linkset": (linkset_text(anchor, links).encode("utf-8"), "application/linkset"),
+        "link-header": (link_header(links).encode("utf-8"), "text/plain; charset=utf-8"),
+        "html-links": (html_link_elements(links).encode("utf-8"), "text/html; charset=utf-8"),
+        "nquads": (record_nquads(record, graph=graph).encode("utf-8"), NQUADS_MEDIA_TYPE),
+    }
+
+
 def build_views(ports: Ports, key: str) -> dict[str, str]:
     """Write every view of the record under ``key``; return the view keys (empty if invalid).
 
-    Raises NotARecordKey for a key outside ``records/``, KeyError when the record or its report
-    is missing.
+    A view whose bytes did not change is not written again. Raises NotARecordKey for a key
+    outside ``records/``, KeyError when the record or its report is missing, and
+    :class:`~cdif_harvester.domain.nquads.NQuadsError` (permanent) when the record cannot be
+    turned into RDF; then no view is written.
     """
     parsed = parse_records_key(key)
     if parsed is None:
@@ -60,22 +202,79 @@ def build_views(ports: Ports, key: str) -> dict[str, str]:
     if not report.get("valid"):
         return {}
     record = json.loads(ports.store.get(key))
-    provenance = report.get("provenance", {})
-    seen = [TypedLink(**link) for link in provenance.get("links", [])]
-    links = signposting_links(record, seen)
-    anchor = str(provenance.get("url") or record.get("schema:url") or record.get("@id"))
+    bodies = _views(record, report)
     targets = view_keys(source, rkey)
-    bodies: dict[str, tuple[bytes, str]] = {
-        "pid-kernel": (_json(pid_kernel_view(record)), "application/json"),
-        "linkset-json": (_json(linkset_json(anchor, links)), "application/linkset+json"),
-        "linkset": (linkset_text(anchor, links).encode("utf-8"), "application/linkset"),
-        "link-header": (link_header(links).encode("utf-8"), "text/plain"),
-        "html-links": (html_link_elements(links).encode("utf-8"), "text/html"),
-    }
-    for name, (body, content_type) in bodies.items():
-        ports.store.put(targets[name], body, content_type=content_type)
+    for name, target in targets.items():
+        body, content_type = bodies[name]
+        _put_if_changed(ports, target, body, content_type)
     return targets
 
 
-def _json(value: Any) -> bytes:
-    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+def _lastmod(record: Mapping[str, Any]) -> str | None:
+    subject = metadata_record(record) or {}
+    candidates = [subject.get("schema:sdDatePublished"), record.get("schema:dateModified")]
+    return latest_lastmod(c for c in candidates if isinstance(c, str))
+
+
+def signmap_part_key(source: str, number: int) -> str:
+    """Key of part ``number`` (from 1) of a Signmap too large for one sitemap."""
+    return signmap_key(source).removesuffix(".xml") + f"-{number:05d}.xml"
+
+
+def build_source_signmap(
+    ports: Ports,
+    source: str,
+    *,
+    base_url: str | None = None,
+    max_urls: int = MAX_SITEMAP_URLS,
+    max_bytes: int = MAX_SITEMAP_BYTES,
+) -> str:
+    """Write the Signmap of every valid record of ``source``; return its key.
+
+    Reads the reports under ``reports/<source>/`` and the records they describe (a report
+    without its record is skipped), and writes :func:`~cdif_harvester.keys.signmap_key`: a
+    ``<urlset>``, or, beyond ``max_urls`` entries or ``max_bytes`` (the sitemaps.org limits by
+    default), a sitemap index of ``signmap-NNNNN.xml`` parts (see the module docstring).
+    Unchanged objects are not written again. Raises StorageError when the store fails.
+    """
+    prefix = report_key(source, "-").rsplit("/", 1)[0] + "/"
+    pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{32})\.json")
+    by_landing_page: dict[str, tuple[list[str | None], list[TypedLink]]] = {}
+    for key in ports.store.list(prefix):
+        match = pattern.fullmatch(key)
+        if match is None:
+            continue
+        try:
+            report = json.loads(ports.store.get(key))
+            record = json.loads(ports.store.get(records_key(source, match.group(1))))
+        except (KeyError, ValueError):
+            continue
+        if not isinstance(report, dict) or not isinstance(record, dict):
+            continue
+        if not report.get("valid") or report.get("withdrawn_at"):
+            continue
+        context, links, _ = _signposts(report, record)
+        if not context:
+            continue
+        lastmods, kept = by_landing_page.setdefault(context, ([], []))
+        lastmods.append(_lastmod(record))
+        kept.extend(link for link in links if link not in kept)
+    entries = [
+        SitemapEntry(loc, latest_lastmod(lastmods), tuple(links))
+        for loc, (lastmods, links) in sorted(by_landing_page.items())
+    ]
+    parts = render_signmap(entries, max_urls=max_urls, max_bytes=max_bytes)
+    target = signmap_key(source)
+    if len(parts) == 1:
+        _put_if_changed(ports, target, parts[0].body, SIGNMAP_MEDIA_TYPE)
+        return target
+    listed: list[tuple[str, str | None]] = []
+    for number, part in enumerate(parts, start=1):
+        part_key = signmap_part_key(source, number)
+        _put_if_changed(ports, part_key, part.body, SIGNMAP_MEDIA_TYPE)
+        location = part_key.rsplit("/", 1)[1]
+        if base_url:
+            location = base_url.rstrip("/") + "/" + part_key
+        listed.append((location, part.lastmod))
+    _put_if_changed(ports, target, render_signmap_index(listed), SIGNMAP_MEDIA_TYPE)
+    return target

@@ -1,0 +1,182 @@
+"""Writing a Signmap: a sitemap whose ``<url>`` entries carry Signposting links.
+
+Signposting's Signmaps (signposting.org, "Signposting Signmaps") extend the sitemaps.org 0.9
+protocol: the ``<urlset>`` declares ``xmlns:rs="http://www.openarchives.org/rs/terms/"``, each
+``<url>`` gives a landing page in ``<loc>`` and its typed links in ``<rs:ln>`` children with
+``rel``, ``href`` (absolute) and optionally ``type`` and ``profile``. An aggregator that
+publishes one for each source lets others harvest what it harvested, with the links that lead
+straight to the metadata. This module is the inverse of
+:func:`cdif_harvester.domain.sitemap.parse_sitemap` and takes the same values it gives,
+:class:`~cdif_harvester.domain.sitemap.SitemapEntry`.
+
+Decisions:
+
+* **Limits.** The sitemaps.org protocol allows at most 50,000 URLs and 50 MiB (uncompressed)
+  per sitemap. :func:`render_signmap` splits the entries, in their order, into as many
+  ``<urlset>`` parts as needed to stay within both; the caller publishes several parts under a
+  sitemap index (:func:`render_signmap_index`). An index may list 50,000 parts, so one source
+  can have 2.5 billion entries; no cap is applied below that.
+* **What an entry holds.** ``<loc>``, ``<lastmod>`` when known, then one ``<rs:ln>`` per link
+  whose context is the landing page (no ``anchor``, or ``anchor`` equal to ``loc``), in the
+  order given. A Signmap has no way to say that a link starts elsewhere, so links with another
+  anchor (``describes``, anchored at a metadata record) are left out rather than misstated.
+* **Escaping.** Locations and targets are URI references: white space, ``<``, ``>``, ``"``,
+  control and non-ASCII characters are percent-encoded (UTF-8); ``&`` is written ``&amp;`` (the
+  protocol's "entity escaping"). Characters XML 1.0 cannot carry are dropped from attribute
+  values. The output is UTF-8, without the byte order mark.
+* The protocol says a ``<loc>`` should be shorter than 2,048 characters; a longer one is kept,
+  not dropped, since the Signmap is a faithful list of what was harvested.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import quote
+
+from cdif_harvester.domain.lastmod import parse_lastmod
+from cdif_harvester.domain.sitemap import (
+    MAX_SITEMAP_BYTES,
+    MAX_SITEMAP_URLS,
+    RS_NAMESPACE,
+    SITEMAP_NAMESPACE,
+    SitemapEntry,
+)
+from cdif_harvester.model import TypedLink
+
+__all__ = [
+    "SIGNMAP_MEDIA_TYPE",
+    "SignmapPart",
+    "latest_lastmod",
+    "render_signmap",
+    "render_signmap_index",
+    "signmap_links",
+]
+
+SIGNMAP_MEDIA_TYPE = "application/xml"
+
+_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+_URLSET_OPEN = f'<urlset xmlns="{SITEMAP_NAMESPACE}" xmlns:rs="{RS_NAMESPACE}">\n'
+_URLSET_CLOSE = "</urlset>\n"
+_INDEX_OPEN = f'<sitemapindex xmlns="{SITEMAP_NAMESPACE}">\n'
+_INDEX_CLOSE = "</sitemapindex>\n"
+# Characters XML 1.0 cannot carry at all (section 2.2), even as character references.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _uri(reference: str) -> str:
+    return "".join(
+        quote(c, safe="") if c in '<> "' or ord(c) < 0x21 or ord(c) > 0x7E else c
+        for c in reference.strip()
+    )
+
+
+def _escape(value: str) -> str:
+    value = _NOT_XML.sub("", value)
+    return (
+        value.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("\t", "&#9;")
+        .replace("\n", "&#10;")
+        .replace("\r", "&#13;")
+    )
+
+
+def signmap_links(loc: str, links: Iterable[TypedLink]) -> tuple[TypedLink, ...]:
+    """The links a Signmap entry for ``loc`` can carry: those whose context is ``loc``."""
+    return tuple(link for link in links if link.anchor in (None, loc) and not link.reverse)
+
+
+def _entry_xml(entry: SitemapEntry) -> str:
+    parts = [f"  <url>\n    <loc>{_escape(_uri(entry.loc))}</loc>\n"]
+    if entry.lastmod:
+        parts.append(f"    <lastmod>{_escape(entry.lastmod.strip())}</lastmod>\n")
+    for link in signmap_links(entry.loc, entry.links):
+        attributes = [("rel", link.rel), ("href", _uri(link.href))]
+        if link.type:
+            attributes.append(("type", link.type))
+        if link.profile:
+            attributes.append(("profile", link.profile))
+        rendered = " ".join(f'{name}="{_escape(value)}"' for name, value in attributes)
+        parts.append(f"    <rs:ln {rendered}/>\n")
+    parts.append("  </url>\n")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class SignmapPart:
+    """One ``<urlset>`` document of a Signmap: its bytes, how many entries it holds, and the
+    latest ``lastmod`` among them (for the sitemap index; None when none has one)."""
+
+    body: bytes
+    urls: int
+    lastmod: str | None
+
+
+def render_signmap(
+    entries: Iterable[SitemapEntry],
+    *,
+    max_urls: int = MAX_SITEMAP_URLS,
+    max_bytes: int = MAX_SITEMAP_BYTES,
+) -> list[SignmapPart]:
+    """Write ``entries``, in their order, as one or more Signmap ``<urlset>`` documents.
+
+    Each document holds at most ``max_urls`` entries and ``max_bytes`` bytes (an entry that
+    alone is larger still gets a document of its own). No entries give one empty
+    ``<urlset>``. Never raises.
+    """
+    head = (_DECLARATION + _URLSET_OPEN).encode("utf-8")
+    tail = _URLSET_CLOSE.encode("utf-8")
+    parts: list[SignmapPart] = []
+    chunks: list[bytes] = []
+    lastmods: list[str | None] = []
+    size = len(head) + len(tail)
+
+    def close() -> None:
+        parts.append(
+            SignmapPart(head + b"".join(chunks) + tail, len(chunks), latest_lastmod(lastmods))
+        )
+
+    for entry in entries:
+        chunk = _entry_xml(entry).encode("utf-8")
+        if chunks and (len(chunks) >= max_urls or size + len(chunk) > max_bytes):
+            close()
+            chunks, lastmods, size = [], [], len(head) + len(tail)
+        chunks.append(chunk)
+        lastmods.append(entry.lastmod)
+        size += len(chunk)
+    if chunks or not parts:
+        close()
+    return parts
+
+
+def render_signmap_index(parts: Sequence[tuple[str, str | None]]) -> bytes:
+    """Write a sitemap index listing ``parts``: (location, lastmod or None) each, in order.
+
+    Locations may be relative references (they resolve against the index's own URL). Never
+    raises.
+    """
+    lines = [_DECLARATION, _INDEX_OPEN]
+    for loc, lastmod in parts:
+        lines.append(f"  <sitemap>\n    <loc>{_escape(_uri(loc))}</loc>\n")
+        if lastmod:
+            lines.append(f"    <lastmod>{_escape(lastmod.strip())}</lastmod>\n")
+        lines.append("  </sitemap>\n")
+    lines.append(_INDEX_CLOSE)
+    return "".join(lines).encode("utf-8")
+
+
+def latest_lastmod(values: Iterable[str | None]) -> str | None:
+    """The latest of W3C datetime strings, as written; values that are not dates are ignored."""
+    best: tuple[datetime, str] | None = None
+    for value in values:
+        moment = parse_lastmod(value)
+        if moment is None or value is None:
+            continue
+        if best is None or moment > best[0]:
+            best = (moment, value.strip())
+    return best[1] if best else None
