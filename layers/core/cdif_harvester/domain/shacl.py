@@ -8,8 +8,8 @@ schema.org implementation" and discoverability Appendix 1; the official CDIF sha
 not copied) check exactly those, and nothing JSON Schema already reports:
 
 * **Resource identifier is an IRI**: the root ``@id`` is an IRI, not a blank node (missing or
-  ``_:...``) nor a relative reference ("Resource identifier": globally unique; the official
-  shapes require the Dataset node to be an IRI).
+  ``_:...``) ("Resource identifier": globally unique; the official shapes require the Dataset
+  node to be an IRI).
 * **Metadata identifier is an IRI**: the same for ``schema:subjectOf/@id``.
 * **Distinct identifiers**: the metadata record and the resource do not share one ``@id``
   (with one IRI, RDF merges them and the record's statements become the dataset's).
@@ -27,6 +27,10 @@ not copied) check exactly those, and nothing JSON Schema already reports:
   precision; with times of day on both ends, as ``xsd:dateTime``). Open intervals, durations,
   named eras and OWL-Time nodes are not judged.
 
+Relative references (``"#metadata"``, ``"schema:about": {"@id": ""}``) are not judged: in a
+published document they resolve against the document's URL, which a record does not carry.
+Normalisation resolves them, so a normalised record has none and is judged in full.
+
 Left out on purpose: what JSON Schema can express (date patterns, name length, keyword commas,
 coordinate ranges; the official shapes' checks of that kind belong in the schema if anywhere),
 ``datePublished`` versus ``dateModified`` (content may be modified before it is published), and
@@ -41,16 +45,18 @@ How (no network, no global state beyond per-process caches):
    reported where the publisher wrote it. ``cdifh:`` is ``urn:cdif-harvester:shapes:``; none
    of this is written into any record.
 2. The copy goes to RDF with pyld ``to_rdf`` and the offline loader
-   (:func:`cdif_harvester.domain.jsonld_loader.document_loader`), as N-Quads parsed by rdflib
-   (never rdflib's own JSON-LD parser, which may fetch contexts). Relative references resolve
-   against the base ``cdif-harvester-relative:/``, so the shapes can tell them from IRIs.
+   (:func:`cdif_harvester.domain.jsonld_loader.document_loader`), written as N-Quads and parsed
+   by rdflib (never rdflib's own JSON-LD parser, which may fetch contexts). Only the default
+   graph is validated (a CDIF record has no named graphs), so the N-Quads carry no graph names
+   and rdflib reads them as N-Triples. Relative references resolve against the base
+   ``cdif-harvester-relative:/``, so the shapes can tell them from IRIs and leave them alone.
 3. pyshacl validates that graph against the shapes graph, parsed once per process. SPARQL
    query texts are parsed once per process too (pyshacl would have rdflib parse the same text
    for every record, which costs more than all the rest).
 4. Every ``sh:Violation`` becomes a :class:`~cdif_harvester.domain.validation.ValidationIssue`:
    pointer into the record, the shape's message with the offending value filled in, keyword
-   ``shacl:<constraint>`` (the SHACL constraint component: ``shacl:class``,
-   ``shacl:nodeKind``, ``shacl:not``, ``shacl:node``, ``shacl:or``, ``shacl:sparql``).
+   ``shacl:<constraint>`` (the SHACL constraint component: ``shacl:nodeKind``, ``shacl:not``,
+   ``shacl:or``, ``shacl:node``, ``shacl:sparql``).
 
 pyshacl is an optional dependency (the ``shacl`` extra: ``pip install 'cdif-harvester[shacl]'``),
 imported on first use; without it :func:`shacl_issues` raises :class:`ShaclUnavailable`.
@@ -401,13 +407,9 @@ def shacl_issues(record: Mapping[str, Any]) -> list[ValidationIssue]:
     if not isinstance(record, Mapping):
         return [ValidationIssue("", "the record must be a JSON object", "shacl:jsonld")]
     prepared, marked = _prepared(record)
-    options = {
-        "format": "application/n-quads",
-        "base": _RELATIVE_BASE,
-        "documentLoader": jsonld_loader.document_loader,
-    }
+    options = {"base": _RELATIVE_BASE, "documentLoader": jsonld_loader.document_loader}
     try:
-        nquads = jsonld.to_rdf(prepared, options)
+        dataset = jsonld.to_rdf(prepared, options)
     except jsonld.JsonLdError as exc:
         reason = str(exc).splitlines()[0]
         return [
@@ -417,7 +419,10 @@ def shacl_issues(record: Mapping[str, Any]) -> list[ValidationIssue]:
                 "shacl:jsonld",
             )
         ]
-    data = _data_graph_class()().parse(data=nquads, format="nquads")
+    # The default graph only (a CDIF record has no named graphs): as N-Quads without graph
+    # names, that is N-Triples, which rdflib parses without its deprecated dataset plumbing.
+    triples = jsonld.JsonLdProcessor.to_nquads({"@default": dataset.get("@default", [])})
+    data = _data_graph_class()().parse(data=triples, format="nt")
     conforms, report, _ = validate(data, shacl_graph=_shapes_graph(), inference="none")
     if conforms:
         return []
