@@ -1,5 +1,5 @@
-"""Crosswalk Lambda handler: S3 "record created" notifications (via SQS) -> PID Kernel and
-Signposting views."""
+"""Crosswalk Lambda handler: S3 "record created" notifications (via SQS) -> the views of each
+record (PID Kernel, Signposting in four forms, N-Quads); see cdif_harvester.stages.crosswalk."""
 
 from typing import Any
 
