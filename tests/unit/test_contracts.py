@@ -94,7 +94,7 @@ def _wire(**changes: object) -> str:
     [
         ("not json", "not JSON"),
         ("[]", "not a JSON object"),
-        (_wire(v=4), "version"),
+        (_wire(v=CONTRACT_VERSION + 1), "version"),
         (_wire(v=True), "version"),
         (_wire(v="3"), "version"),
         (_wire(v=[2]), "version"),

@@ -20,6 +20,8 @@ Version history:
   DocumentJob gains ``notes`` (what the resolver repaired or warns about); SitemapJob and UrlJob
   gain ``options`` (a source's resolution options, e.g. ``format_parameter``). v1 and v2
   messages are still read.
+* v4: DocumentJob gains ``sitemap`` and ``lastmod`` (carried from the URL job to the indexer,
+  which keeps them in the URL's state for incremental harvesting). Older messages are still read.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ __all__ = [
     "encode",
 ]
 
-CONTRACT_VERSION = 3
-READABLE_VERSIONS = frozenset({1, 2, 3})
+CONTRACT_VERSION = 4
+READABLE_VERSIONS = frozenset({1, 2, 3, 4})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:
@@ -140,6 +142,8 @@ class DocumentJob:
     documents: tuple[DocumentRef, ...]
     links: tuple[TypedLink, ...] = ()
     notes: tuple[str, ...] = ()
+    sitemap: str | None = None
+    lastmod: str | None = None
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,7 @@ class FetchJournal:
             body=body,
             redirects=tuple(meta["redirects"]),
             elapsed=float(meta.get("elapsed", 0.0)),
+            revalidated=bool(meta.get("revalidated", False)),
         )
         self._entries.append(_Entry(request=request, response=None, meta=meta))
         return response
@@ -233,6 +234,7 @@ class FetchJournal:
             "headers": [list(pair) for pair in response.headers],
             "redirects": list(response.redirects),
             "elapsed": response.elapsed,
+            "revalidated": response.revalidated,
             "body": digest,
             "length": len(response.body),
         }

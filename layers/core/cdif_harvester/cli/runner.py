@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
+from cdif_harvester.adapters.httpcache import RevalidatingFetcher
 from cdif_harvester.adapters.local import (
     DirectoryObjectStore,
     InProcessQueue,
@@ -63,6 +64,7 @@ from cdif_harvester.stages import Ports, Settings, run_job, settle
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
+from cdif_harvester.stages.finish import withdraw_vanished
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import (
     InvalidEntryUrl,
@@ -119,6 +121,7 @@ class HarvestSummary:
     invalid_records: int = 0
     views: int = 0
     crosswalk_errors: list[str] = field(default_factory=list)
+    withdrawn: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form written to summary.json."""
@@ -137,6 +140,7 @@ class HarvestSummary:
             "invalid_records": self.invalid_records,
             "views": self.views,
             "crosswalk_errors": self.crosswalk_errors,
+            "withdrawn": self.withdrawn,
             "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE},
         }
 
@@ -208,6 +212,7 @@ class LocalHarvester:
         requests_per_host: int | None = None,
         host_overrides: Mapping[str, int] | None = None,
         trusted_contexts: Sequence[str] = (),
+        incremental: bool = True,
     ) -> None:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -222,8 +227,11 @@ class LocalHarvester:
             settings = replace_fields(settings, requests_per_host_overrides=dict(host_overrides))
         if trusted_contexts:
             settings = replace_fields(settings, trusted_contexts=tuple(trusted_contexts))
+        if not incremental:
+            settings = replace_fields(settings, incremental=False)
+        directory = DirectoryObjectStore(out_dir)
         store = NotifyingObjectStore(
-            DirectoryObjectStore(out_dir),
+            directory,
             self.queue,
             prefix=RECORDS_PREFIX,
             target=CROSSWALK_QUEUE,
@@ -235,7 +243,9 @@ class LocalHarvester:
             catalog=self.catalog,
             queue=self.queue,
             fetcher=GatedFetcher(
-                self.fetcher,
+                # Conditional requests for every answer kept from earlier runs (cache/ in the
+                # output directory): an unchanged site answers 304 and sends no bodies.
+                RevalidatingFetcher(self.fetcher, directory),
                 self.gate,
                 slots_for=settings.slots_for,
                 mode="sleep",
@@ -258,6 +268,7 @@ class LocalHarvester:
         self._running: dict[Future[Any], _Work] = {}
         self._delayed: list[tuple[float, int, _Work]] = []
         self._delayed_seq = 0
+        self._sitemaps: set[str] = set()  # every sitemap a job of the current run read
 
     def close(self) -> None:
         """Release the catalogue and the fetcher's connections."""
@@ -310,6 +321,12 @@ class LocalHarvester:
                         break
                     self._pause()
                 self._report_progress(run_id)
+        summary.withdrawn = withdraw_vanished(
+            self.ports, run_id, sitemaps=self._sitemaps, entry_urls=summary.entry_urls
+        )
+        self._sitemaps.clear()
+        if summary.withdrawn:
+            self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
         outcomes = list(self.catalog.outcomes(run_id))
         self._finish(summary, outcomes, views, started)
         return summary
@@ -333,6 +350,8 @@ class LocalHarvester:
             job = decode(body, contract)
         except ContractError as exc:  # our own queue: a broken message is a bug, say so
             raise RuntimeError(f"internal message broke its contract: {exc}") from exc
+        if contract is SitemapJob:
+            self._sitemaps.add(job.url)
         return _Work(body=body, job=job, contract=contract, stage=stage, host=origin_of(job.url))
 
     def _after_failure(self, work: _Work, exc: BaseException) -> None:

@@ -14,6 +14,11 @@ Tests can add routes that override files (any status, headers, body) and read th
         urllib.request.urlopen(site.url("/robots.txt"))
         assert site.requests[0][:2] == ("GET", "/robots.txt")
 
+Files are served with an ``ETag`` (a hash of the bytes sent) and a ``Last-Modified`` (the file's
+modification time) and conditional requests get ``304 Not Modified`` as a real publisher's
+server would (``If-None-Match`` first, else ``If-Modified-Since``); ``conditional=False`` plays a
+server that ignores both and sends no validators.
+
 ``response_delay`` makes every answer take that long (a slow publisher), and ``timings`` logs
 when each request arrived and when its answer was sent (``time.monotonic()``), which is how
 tests measure how many requests a harvester had in flight on the site at once.
@@ -22,11 +27,13 @@ tests measure how many requests a harvester had in flight on the site at once.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from email.utils import formatdate, parsedate_to_datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
@@ -110,6 +117,7 @@ class PublisherSite:
         host: str = "127.0.0.1",
         port: int = 0,
         response_delay: float = 0.0,
+        conditional: bool = True,
     ) -> None:
         if directory is None:
             directory = demo_site_dir()
@@ -119,6 +127,8 @@ class PublisherSite:
         self.requests: list[RequestRecord] = []
         self.timings: list[TimedRequest] = []
         self.response_delay = response_delay
+        self.conditional = conditional
+        self._started = time.time()
         self._host = host
         self._port = port
         self._routes: dict[str, _Route] = {}
@@ -221,7 +231,9 @@ class PublisherSite:
     def _render(self, data: bytes) -> bytes:
         return data.replace(PLACEHOLDER, self.base_url.encode("ascii"))
 
-    def _respond(self, target: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _respond(
+        self, target: str, request: Mapping[str, str] | None = None
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         path = urlsplit(target).path or "/"
         route = self._take_first_answer(target) or self._take_first_answer(path)
         route = route or self._routes.get(target) or self._routes.get(path)
@@ -233,17 +245,24 @@ class PublisherSite:
         if found is None:
             body = b"Not Found\n"
             return 404, [("Content-Type", "text/plain; charset=utf-8")], body
-        name, data = found
+        name, data, modified = found
         suffix = _suffix(name)
-        return 200, [("Content-Type", _CONTENT_TYPES.get(suffix, "application/octet-stream"))], data
+        headers = [("Content-Type", _CONTENT_TYPES.get(suffix, "application/octet-stream"))]
+        if not self.conditional:
+            return 200, headers, data
+        etag = '"' + hashlib.sha256(data).hexdigest()[:24] + '"'
+        headers += [("ETag", etag), ("Last-Modified", formatdate(modified, usegmt=True))]
+        if _not_modified(request or {}, etag, modified):
+            return 304, headers[1:], b""
+        return 200, headers, data
 
     def _take_first_answer(self, key: str) -> _Route | None:
         with self._lock:
             waiting = self._first_answers.get(key)
             return waiting.pop(0) if waiting else None
 
-    def _file(self, path: str) -> tuple[str, bytes] | None:
-        """Return (file name, bytes to send) for a URL path, or None (-> 404)."""
+    def _file(self, path: str) -> tuple[str, bytes, float] | None:
+        """Return (file name, bytes to send, modification time) for a URL path, or None."""
         parts = [part for part in path.split("/") if part]
         if any(part in {".", ".."} or part.startswith(".") or "\\" in part for part in parts):
             return None
@@ -255,14 +274,37 @@ class PublisherSite:
         node = _walk(self.directory, parts)
         if node is not None and node.is_file():
             data = node.read_bytes()
-            return name, self._render(data) if _suffix(name) in _TEXT_SUFFIXES else data
+            rendered = self._render(data) if _suffix(name) in _TEXT_SUFFIXES else data
+            return name, rendered, self._modified(node)
         template = _walk(self.directory, [*parts[:-1], name + TEMPLATE_SUFFIX])
         if template is None or not template.is_file():
             return None
         data = self._render(template.read_bytes())
         if name.endswith(".gz"):
             data = gzip.compress(data, mtime=0)
-        return name, data
+        return name, data, self._modified(template)
+
+    def _modified(self, node: Traversable) -> float:
+        """The file's modification time (whole seconds, as HTTP dates have), else start time."""
+        if isinstance(node, Path):
+            return float(int(node.stat().st_mtime))
+        return float(int(self._started))
+
+
+def _not_modified(request: Mapping[str, str], etag: str, modified: float) -> bool:
+    """RFC 9110 section 13.2.2: If-None-Match decides when present, else If-Modified-Since."""
+    if_none_match = request.get("if-none-match")
+    if if_none_match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+        return "*" in tags or etag in tags
+    if_modified_since = request.get("if-modified-since")
+    if if_modified_since is None:
+        return False
+    try:
+        since = parsedate_to_datetime(if_modified_since).timestamp()
+    except (TypeError, ValueError):
+        return False
+    return modified <= since
 
 
 def _suffix(name: str) -> str:
@@ -308,7 +350,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         if site.response_delay > 0:
             time.sleep(site.response_delay)
-        status, headers, body = site._respond(self.path)
+        request = {k.lower(): v for k, v in self.headers.items()}
+        status, headers, body = site._respond(self.path, request)
         self.send_response(status, _reason(status))
         names = {name.lower() for name, _ in headers}
         for name, value in headers:

@@ -79,6 +79,10 @@ class Settings:
     # remote context is never fetched; the record is processed without it and the report says so.
     trusted_contexts: tuple[str, ...] = ()
     max_context_bytes: int = 1024 * 1024
+    # Incremental harvesting (cdif_harvester.domain.incremental): skip what has not changed
+    # since the last harvest. Off means a full refresh: everything is fetched, normalised and
+    # rewritten (conditional requests are still sent; a 304 is then read as the kept answer).
+    incremental: bool = True
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""

@@ -9,17 +9,19 @@ reports wait in the object store (claim check) for the indexer.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from cdif_harvester.contracts import INDEX_QUEUE, DocumentJob, DocumentRef, IndexJob, encode
 from cdif_harvester.domain import jsonld_loader
 from cdif_harvester.domain.extraction import (
     ExtractionError,
+    ParsedJson,
     find_jsonld_scripts,
     has_dataset,
     parse_jsonld,
 )
+from cdif_harvester.domain.incremental import block_hash, fingerprint, sd_dates
 from cdif_harvester.domain.normalisation import NormalisationError, normalise
 from cdif_harvester.domain.resolution import is_cdif_profile
 from cdif_harvester.domain.validation import validate_record
@@ -40,15 +42,42 @@ class MalformedMetadata(PermanentError):
 def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
     """Extract, normalise and validate every Dataset in the job's documents.
 
-    Returns the IndexJob sent to the indexer, or the recorded ``no-metadata`` outcome when no
-    block holds a Dataset. Raises MalformedMetadata when every block was unreadable JSON.
+    Returns the IndexJob sent to the indexer, the recorded ``no-metadata`` outcome when no
+    block holds a Dataset, or the recorded ``unchanged`` outcome when the Dataset blocks are
+    those of the last harvest (see :mod:`cdif_harvester.domain.incremental`). Raises
+    MalformedMetadata when every block was unreadable JSON.
     """
     records: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
-    seen_ids: set[str] = set()
+    parsed_blocks: list[tuple[dict[str, Any], ParsedJson]] = []
     for ref in job.documents:
         for index, text in _blocks(ports, ref):
-            _extract_block(ports, ref, index, text, records, skipped, seen_ids)
+            where: dict[str, Any] = {
+                "document": ref.key,
+                "block": index,
+                "via": ref.via,
+                "authority": ref.authority,
+            }
+            try:
+                parsed = parse_jsonld(text)
+            except ExtractionError as exc:
+                skipped.append({**where, "reason": f"malformed-json: {exc}"})
+                continue
+            if not has_dataset(parsed.data):
+                skipped.append({**where, "reason": "no Dataset node in this block"})
+                continue
+            parsed_blocks.append((where, parsed))
+
+    hashes = tuple(sorted({block_hash(parsed.data) for _, parsed in parsed_blocks}))
+    dates = tuple(sorted({d for _, parsed in parsed_blocks for d in sd_dates(parsed.data)}))
+    unchanged = _unchanged_reason(ports, job, parsed_blocks, hashes, dates)
+    if unchanged is not None:
+        return unchanged
+
+    seen_ids: set[str] = set()
+    by_ref = {ref.key: ref for ref in job.documents}
+    for where, parsed in parsed_blocks:
+        _extract_block(ports, by_ref[where["document"]], where, parsed, records, skipped, seen_ids)
 
     if not records:
         if skipped and all(item["reason"].startswith("malformed-json") for item in skipped):
@@ -72,6 +101,10 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
         "resolution_notes": list(job.notes),
         "records": records,
         "skipped": skipped,
+        "sitemap": job.sitemap,
+        "lastmod": job.lastmod,
+        "blocks": list(hashes),
+        "sd_dates": list(dates),
     }
     key = staging_key(job.run_id, job.url)
     ports.store.put(key, json.dumps(staged).encode("utf-8"), content_type="application/json")
@@ -80,6 +113,53 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
     )
     ports.queue.send(INDEX_QUEUE, [encode(index_job)])
     return index_job
+
+
+def _unchanged_reason(
+    ports: Ports,
+    job: DocumentJob,
+    parsed_blocks: list[tuple[dict[str, Any], ParsedJson]],
+    hashes: tuple[str, ...],
+    dates: tuple[str, ...],
+) -> UrlOutcome | None:
+    """Record ``unchanged`` when the Dataset blocks are those of the held harvest."""
+    if not ports.settings.incremental or not parsed_blocks:
+        return None
+    held = ports.catalog.get_url(job.url)
+    if held is None or not held.record_ids or held.withdrawn_at:
+        return None
+    if hashes == held.blocks:
+        reason = "content-hash: the JSON-LD blocks are the same as the last harvest's"
+    elif (
+        dates
+        and held.sd_dates
+        and dates == held.sd_dates
+        and all(sd_dates(parsed.data) for _, parsed in parsed_blocks)
+    ):
+        reason = (
+            f"sd-date-published: the records declare the same sdDatePublished "
+            f"({', '.join(dates)}) as the last harvest's"
+        )
+    else:
+        return None
+    # The documents did change (or the resolver would have stopped): remember them, so the next
+    # harvest stops at the resolver.
+    ports.catalog.put_url(
+        replace(
+            held,
+            fingerprint=fingerprint(job.pattern, [ref.key for ref in job.documents]),
+            lastmod=job.lastmod or held.lastmod,
+        )
+    )
+    return record_outcome(
+        ports,
+        run_id=job.run_id,
+        source=job.source,
+        url=job.url,
+        outcome=Outcome.UNCHANGED,
+        reason=reason,
+        pattern=job.pattern,
+    )
 
 
 def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
@@ -96,26 +176,13 @@ def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
 def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumulators
     ports: Ports,
     ref: DocumentRef,
-    index: int,
-    text: str | bytes,
+    where: dict[str, Any],
+    parsed: ParsedJson,
     records: list[dict[str, Any]],
     skipped: list[dict[str, Any]],
     seen_ids: set[str],
 ) -> None:
-    where = {
-        "document": ref.key,
-        "block": index,
-        "via": ref.via,
-        "authority": ref.authority,
-    }
-    try:
-        parsed = parse_jsonld(text)
-    except ExtractionError as exc:
-        skipped.append({**where, "reason": f"malformed-json: {exc}"})
-        return
-    if not has_dataset(parsed.data):
-        skipped.append({**where, "reason": "no Dataset node in this block"})
-        return
+    index = where["block"]
     context_notes = load_trusted_contexts(ports, parsed.data)
     try:
         normalised = normalise(parsed.data, document_url=ref.url)

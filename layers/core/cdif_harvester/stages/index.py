@@ -3,6 +3,14 @@ the catalogue entry to the index, then records the URL's outcome.
 
 The report is written before the record: the record landing under ``records/`` triggers the
 crosswalk, which reads the report to know whether the record is valid.
+
+Versions: a record is written only when its digest (record, verdict and links, see
+:func:`cdif_harvester.domain.incremental.record_digest`) differs from the catalogue entry's
+``content_hash``. Then ``records/<source>/<key>.jsonld`` is replaced and the new version is also
+kept, content-addressed, under ``versions/<source>/<key>/``, so a changed record keeps its
+history and an unchanged one writes nothing (no object, no catalogue entry, no views). A URL
+whose records are all unchanged ends ``unchanged`` (``content-hash``). Redelivered index jobs
+and reruns therefore change nothing.
 """
 
 from __future__ import annotations
@@ -11,9 +19,10 @@ import json
 from typing import Any
 
 from cdif_harvester.contracts import IndexJob
+from cdif_harvester.domain.incremental import fingerprint, record_digest
 from cdif_harvester.errors import PermanentError
-from cdif_harvester.keys import content_hash, record_key, records_key, report_key, view_keys
-from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome
+from cdif_harvester.keys import record_key, records_key, report_key, version_key, view_keys
+from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState
 from cdif_harvester.stages import Ports
 
 __all__ = ["index_records"]
@@ -35,14 +44,31 @@ def index_records(ports: Ports, job: IndexJob) -> UrlOutcome:
     except KeyError as exc:
         raise StagedObjectMissing(f"no staged object {job.staged_key}") from exc
     now = ports.clock.now().isoformat(timespec="seconds")
-    refs = [_index_one(ports, job, staged, item, now) for item in staged["records"]]
+    results = [_index_one(ports, job, staged, item, now) for item in staged["records"]]
+    refs = tuple(ref for ref, _changed in results)
+    ports.catalog.put_url(
+        UrlState(
+            url=job.url,
+            source=job.source,
+            sitemap=staged.get("sitemap"),
+            lastmod=staged.get("lastmod"),
+            fingerprint=fingerprint(job.pattern, [d["key"] for d in staged["documents"]]),
+            blocks=tuple(staged.get("blocks") or ()),
+            sd_dates=tuple(staged.get("sd_dates") or ()),
+            record_ids=tuple(ref.record_id for ref in refs),
+        )
+    )
+    changed = any(changed for _ref, changed in results)
     outcome = UrlOutcome(
         run_id=job.run_id,
         source=job.source,
         url=job.url,
-        outcome=Outcome.RECORD,
+        outcome=Outcome.RECORD if changed else Outcome.UNCHANGED,
+        reason=None
+        if changed
+        else "content-hash: the normalised records are the same as the last harvest's",
         pattern=job.pattern,
-        records=tuple(refs),
+        records=refs,
         recorded_at=now,
     )
     ports.catalog.put_outcome(outcome)
@@ -51,9 +77,17 @@ def index_records(ports: Ports, job: IndexJob) -> UrlOutcome:
 
 def _index_one(
     ports: Ports, job: IndexJob, staged: dict[str, Any], item: dict[str, Any], now: str
-) -> RecordRef:
+) -> tuple[RecordRef, bool]:
+    """Store one record unless it is unchanged; return its reference and whether it was."""
     rkey = record_key(item["record_id"])
     authority = item.get("authority")
+    record = item["record"]
+    digest = record_digest(record, item["report"], staged.get("links", []), authority)
+    held = ports.catalog.get_record(item["record_id"])
+    valid = bool(item["report"]["valid"]) and record is not None
+    unchanged = held is not None and held.content_hash == digest and not held.withdrawn_at
+    if held is not None and unchanged and ports.settings.incremental:
+        return _ref(job, item, held.record_key, held.report_key, valid=valid), False
     warnings = list(item["report"].get("warnings", []))
     if authority == "not-authoritative":
         # Anti-spoofing verdict (1997 metadata-linking draft): the resource this record claims
@@ -94,15 +128,15 @@ def _index_one(
         json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
         content_type="application/json",
     )
-    record = item["record"]
     rec_key = None
-    digest = ""
     if record is not None:
         body = json.dumps(record, indent=2, ensure_ascii=False).encode("utf-8")
-        digest = content_hash(json.dumps(record, sort_keys=True).encode("utf-8"))
+        # The version first: once records/ changes, the crosswalk runs, and history is whole.
+        ports.store.put(
+            version_key(job.source, rkey, digest), body, content_type="application/ld+json"
+        )
         rec_key = records_key(job.source, rkey)
         ports.store.put(rec_key, body, content_type="application/ld+json")
-    valid = bool(item["report"]["valid"]) and record is not None
     subject = (record or {}).get("schema:subjectOf") or {}
     title = (record or {}).get("schema:name")
     ports.catalog.put_record(
@@ -125,8 +159,16 @@ def _index_one(
             run_id=job.run_id,
             harvested_at=now,
             extra={"authority": authority} if authority else {},
+            changed_at=now,
         )
     )
+    return _ref(job, item, rec_key, rep_key, valid=valid), True
+
+
+def _ref(
+    job: IndexJob, item: dict[str, Any], rec_key: str | None, rep_key: str, *, valid: bool
+) -> RecordRef:
+    rkey = record_key(item["record_id"])
     return RecordRef(
         record_id=item["record_id"],
         resource_id=item["resource_id"],

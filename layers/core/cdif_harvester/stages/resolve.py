@@ -53,6 +53,7 @@ from cdif_harvester.domain.extraction import (
     parse_jsonld,
 )
 from cdif_harvester.domain.htmlmeta import record_from_meta
+from cdif_harvester.domain.incremental import fingerprint, lastmod_not_newer
 from cdif_harvester.domain.resolution import (
     MediaType,
     anchored_to,
@@ -83,6 +84,7 @@ from cdif_harvester.model import (
     Outcome,
     TypedLink,
     UrlOutcome,
+    UrlState,
 )
 from cdif_harvester.stages import Ports, record_outcome, retry_after_of
 
@@ -154,11 +156,22 @@ class _Resolver:
         self.resources: list[str] = [job.url]
         # Link headers already parsed, by response (the response is kept so its id stays unique).
         self._parsed: dict[int, tuple[FetchResponse, list[TypedLink]]] = {}
+        # What the catalogue holds from the harvest that last produced records from this URL
+        # (None when incremental harvesting is off or there is none), and whether every answer
+        # so far was a 304 revalidation.
+        self.held = _held_state(ports, job.url)
+        self.answers = 0
+        self.all_revalidated = True
 
     # ---------------------------------------------------------------------------- the order
 
     def run(self) -> DocumentJob | UrlOutcome:
         """Try every pattern in order; hand on the first that yields documents."""
+        if self.held is not None and lastmod_not_newer(self.job.lastmod, self.held.lastmod):
+            return self._unchanged(
+                f"lastmod: the sitemap's lastmod {self.job.lastmod} is not newer than "
+                f"{self.held.lastmod}, when its records were harvested (nothing fetched)"
+            )
         found = self._format_parameter()
         if found:
             return self._hand_on("format-parameter", found)
@@ -202,12 +215,15 @@ class _Resolver:
         max_bytes: int | None = None,
     ) -> FetchResponse:
         headers = {"Accept": accept} if accept else None
-        return self.ports.fetcher.fetch(
+        response = self.ports.fetcher.fetch(
             url,
             method=method,
             headers=headers,
             max_bytes=max_bytes or self.ports.settings.max_document_bytes,
         )
+        self.answers += 1
+        self.all_revalidated = self.all_revalidated and response.revalidated
+        return response
 
     def _open_page(self) -> _Page:
         """The URL's own response: HEAD first for CDIF1.0 sitemaps, else a capped GET."""
@@ -516,8 +532,15 @@ class _Resolver:
 
     # ---------------------------------------------------------------------------- hand-over
 
-    def _hand_on(self, pattern: str, found: list[_Found]) -> DocumentJob:
+    def _hand_on(self, pattern: str, found: list[_Found]) -> DocumentJob | UrlOutcome:
         found = self._winner(found)
+        keys = [_raw_key_of(self.job, item) for item in found]
+        if self.held is not None and self.held.fingerprint == fingerprint(pattern, keys):
+            if self.all_revalidated and self.answers:
+                why = "not-modified: every answer was 304 Not Modified (no body downloaded)"
+            else:
+                why = "content-hash: the documents are byte-identical to the last harvest's"
+            return self._unchanged(why, pattern)
         refs = tuple(self._store(item, pattern) for item in found)
         warning = cite_as_warning(self.links)
         if warning:
@@ -536,6 +559,8 @@ class _Resolver:
             documents=refs,
             links=links,
             notes=notes[:MAX_NOTES],
+            sitemap=self.job.sitemap,
+            lastmod=self.job.lastmod,
         )
         self.ports.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
         return document_job
@@ -552,6 +577,17 @@ class _Resolver:
             media_type=item.media_type,
         )
 
+    def _unchanged(self, reason: str, pattern: str | None = None) -> UrlOutcome:
+        return record_outcome(
+            self.ports,
+            run_id=self.job.run_id,
+            source=self.job.source,
+            url=self.job.url,
+            outcome=Outcome.UNCHANGED,
+            reason=reason,
+            pattern=pattern,
+        )
+
     def _no_metadata(self, page: _Page) -> UrlOutcome:
         tried = ", ".join(dict.fromkeys(self.tried)) or "nothing applicable"
         what = page.media.type or "response"
@@ -565,6 +601,26 @@ class _Resolver:
             outcome=Outcome.NO_METADATA,
             reason=reason,
         )
+
+
+def _held_state(ports: Ports, url: str) -> UrlState | None:
+    """The URL's state when it last produced records and is still listed, else None."""
+    if not ports.settings.incremental:
+        return None
+    state = ports.catalog.get_url(url)
+    if state is None or not state.fingerprint or not state.record_ids or state.withdrawn_at:
+        return None
+    return state
+
+
+def _raw_key_of(job: UrlJob, item: _Found) -> str:
+    content = item.response.body if item.body is None else item.body
+    media = item.media_type or item.response.media_type
+    return raw_key(job.source, item.response.url, content, _extension(media))
+
+
+def _extension(media: str | None) -> str:
+    return "html" if media in HTML_MEDIA_TYPES else "json"
 
 
 def _worth_reading(media: MediaType) -> bool:
@@ -617,8 +673,7 @@ def store_raw(  # noqa: PLR0913 - the provenance of a document has this many par
     """
     content = response.body if body is None else body
     media = media_type or response.media_type
-    extension = "html" if media in HTML_MEDIA_TYPES else "json"
-    key = raw_key(job.source, response.url, content, extension)
+    key = raw_key(job.source, response.url, content, _extension(media))
     ports.store.put(key, content, content_type=media or "application/octet-stream")
     provenance = {
         "url": job.url,

@@ -1,0 +1,111 @@
+"""Incremental harvesting: how a harvest tells that a URL or a record has not changed.
+
+A URL that has not changed ends with the outcome ``unchanged`` and one of these reasons, checked
+in this order, each as early in the pipeline as it can be known (the earlier, the cheaper):
+
+``lastmod``
+    The sitemap's ``<lastmod>`` for the URL is not newer than the one held from the harvest that
+    produced its records. Nothing is fetched. (A URL without ``<lastmod>`` is always looked at.)
+``not-modified``
+    Every answer the resolver used came back ``304 Not Modified`` to a conditional request
+    (see :mod:`cdif_harvester.adapters.httpcache`): no body was downloaded.
+``content-hash``
+    The documents found are byte-identical to those the held records came from (the
+    :func:`fingerprint` of pattern and content-addressed keys matches), or every JSON-LD block
+    holding a Dataset is the same JSON as before (:func:`block_hash`, insensitive to key order
+    and white space: a page whose surroundings changed but whose metadata did not). Nothing is
+    normalised or written.
+``sd-date-published``
+    The blocks changed, but every record in them declares the same ``sdDatePublished`` as the
+    held records (the spec's "harvesters use this" date: the publisher says the metadata was not
+    republished). Nothing is normalised or written.
+
+A record whose normalised form, report and links hash the same as the held entry
+(:func:`record_digest`) is not rewritten either, even inside a URL that did change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from cdif_harvester.domain.lastmod import parse_lastmod
+
+__all__ = [
+    "block_hash",
+    "fingerprint",
+    "lastmod_not_newer",
+    "record_digest",
+    "sd_dates",
+]
+
+_SD_DATE_KEYS = frozenset(
+    {"sdDatePublished", "schema:sdDatePublished", "http://schema.org/sdDatePublished"}
+)
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def fingerprint(pattern: str, document_keys: Iterable[str]) -> str:
+    """Return the fingerprint of what a URL resolved to: the pattern and the documents' keys.
+
+    Raw document keys are content-addressed (:func:`cdif_harvester.keys.raw_key`), so equal
+    fingerprints mean the same pattern found byte-identical documents at the same URLs.
+    """
+    text = "\n".join([pattern, *document_keys])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def lastmod_not_newer(new: str | None, held: str | None) -> bool:
+    """Whether sitemap lastmod ``new`` is known and not later than ``held``.
+
+    False when either is missing or unreadable: without both dates nothing can be skipped.
+    """
+    new_time, held_time = parse_lastmod(new), parse_lastmod(held)
+    if new_time is None or held_time is None:
+        return False
+    return new_time <= held_time
+
+
+def block_hash(data: Any) -> str:
+    """Return the SHA-256 of a parsed JSON-LD block in canonical form (sorted keys, no spaces)."""
+    return hashlib.sha256(_canonical(data)).hexdigest()
+
+
+def sd_dates(data: Any) -> tuple[str, ...]:
+    """Return every ``sdDatePublished`` value in a parsed JSON-LD block (any prefix), sorted."""
+    return tuple(sorted(set(_walk_sd_dates(data))))
+
+
+def _walk_sd_dates(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key in _SD_DATE_KEYS:
+                for entry in item if isinstance(item, list) else [item]:
+                    date = entry.get("@value") if isinstance(entry, Mapping) else entry
+                    if isinstance(date, str) and date.strip():
+                        yield date.strip()
+            else:
+                yield from _walk_sd_dates(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk_sd_dates(item)
+
+
+def record_digest(record: Any, report: Mapping[str, Any], links: Any, authority: Any) -> str:
+    """Return the hash of everything a stored record and its views are made from.
+
+    The record, the verdict parts of its report (validity, conformance, errors, warnings) and
+    the links the resolver saw (the Signposting views merge them in): when this is unchanged,
+    nothing the harvest would write differs from what is stored.
+    """
+    verdict = {
+        key: report.get(key)
+        for key in ("valid", "conformance", "errors", "warnings", "rules")
+        if key in report
+    }
+    return hashlib.sha256(_canonical([record, verdict, links, authority])).hexdigest()

@@ -1,0 +1,223 @@
+"""Incremental harvesting end to end, on one machine: a real publisher site on 127.0.0.1.
+
+The demo site is copied so each test can change it between harvests. What is counted: the
+requests the site saw (and which of them carried a body), and every file of the output
+directory that a harvest added or changed, apart from the run's own files (catalogue,
+summary, outcomes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdif_harvester.cli.runner import HarvestSummary, LocalHarvester
+from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.keys import record_key
+
+KELP = "/datasets/kelp-forest-survey.html"
+GULF = "/datasets/gulf-sst-anomalies.html"
+CTD = "/datasets/north-atlantic-ctd-2021.html"
+RECORD_PAGES = {
+    KELP,
+    GULF,
+    CTD,
+    "/datasets/tide-gauge-records-1990s.html",
+    "/datasets/sediment-cores-draft.html",
+}
+_RUN_FILES = ("catalog.sqlite", "summary.json", "outcomes.jsonl", "runs/")
+
+
+@pytest.fixture
+def site_dir(tmp_path: Path) -> Path:
+    copy = tmp_path / "site"
+    shutil.copytree(str(demo_site_dir()), copy)
+    return copy
+
+
+@pytest.fixture
+def served(site_dir: Path) -> Iterator[PublisherSite]:
+    with PublisherSite(site_dir) as site:
+        yield site
+
+
+def _snapshot(out: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(out)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in out.rglob("*")
+        if path.is_file() and not str(path.relative_to(out)).startswith(_RUN_FILES)
+    }
+
+
+def _changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {key for key in after.keys() | before.keys() if before.get(key) != after.get(key)}
+
+
+def _harvest(site: PublisherSite, out: Path, **settings: object) -> HarvestSummary:
+    with LocalHarvester(out, allow_loopback=True, **settings) as harvester:  # type: ignore[arg-type]
+        return harvester.harvest(site.url("/robots.txt"))
+
+
+def _path(url: str) -> str:
+    return "/" + url.split("/", 3)[3]
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_unchanged_site_is_reharvested_without_bodies_or_writes(
+    served: PublisherSite, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    first = _harvest(served, out)
+    assert first.outcomes["record"] == len(RECORD_PAGES)
+    before = _snapshot(out)
+    seen = len(served.timings)
+
+    second = _harvest(served, out)
+
+    # every URL still has exactly one outcome; those with records are unchanged
+    assert second.urls == first.urls
+    assert second.outcomes["unchanged"] == len(RECORD_PAGES) and second.outcomes["record"] == 0
+    assert second.records == 0
+    # no request of the second harvest got a body: 304 for what was kept, 404 for the page
+    # that is gone; landing pages with records were not even asked (sitemap lastmod)
+    later = served.timings[seen:]
+    assert later and {t.status for t in later} <= {304, 404}
+    assert not {t.target for t in later} & RECORD_PAGES
+    # and nothing was written
+    assert _changed(before, _snapshot(out)) == set()
+
+
+def test_one_changed_record_is_the_only_one_rewritten_and_keeps_its_history(
+    served: PublisherSite, site_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    _harvest(served, out)
+    before = _snapshot(out)
+    _edit(site_dir / KELP.lstrip("/"), "Annual diver transects", "Yearly diver transects")
+    _edit(
+        site_dir / "sitemap-datasets.xml",
+        "<lastmod>2025-01-27</lastmod>",
+        "<lastmod>2025-06-01</lastmod>",
+    )
+
+    third = _harvest(served, out)
+
+    assert third.outcomes["record"] == 1 and third.records == 1
+    changed = _changed(before, _snapshot(out))
+    source = f"127.0.0.1_{served.port}"
+    kelp_key = next(
+        key[len(f"records/{source}/") : -len(".jsonld")]
+        for key in changed
+        if key.startswith("records/")
+    )
+    # only the kelp record, its report, its views and its new version; the new raw page; and
+    # the kept answers of the two resources that changed (the page and its sitemap)
+    for key in changed:
+        top = key.split("/", 1)[0]
+        assert top in {"records", "reports", "views", "versions", "raw", "cache"}, key
+        if top in {"records", "reports", "views", "versions"}:
+            assert kelp_key in key, key
+    assert len([k for k in changed if k.startswith("versions/")]) == 1
+    assert len([k for k in changed if k.startswith("cache/")]) <= 4  # 2 answers x (meta, body)
+    history = sorted((out / "versions" / source / kelp_key).iterdir())
+    assert len(history) == 2  # the first version is kept beside the new one
+    assert "Yearly diver transects" in (out / "records" / source / f"{kelp_key}.jsonld").read_text()
+
+
+def test_reasons_for_unchanged_lastmod_not_modified_and_sd_date_published(
+    served: PublisherSite, site_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    _harvest(served, out)
+    sitemap = site_dir / "sitemap-datasets.xml"
+    # CTD: a newer lastmod, but the page is the same -> asked conditionally, 304
+    _edit(sitemap, "<lastmod>2025-03-04T09:30:00Z</lastmod>", "<lastmod>2025-07-01</lastmod>")
+    # Gulf: the metadata changed but declares the same sdDatePublished -> not republished
+    _edit(sitemap, "<lastmod>2025-02-14</lastmod>", "<lastmod>2025-07-01</lastmod>")
+    _edit(site_dir / GULF.lstrip("/"), '"Sea surface', '"Daily sea surface')
+    before = _snapshot(out)
+
+    summary = _harvest(served, out)
+
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        reasons = {
+            _path(o.url): (o.outcome.value, (o.reason or "").split(":", 1)[0])
+            for o in harvester.catalog.outcomes(summary.run_id)
+        }
+    assert reasons[CTD] == ("unchanged", "not-modified")
+    assert reasons[GULF] == ("unchanged", "sd-date-published")
+    assert reasons[KELP] == ("unchanged", "lastmod")
+    changed = _changed(before, _snapshot(out))
+    # the gulf page's new bytes are kept as raw (the document did change); no record is written
+    assert not [k for k in changed if k.split("/", 1)[0] in {"records", "reports", "versions"}]
+
+
+def test_a_vanished_url_becomes_a_tombstone(
+    served: PublisherSite, site_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    _harvest(served, out)
+    text = (site_dir / "sitemap-datasets.xml").read_text()
+    start = text.index("  <url>\n    <loc>{{BASE}}/datasets/gulf-sst-anomalies.html")
+    end = text.index("</url>", start) + len("</url>\n")
+    (site_dir / "sitemap-datasets.xml").write_text(text[:start] + text[end:])
+
+    summary = _harvest(served, out)
+
+    gulf = served.url(GULF)
+    assert summary.withdrawn == [gulf]
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        state = harvester.catalog.get_url(gulf)
+        entries = [e for e in harvester.catalog.records() if e.url == gulf]
+        others = [e for e in harvester.catalog.records() if e.url != gulf]
+    assert state is not None and state.withdrawn_at
+    assert entries and all(e.withdrawn_at for e in entries)  # kept, marked withdrawn
+    assert all(e.withdrawn_at is None for e in others)
+    record = out / entries[0].record_key  # type: ignore[operator]
+    assert record.is_file()  # never deleted
+    # a later run does not withdraw it again, and a failed sitemap withdraws nothing
+    assert _harvest(served, out).withdrawn == []
+    served.add_route("/sitemap-datasets.xml", status=500)
+    broken = _harvest(served, out)
+    assert broken.withdrawn == []
+
+
+def test_a_server_without_conditional_requests_still_costs_no_writes(
+    site_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    with PublisherSite(site_dir, conditional=False) as site:
+        with LocalHarvester(out, allow_loopback=True) as harvester:
+            harvester.harvest(site.url(KELP))
+        before = _snapshot(out)
+        with LocalHarvester(out, allow_loopback=True) as harvester:
+            again = harvester.harvest(site.url(KELP))
+            reason = next(iter(harvester.catalog.outcomes(again.run_id))).reason
+    assert again.outcomes["unchanged"] == 1
+    assert (reason or "").startswith("content-hash")
+    assert _changed(before, _snapshot(out)) == set()
+
+
+def test_full_refresh_rewrites_everything(served: PublisherSite, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _harvest(served, out)
+    summary = _harvest(served, out, incremental=False)
+    assert summary.outcomes["record"] == len(RECORD_PAGES) and summary.outcomes["unchanged"] == 0
+
+
+def test_record_keys_are_stable(served: PublisherSite, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _harvest(served, out)
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        entries = harvester.catalog.records()
+    for entry in entries:
+        assert entry.report_key.endswith(f"/{record_key(entry.record_id)}.json")
