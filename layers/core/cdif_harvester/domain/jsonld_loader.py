@@ -50,7 +50,9 @@ __all__ = [
     "document_loader",
     "is_served",
     "register_context",
+    "registry_version",
     "schema_org_context",
+    "served_document",
 ]
 
 CDIF_CONTEXT_URL = "urn:cdif-harvester:context:cdif-1.0"
@@ -101,6 +103,8 @@ def _canonical(url: str) -> str:
 
 # Trusted remote contexts handed over by the extractor stage: URL -> context document.
 _REGISTERED: dict[str, dict[str, Any]] = {}
+# Bumped by every registration, so that caches of processed contexts know to start again.
+_REGISTRY_VERSION = [0]
 
 
 def register_context(url: str, document: Any) -> None:
@@ -112,6 +116,26 @@ def register_context(url: str, document: Any) -> None:
     if not isinstance(document, dict) or not isinstance(document.get("@context"), dict | list):
         raise ValueError(f"{url} is not a JSON-LD context document (no @context object)")
     _REGISTERED[_canonical(url)] = copy.deepcopy(document)
+    _REGISTRY_VERSION[0] += 1
+
+
+def registry_version() -> int:
+    """A number that changes whenever :func:`register_context` is called."""
+    return _REGISTRY_VERSION[0]
+
+
+def served_document(url: str) -> dict[str, Any] | None:
+    """The context document :func:`document_loader` serves at ``url``, or None.
+
+    Unlike the loader this returns our own copy, not a fresh one: callers must only read it
+    (the fast JSON-LD path, which processes each context once per process).
+    """
+    key = _canonical(url)
+    if key in SCHEMA_ORG_CONTEXT_URLS:
+        return _load_package_context("schemaorg.jsonld")
+    if key == CDIF_CONTEXT_URL:
+        return _load_package_context("cdif.jsonld")
+    return _REGISTERED.get(key)
 
 
 def is_served(url: str) -> bool:

@@ -7,16 +7,19 @@ prefixes, every key prefixed (``schema:name``), ``@type`` an array containing
 ``@type ["schema:Dataset"]``, ``schema:additionalType ["dcat:CatalogRecord"]``,
 ``schema:about {"@id": <resource id>}`` and ``dcterms:conformsTo [{"@id": ...}]``.
 
-How (JSON-LD 1.1 with pyld, fully offline):
+How (JSON-LD 1.1, fully offline; expansion and compaction take the fast path of
+:mod:`cdif_harvester.domain.jsonld_fast` when it understands every context and construct of the
+document, which gives exactly pyld's output, and pyld otherwise):
 
 1. *Prepare* the raw JSON: remote ``@context`` URLs that the offline loader does not serve
    are removed (note "remote context X not loaded"); ``@id`` values that are empty or not
    strings are removed (they would otherwise silently become the page URL). A document
    without any ``@context`` is read with our schema.org context (note "no @context").
-2. *Expand* with :func:`cdif_harvester.domain.jsonld_loader.document_loader` and
-   ``base = document_url`` (relative ``@id`` such as ``#metadata`` become absolute). Then
-   every ``https://schema.org/`` property, type and ``@id`` is mapped to ``http://schema.org/``
-   (the IRI the CDIF schemas and schema.org's own context use).
+2. *Expand* (fast path, else pyld with
+   :func:`cdif_harvester.domain.jsonld_loader.document_loader`) with ``base = document_url``
+   (relative ``@id`` such as ``#metadata`` become absolute). Then every
+   ``https://schema.org/`` property, type and ``@id`` is mapped to ``http://schema.org/`` (the
+   IRI the CDIF schemas and schema.org's own context use).
 3. *Find the Datasets*: top-level nodes (root, top-level array, ``@graph``), the ``about`` of a
    metadata record (older shape, discoverability Appendix 1 "Option 2") and the elements of an
    ``ItemList`` (Appendix 1, Example 3). Nodes that share an ``@id`` are merged first, so a
@@ -29,14 +32,14 @@ How (JSON-LD 1.1 with pyld, fully offline):
    ``dcterms:conformsTo`` given under the record's ``encoding`` (Appendix 1 pattern) or as
    ``schemaVersion`` is lifted onto the record. Known CDIF profile URIs are written in their
    canonical form (``https://w3id.org/cdif/core/1.0``, no trailing slash).
-5. *Compact* the resource node with our CDIF context and *shape* the JSON: ``@type`` always an
-   array; arrays where the CDIF schema wants arrays (license, conditionsOfAccess,
-   additionalType, sameAs, keywords, distribution, provider, contributor, funding,
-   publishingPrinciples, relatedLink, variableMeasured, wasGeneratedBy, wasDerivedFrom,
-   conformsTo, encodingFormat in a distribution, ...); ``schema:creator`` wrapped in ``@list``
-   (the array order the publisher wrote, CDIF core "Originators"); bare ``{"@id"}`` values of
-   string-valued properties (url, contentUrl, additionalType) written as strings; conformsTo
-   strings written as ``{"@id"}``.
+5. *Compact* the resource node with our CDIF context (fast path, else pyld) and *shape* the
+   JSON: ``@type`` always an array; arrays where the CDIF schema wants arrays (license,
+   conditionsOfAccess, additionalType, sameAs, keywords, distribution, provider, contributor,
+   funding, publishingPrinciples, relatedLink, variableMeasured, wasGeneratedBy,
+   wasDerivedFrom, conformsTo, encodingFormat in a distribution, ...); ``schema:creator``
+   wrapped in ``@list`` (the array order the publisher wrote, CDIF core "Originators"); bare
+   ``{"@id"}`` values of string-valued properties (url, contentUrl, additionalType) written as
+   strings; conformsTo strings written as ``{"@id"}``.
 
 Nothing is invented: no conformsTo, licence or date the publisher did not declare. Keys that no
 context maps to an IRI are dropped by JSON-LD expansion (they have no meaning in RDF).
@@ -67,7 +70,7 @@ from urllib.parse import urldefrag
 
 from pyld import jsonld
 
-from cdif_harvester.domain import jsonld_loader
+from cdif_harvester.domain import jsonld_fast, jsonld_loader
 from cdif_harvester.errors import PermanentError
 
 __all__ = ["NormalisationError", "NormalisedRecord", "normalise"]
@@ -589,15 +592,17 @@ def _shape(value: Any, where: str) -> Any:
     return out
 
 
-def _compact(node: dict[str, Any]) -> dict[str, Any]:
-    # Compacting with the context's URL (served by the offline loader, tagged static) lets
-    # pyld reuse its processed form without hashing an inline context on every call; the
-    # output's "@context" (the URL) is then replaced by the context object itself.
-    compacted = jsonld.compact(
-        node,
-        jsonld_loader.CDIF_CONTEXT_URL,
-        {"documentLoader": jsonld_loader.document_loader, "skipExpansion": True},
-    )
+def _compact(node: dict[str, Any], fast_path: bool) -> dict[str, Any]:
+    compacted = jsonld_fast.compact(node) if fast_path else None
+    if compacted is None:
+        # Compacting with the context's URL (served by the offline loader, tagged static)
+        # lets pyld reuse its processed form without hashing an inline context on every
+        # call; the output's "@context" (the URL) is then replaced by the context itself.
+        compacted = jsonld.compact(
+            node,
+            jsonld_loader.CDIF_CONTEXT_URL,
+            {"documentLoader": jsonld_loader.document_loader, "skipExpansion": True},
+        )
     if not isinstance(compacted, dict):
         raise NormalisationError("JSON-LD compaction did not return an object")
     compacted["@context"] = jsonld_loader.cdif_context()
@@ -610,12 +615,35 @@ def _compact(node: dict[str, Any]) -> dict[str, Any]:
 # --- the entry point ---------------------------------------------------------------------
 
 
-def normalise(document: Any, *, document_url: str) -> list[NormalisedRecord]:
+def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> list[Any]:
+    if fast_path:
+        expanded = jsonld_fast.expand(prepared, base=base, default_context=not has_context)
+        if expanded is not None:
+            return expanded
+    options: dict[str, Any] = {"documentLoader": jsonld_loader.document_loader, "base": base}
+    if not has_context:
+        options["expandContext"] = {"@context": jsonld_loader.schema_org_context()}
+    try:
+        expanded = jsonld.expand(prepared, options)
+    except jsonld.JsonLdError as exc:
+        raise NormalisationError(
+            f"JSON-LD expansion failed ({getattr(exc, 'code', None) or exc.type}): "
+            f"{str(exc).splitlines()[0]}",
+            reason="normalisation-failed",
+        ) from exc
+    return list(expanded)
+
+
+def normalise(
+    document: Any, *, document_url: str, fast_path: bool = True
+) -> list[NormalisedRecord]:
     """Normalise a parsed JSON-LD document to CDIF 1.0 records, one per Dataset it holds.
 
     ``document`` is parsed JSON (object or array); ``document_url`` is where it was found
     (the base for relative ``@id`` and for fallback identities). See the module docstring for
-    the accepted shapes, the target shape and the identity rules.
+    the accepted shapes, the target shape and the identity rules. ``fast_path=False`` makes
+    pyld do all JSON-LD processing (the result is the same; see
+    :mod:`cdif_harvester.domain.jsonld_fast`).
 
     Raises :class:`NormalisationError` with reason ``no-dataset`` when no Dataset node is
     found, or ``normalisation-failed`` when the input is not JSON-LD that pyld can process.
@@ -628,18 +656,9 @@ def normalise(document: Any, *, document_url: str) -> list[NormalisedRecord]:
     doc_notes: list[str] = []
     prepared, has_context = _prepare(document, doc_notes)
     base = _strip_fragment(document_url)
-    options: dict[str, Any] = {"documentLoader": jsonld_loader.document_loader, "base": base}
     if not has_context:
-        options["expandContext"] = {"@context": jsonld_loader.schema_org_context()}
         doc_notes.append("no @context: read with the schema.org context")
-    try:
-        expanded = jsonld.expand(prepared, options)
-    except jsonld.JsonLdError as exc:
-        raise NormalisationError(
-            f"JSON-LD expansion failed ({getattr(exc, 'code', None) or exc.type}): "
-            f"{str(exc).splitlines()[0]}",
-            reason="normalisation-failed",
-        ) from exc
+    expanded = _expand(prepared, base, has_context, fast_path)
     expanded, mapped = _https_to_http(expanded)
     if mapped:
         doc_notes.append("https://schema.org/ IRIs mapped to http://schema.org/")
@@ -658,7 +677,13 @@ def normalise(document: Any, *, document_url: str) -> list[NormalisedRecord]:
         notes = list(doc_notes)
         results.append(
             _normalise_one(
-                candidate, index=index, base=base, number=number, several=several, notes=notes
+                candidate,
+                index=index,
+                base=base,
+                number=number,
+                several=several,
+                notes=notes,
+                fast_path=fast_path,
             )
         )
     return results
@@ -672,6 +697,7 @@ def _normalise_one(
     number: int,
     several: bool,
     notes: list[str],
+    fast_path: bool,
 ) -> NormalisedRecord:
     # A shallow copy: the node may also be written inside another Dataset, which must keep it
     # as written; only @id and subjectOf are replaced.
@@ -711,7 +737,7 @@ def _normalise_one(
     assert isinstance(record_id, str)
     resource[_SUBJECT_OF] = [_fix_record(record, record_id, resource_id, notes)]
     try:
-        shaped = _compact(resource)
+        shaped = _compact(resource, fast_path)
     except jsonld.JsonLdError as exc:
         raise NormalisationError(
             f"JSON-LD compaction failed: {str(exc).splitlines()[0]}",

@@ -1,0 +1,634 @@
+"""A fast path for JSON-LD expansion and CDIF compaction, with pyld as the fallback.
+
+pyld implements the whole of JSON-LD 1.1 (scoped and protected contexts, containers, type
+coercion, reverse properties, ...). Publishers of dataset metadata use almost none of it: their
+contexts bind ``@vocab``, namespace prefixes and the ``id``/``type`` aliases, and their values are
+plain strings, numbers, node objects and the odd ``@list``. For that subset, expansion is one
+walk that rewrites keys, ``@id`` and ``@type`` values, and wraps literals as ``{"@value": ...}``;
+compaction with our CDIF context (prefixes only) is one walk back. This module does those two
+walks, and **declines** (returns ``None``) as soon as it meets anything outside the subset it
+implements exactly; the normaliser then runs pyld, so the result is the same either way.
+
+What the fast path understands (anything else: decline):
+
+* Contexts: the URLs the offline loader serves (:mod:`cdif_harvester.domain.jsonld_loader`)
+  whose ``@context`` is an object, inline context objects, and arrays of both, at the top of the
+  document or embedded in any node. A context object may hold ``@vocab`` (an absolute IRI with
+  ``//`` after the scheme), ``@version: 1.1`` and term definitions that are a string (an absolute
+  IRI, a compact IRI, a term or a vocabulary-relative name; the keyword aliases ``@id`` and
+  ``@type``) or an object with ``@id`` only. Declined: ``null`` contexts, ``@base``,
+  ``@language``, ``@direction``, ``@import``, ``@propagate``, ``@protected``; term definitions
+  with ``@type`` (coercion), ``@container``, ``@reverse``, ``@context`` (scoped), ``@language``,
+  ``@prefix``, ``@nest``, ``@index``, ``@protected`` or ``null``; terms containing ``:`` or ``/``;
+  cyclic definitions; remote contexts the loader does not serve.
+* Nodes and values: ``@context``, ``@id``, ``@type``, ``@value`` (a string, number or boolean),
+  ``@language``, ``@list`` and ``@graph``; properties whose values are literals, node objects,
+  value objects or arrays of them. Declined: ``@set``, ``@reverse``, ``@index``, ``@nest``,
+  ``@included``, ``@direction``, ``@json`` literals, ``null`` ``@value``/``@list``, lists of
+  lists, and every input pyld would reject (the error is then pyld's own).
+* Compaction: expanded nodes, value objects with ``@type`` or ``@language``, references and
+  ``@list`` objects, compacted with the CDIF context; declined: ``@graph``, ``@reverse``,
+  ``@index``, ``@direction`` and IRIs that equal a prefix IRI or look like a compact IRI.
+
+Where the two agree is not a matter of belief: ``tests/unit/test_jsonld_fast.py`` runs both
+paths over every golden input, every record of the reference corpus, the benchmark's generated
+pages and thousands of randomised and mutated documents, and requires identical output (key
+order included) or a decline. The rules below cite the pyld 3.x behaviour they reproduce
+(``jsonld.py``: ``_expand``, ``_expand_object``, ``_expand_iri``, ``_create_term_definition``,
+``_compact``, ``_compact_iri``, ``_compact_value``).
+
+Caching: a processed context is kept for the life of the process, keyed by its parent context
+and the local context's text (or URL); so are the expansions of property keys and of
+vocabulary-relative ``@type`` values per context, and the compaction of IRIs. Every cache is
+bounded; registering a trusted context (``jsonld_loader.register_context``) empties them. The
+caches are plain dictionaries: concurrent threads may at worst compute an entry twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any
+
+from pyld.iri_resolver import resolve
+
+from cdif_harvester.domain import jsonld_loader
+
+__all__ = ["compact", "decline_reason", "expand"]
+
+# pyld's _is_absolute_iri, verbatim (re.match: "$" also matches before a final newline).
+_ABSOLUTE_IRI = re.compile(r"^([A-Za-z][A-Za-z0-9+-.]*|_):[^\s]*$")
+# pyld's KEYWORD_PATTERN: such keys are dropped, such values refused.
+_KEYWORD_FORM = re.compile(r"^@[a-zA-Z]+$")
+# The keywords pyld knows (jsonld.KEYWORDS).
+_KEYWORDS = frozenset(
+    {
+        "@base", "@container", "@context", "@default", "@direction", "@embed", "@explicit",
+        "@first", "@graph", "@id", "@import", "@included", "@index", "@json", "@language",
+        "@list", "@nest", "@none", "@omitDefault", "@propagate", "@protected", "@preserve",
+        "@requireAll", "@reverse", "@set", "@type", "@value", "@version", "@vocab",
+    }
+)  # fmt: skip
+# A simple term definition whose IRI ends in one of these may be used as a prefix (JSON-LD 1.1).
+_GEN_DELIMS = frozenset(":/?#[]@")
+_VOCAB_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S*\Z")
+# pyld's context resolver fetches at most this many context URLs in one go (MAX_CONTEXT_URLS).
+_MAX_CONTEXT_URLS = 10
+
+_MEMO_LIMIT = 4096  # entries per memo (keys, types, compacted IRIs)
+_CHILD_LIMIT = 256  # processed child contexts kept per context
+
+
+class _Decline(Exception):
+    """The input uses something the fast path does not implement; pyld must handle it."""
+
+
+def _is_absolute(iri: str) -> bool:
+    return _ABSOLUTE_IRI.match(iri) is not None
+
+
+# --- active contexts ------------------------------------------------------------------------
+
+
+class _Context:
+    """A processed context of the supported subset: terms, prefixes and ``@vocab``."""
+
+    __slots__ = ("children", "keys", "prefixes", "terms", "types", "vocab")
+
+    def __init__(self, terms: dict[str, str], prefixes: dict[str, str], vocab: str | None):
+        self.terms = terms  # term -> absolute IRI, or the keyword "@id" / "@type"
+        self.prefixes = prefixes  # the terms that may be used as prefixes -> their IRI
+        self.vocab = vocab
+        self.keys: dict[str, str | None] = {}  # property key -> expanded IRI (None: dropped)
+        self.types: dict[str, str] = {}  # @type value -> IRI, where no base is involved
+        self.children: dict[str, _Context | str] = {}  # local context -> processed or why not
+
+    def child(self, local: Any) -> _Context:
+        """The context that ``local`` (a node's ``@context`` value) makes of this one."""
+        entries = local if isinstance(local, list) else [local]
+        if sum(isinstance(entry, str) for entry in entries) > _MAX_CONTEXT_URLS:
+            raise _Decline("more context URLs than pyld fetches at once")
+        context = self
+        for entry in entries:
+            if isinstance(entry, str):
+                key = "url " + entry
+            elif isinstance(entry, dict):
+                key = json.dumps(entry, sort_keys=True)
+            else:
+                raise _Decline(f"context entry of type {type(entry).__name__}")
+            found = context.children.get(key)
+            if found is None:
+                try:
+                    found = _process_entry(context, entry)
+                except _Decline as exc:
+                    found = str(exc)
+                if len(context.children) < _CHILD_LIMIT:
+                    context.children[key] = found
+            if isinstance(found, str):
+                raise _Decline(found)
+            context = found
+        return context
+
+
+def _process_entry(parent: _Context, entry: Any) -> _Context:
+    if isinstance(entry, str):
+        # pyld resolves the URL before loading it; only a URL that resolution leaves as it is
+        # is certain to name the same document.
+        try:
+            resolved = resolve(entry, None)
+        except ValueError as exc:
+            raise _Decline(f"context URL {entry!r} is not absolute") from exc
+        document = jsonld_loader.served_document(entry) if resolved == entry else None
+        if document is None:
+            raise _Decline(f"remote context {entry} is not served")
+        inner = document.get("@context")
+        if not isinstance(inner, dict):
+            raise _Decline(f"context {entry} is not a single context object")
+        return _process_object(parent, inner)
+    return _process_object(parent, entry)
+
+
+def _process_object(parent: _Context, local: dict[str, Any]) -> _Context:
+    """pyld's _process_context for one context object of the supported subset."""
+    for key in local:
+        if key.startswith("@") and key not in ("@vocab", "@version"):
+            raise _Decline(f"context keyword {key}")
+    if "@version" in local:
+        version = local["@version"]
+        if not (isinstance(version, float) and version == 1.1):
+            raise _Decline("@version other than 1.1")
+    vocab = parent.vocab
+    if "@vocab" in local:
+        value = local["@vocab"]
+        if not isinstance(value, str) or not _VOCAB_FORM.match(value):
+            raise _Decline("@vocab that is not an absolute IRI")
+        vocab = value  # _expand_iri returns such a value unchanged (suffix starts with //)
+    builder = _TermBuilder(parent, local, vocab)
+    for term in local:
+        if not term.startswith("@"):
+            builder.define(term)
+    return _Context(builder.terms, builder.prefixes, vocab)
+
+
+class _TermBuilder:
+    """pyld's _create_term_definition (and the _expand_iri it calls) for simple terms."""
+
+    __slots__ = ("defined", "local", "prefixes", "terms", "vocab")
+
+    def __init__(self, parent: _Context, local: dict[str, Any], vocab: str | None):
+        self.terms = dict(parent.terms)
+        self.prefixes = dict(parent.prefixes)
+        self.local = local
+        self.vocab = vocab
+        self.defined: dict[str, bool] = {}
+
+    def expand_iri(self, value: str) -> str | None:
+        """_expand_iri(vocab=True, local_ctx, defined), no base: None when relative."""
+        if value in self.local and self.defined.get(value) is not True:
+            self.define(value)
+        if value in self.terms:
+            return self.terms[value]
+        colon = value.find(":")
+        if colon > 0:
+            prefix, suffix = value[:colon], value[colon + 1 :]
+            if prefix == "_" or suffix.startswith("//"):
+                return value
+            if prefix in self.local and not self.defined.get(prefix):
+                self.define(prefix)
+            if prefix in self.prefixes:
+                return self.prefixes[prefix] + suffix
+            if _is_absolute(value):
+                return value
+        if self.vocab is not None:
+            return self.vocab + value
+        return None  # pyld refuses a relative IRI here ("invalid IRI mapping")
+
+    def define(self, term: str) -> None:
+        """Define ``term`` from the local context (on demand, cycles declined)."""
+        if term in self.defined:
+            if self.defined[term]:
+                return
+            raise _Decline(f"cyclic definition of {term}")
+        self.defined[term] = False
+        if not term or term.startswith("@") or ":" in term or "/" in term:
+            raise _Decline(f"term {term!r}")
+        value = self.local[term]
+        self.terms.pop(term, None)
+        self.prefixes.pop(term, None)
+        simple = isinstance(value, str)
+        if isinstance(value, str):
+            source = value
+        elif isinstance(value, dict) and set(value) == {"@id"} and isinstance(value["@id"], str):
+            source = value["@id"]
+        else:
+            raise _Decline(f"term definition of {term} beyond @id")
+        iri = self._target(term, source)
+        self.terms[term] = iri
+        if simple and iri[-1] in _GEN_DELIMS:
+            self.prefixes[term] = iri
+        self.defined[term] = True
+
+    def _target(self, term: str, source: str) -> str:
+        if source == term:
+            raise _Decline(f"term {term} defined as itself")
+        if source.startswith("@"):
+            if source not in ("@id", "@type"):
+                raise _Decline(f"term {term} aliases {source}")
+            return source
+        iri = self.expand_iri(source)
+        if iri is None or iri.startswith("@") or not _is_absolute(iri):
+            raise _Decline(f"term {term} does not map to an absolute IRI")
+        if iri.startswith("_:") or iri.endswith("\n"):
+            raise _Decline(f"term {term} maps to a blank node or an IRI ending in a newline")
+        return iri
+
+
+# Root contexts: empty, or (for a document without @context) our schema.org context. Both are
+# rebuilt when the loader's registry changes, with everything cached under them.
+_ROOTS: dict[str, _Context] = {}
+_ROOTS_VERSION = [-1]
+
+
+def _root(default_context: bool) -> _Context:
+    version = jsonld_loader.registry_version()
+    if _ROOTS_VERSION[0] != version:
+        _ROOTS.clear()
+        _COMPACTED.clear()
+        _ROOTS_VERSION[0] = version
+    name = "schema.org" if default_context else "empty"
+    root = _ROOTS.get(name)
+    if root is None:
+        root = _Context({}, {}, None)
+        if default_context:
+            root = root.child(jsonld_loader.schema_org_context())
+        _ROOTS[name] = root
+    return root
+
+
+# --- expansion ------------------------------------------------------------------------------
+
+
+class _Expander:
+    """One expansion (pyld's _expand and _expand_object, for the supported subset)."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: str):
+        self.base = base
+
+    def key(self, ctx: _Context, key: str) -> str | None:
+        """A property key's expanded IRI or keyword; None when pyld drops the key."""
+        found = ctx.keys.get(key, "")
+        if found != "":
+            return found
+        iri: str | None
+        if key in _KEYWORDS:
+            iri = key
+        elif _KEYWORD_FORM.match(key):
+            iri = None
+        elif key in ctx.terms:
+            iri = ctx.terms[key]
+        else:
+            iri = self._prefixed(ctx, key)
+            if iri is None:
+                iri = ctx.vocab + key if ctx.vocab is not None else key
+        if iri is not None and not (iri in _KEYWORDS or _is_absolute(iri)):
+            iri = None
+        if len(ctx.keys) < _MEMO_LIMIT:
+            ctx.keys[key] = iri
+        return iri
+
+    @staticmethod
+    def _prefixed(ctx: _Context, value: str) -> str | None:
+        colon = value.find(":")
+        if colon > 0:
+            prefix, suffix = value[:colon], value[colon + 1 :]
+            if prefix == "_" or suffix.startswith("//"):
+                return value
+            if prefix in ctx.prefixes:
+                return ctx.prefixes[prefix] + suffix
+            if _is_absolute(value):
+                return value
+        return None
+
+    def node_id(self, ctx: _Context, value: Any) -> str:
+        """An ``@id`` value (document-relative, no vocabulary)."""
+        if not isinstance(value, str):
+            raise _Decline("@id that is not a string")
+        if value.startswith("@"):
+            raise _Decline("@id that looks like a keyword")
+        iri = self._prefixed(ctx, value)
+        if iri is not None:
+            return iri
+        return self._resolve(value)
+
+    def type_iri(self, ctx: _Context, value: str) -> str:
+        """A ``@type`` value (vocabulary-relative, then document-relative)."""
+        found = ctx.types.get(value)
+        if found is not None:
+            return found
+        if value.startswith("@"):
+            raise _Decline("@type value that is a keyword")
+        iri = ctx.terms.get(value)
+        if iri is None:
+            iri = self._prefixed(ctx, value)
+        if iri is None and ctx.vocab is not None:
+            iri = ctx.vocab + value
+        if iri is None:
+            return self._resolve(value)  # depends on the base: not kept
+        if iri.startswith("@"):
+            raise _Decline("@type value that is a keyword alias")
+        if len(ctx.types) < _MEMO_LIMIT:
+            ctx.types[value] = iri
+        return iri
+
+    def _resolve(self, value: str) -> str:
+        try:
+            return str(resolve(value, self.base))
+        except ValueError as exc:  # pyld raises it too: let pyld say so
+            raise _Decline(f"unresolvable IRI {value!r}") from exc
+
+    def element(self, ctx: _Context, element: Any, free_floating: bool, in_list: bool) -> Any:
+        """pyld's _expand: ``free_floating`` when the active property is None or @graph."""
+        if isinstance(element, list):
+            out: list[Any] = []
+            for item in element:
+                if in_list and isinstance(item, list):
+                    raise _Decline("list of lists")
+                expanded = self.element(ctx, item, free_floating, in_list)
+                if expanded is None:
+                    continue
+                if isinstance(expanded, list):
+                    out.extend(expanded)
+                else:
+                    out.append(expanded)
+            return out
+        if isinstance(element, dict):
+            return self.node(ctx, element, free_floating, in_list)
+        if element is None or (free_floating and not in_list):
+            return None
+        return {"@value": element}
+
+    def node(
+        self, ctx: _Context, element: dict[str, Any], free_floating: bool, in_list: bool
+    ) -> Any:
+        """A JSON object: node, value object or list object; None when pyld drops it."""
+        if "@context" in element:
+            ctx = ctx.child(element["@context"])
+        rval: dict[str, Any] = {}
+        type_was_array = False
+        for key in sorted(element):
+            if key == "@context":
+                continue
+            prop = self.key(ctx, key)
+            if prop is None:
+                continue
+            value = element[key]
+            if prop[0] == "@":
+                if prop in rval and prop != "@type":
+                    raise _Decline(f"colliding keywords {prop}")
+                if prop == "@type" and isinstance(value, list):
+                    type_was_array = True
+                self.keyword(ctx, prop, value, rval)
+                continue
+            expanded = self.property_value(ctx, value)
+            if expanded is None:
+                continue
+            existing = rval.get(prop)
+            if existing is None:
+                rval[prop] = expanded if isinstance(expanded, list) else [expanded]
+            elif isinstance(expanded, list):
+                existing.extend(expanded)
+            else:
+                existing.append(expanded)
+        return self.finish(rval, type_was_array, free_floating, in_list)
+
+    def keyword(self, ctx: _Context, prop: str, value: Any, rval: dict[str, Any]) -> None:
+        """Add a keyword entry of a JSON object to its expansion ``rval``."""
+        if prop == "@id":
+            rval["@id"] = self.node_id(ctx, value)
+        elif prop == "@type":
+            if isinstance(value, str):
+                value = [value]
+            elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _Decline("@type that is not a string or an array of strings")
+            for item in value:
+                rval.setdefault("@type", []).append(self.type_iri(ctx, item))
+        elif prop == "@value":
+            if value is None or isinstance(value, dict | list):
+                raise _Decline("@value that is null, an object or an array")
+            rval["@value"] = value
+        elif prop == "@language":
+            if value is None:
+                return
+            if not isinstance(value, str):
+                raise _Decline("@language that is not a string")
+            rval["@language"] = value.lower()
+        elif prop == "@graph":
+            if not isinstance(value, dict | list):
+                raise _Decline("@graph that is not an object or an array")
+            expanded = self.element(ctx, value, True, False)
+            if expanded is not None:
+                rval["@graph"] = expanded if isinstance(expanded, list) else [expanded]
+        elif prop == "@list":
+            if isinstance(value, list):
+                rval["@list"] = self.element(ctx, value, False, True)
+                return
+            item = None if value is None else self.element(ctx, value, False, True)
+            if item is None:
+                raise _Decline("@list of a value that expands to nothing")
+            rval["@list"] = [item]
+        else:
+            raise _Decline(f"keyword {prop}")
+
+    @staticmethod
+    def finish(
+        rval: dict[str, Any], type_was_array: bool, free_floating: bool, in_list: bool
+    ) -> Any:
+        """pyld's checks at the end of _expand: value objects, lists, free-floating values."""
+        count = len(rval)
+        if "@value" in rval:
+            if not set(rval) <= {"@value", "@type", "@language"}:
+                raise _Decline("value object with other entries")
+            if "@type" in rval:
+                if "@language" in rval or type_was_array or len(rval["@type"]) != 1:
+                    raise _Decline("value object with an odd @type")
+                value_type = rval["@type"][0]
+                if not _is_absolute(value_type) or value_type.startswith("_:"):
+                    raise _Decline("value object typed with a relative IRI or blank node")
+                rval["@type"] = value_type
+            elif "@language" in rval and not isinstance(rval["@value"], str):
+                raise _Decline("language-tagged value that is not a string")
+        elif "@list" in rval:
+            if count > 1:
+                raise _Decline("@list with other entries")
+        elif "@language" in rval:
+            if count > 1:
+                raise _Decline("@language on a node")
+            return None
+        if (
+            not in_list
+            and free_floating
+            and (
+                count == 0 or "@value" in rval or "@list" in rval or (count == 1 and "@id" in rval)
+            )
+        ):
+            return None
+        return rval
+
+    def property_value(self, ctx: _Context, value: Any) -> Any:
+        if isinstance(value, list):
+            return self.element(ctx, value, False, False)
+        if isinstance(value, dict):
+            return self.node(ctx, value, False, False)
+        if value is None:
+            return None
+        return {"@value": value}
+
+
+def _expand(document: Any, base: str, default_context: bool) -> list[Any]:
+    if not base:
+        raise _Decline("no base IRI")
+    expander = _Expander(base)
+    expanded = expander.element(_root(default_context), document, True, False)
+    if isinstance(expanded, dict) and len(expanded) == 1 and "@graph" in expanded:
+        expanded = expanded["@graph"]
+    if expanded is None:
+        return []
+    return expanded if isinstance(expanded, list) else [expanded]
+
+
+def expand(document: Any, *, base: str, default_context: bool = False) -> list[Any] | None:
+    """Expand ``document`` exactly as ``pyld.jsonld.expand`` would, or decline with None.
+
+    ``base`` is the document's base IRI; ``default_context`` reads the document with our
+    schema.org context first (pyld's ``expandContext``), for documents without ``@context``.
+    The document is not altered; the result shares only immutable scalars with it. Raises
+    nothing: whatever the fast path does not implement (see the module docstring), including
+    every input pyld would reject, makes it return None.
+    """
+    try:
+        return _expand(document, base, default_context)
+    except _Decline:
+        return None
+    except RecursionError:
+        return None
+
+
+def decline_reason(document: Any, *, base: str, default_context: bool = False) -> str | None:
+    """Why :func:`expand` declines ``document`` (None when it does not): for diagnostics."""
+    try:
+        _expand(document, base, default_context)
+    except _Decline as exc:
+        return str(exc)
+    return None
+
+
+# --- compaction with the CDIF context --------------------------------------------------------
+
+_COMPACTED: dict[tuple[str, bool], str] = {}
+
+
+@cache
+def _cdif_prefixes() -> tuple[tuple[str, str], ...]:
+    """The CDIF context's (IRI, term) pairs; each is a prefix under JSON-LD 1.1 rules."""
+    bindings = jsonld_loader.cdif_context()
+    for term, iri in bindings.items():
+        if ":" in term or "/" in term or term.startswith("@") or iri[-1:] not in _GEN_DELIMS:
+            raise ValueError(f"CDIF context term {term} is not a plain prefix")
+    return tuple((iri, term) for term, iri in bindings.items())
+
+
+def _compact_iri(iri: Any, vocab: bool) -> str:
+    """pyld's _compact_iri with the CDIF context (prefixes only, no @vocab, no base)."""
+    if not isinstance(iri, str):
+        raise _Decline("IRI that is not a string")
+    found = _COMPACTED.get((iri, vocab))
+    if found is not None:
+        return found
+    choice: str | None = None
+    for prefix_iri, term in _cdif_prefixes():
+        if iri == prefix_iri:
+            if vocab:
+                raise _Decline(f"IRI {iri} equals a prefix IRI (term selection)")
+            continue
+        if iri.startswith(prefix_iri):
+            curie = f"{term}:{iri[len(prefix_iri) :]}"
+            if choice is None or (len(curie), curie) < (len(choice), choice):
+                choice = curie
+    if choice is None:
+        for _, term in _cdif_prefixes():
+            if iri.startswith(term + ":"):
+                raise _Decline(f"IRI {iri} could be confused with a compact IRI")
+        choice = iri
+    if len(_COMPACTED) < _MEMO_LIMIT:
+        _COMPACTED[(iri, vocab)] = choice
+    return choice
+
+
+def _compact_item(item: Any) -> Any:
+    """One member of an expanded property's array (or of a @list)."""
+    if not isinstance(item, dict):
+        raise _Decline("expanded value that is not an object")
+    if "@value" in item:
+        value = item["@value"]
+        if isinstance(value, dict | list) or value is None:
+            raise _Decline("@value that is null, an object or an array")
+        if len(item) == 1:
+            return value
+        if len(item) == 2 and isinstance(item.get("@type"), str):
+            return {"@type": _compact_iri(item["@type"], True), "@value": value}
+        if len(item) == 2 and isinstance(item.get("@language"), str):
+            return {"@language": item["@language"], "@value": value}
+        raise _Decline("value object with other entries")
+    if "@list" in item:
+        members = item["@list"]
+        if len(item) != 1 or not isinstance(members, list):
+            raise _Decline("@list with other entries")
+        compacted = []
+        for member in members:
+            if isinstance(member, dict) and "@list" in member:
+                raise _Decline("list of lists")
+            compacted.append(_compact_item(member))
+        return {"@list": compacted}
+    if len(item) == 1 and "@id" in item:
+        return {"@id": _compact_iri(item["@id"], False)}
+    return _compact_node(item)
+
+
+def _compact_node(node: dict[str, Any]) -> dict[str, Any]:
+    rval: dict[str, Any] = {}
+    for key in sorted(node):
+        value = node[key]
+        if key == "@id":
+            rval["@id"] = _compact_iri(value, False)
+        elif key == "@type":
+            if not isinstance(value, list):
+                raise _Decline("@type that is not an array")
+            types = [_compact_iri(t, True) for t in value]
+            rval["@type"] = types[0] if len(types) == 1 else types
+        elif key.startswith("@"):
+            raise _Decline(f"keyword {key} in a node")
+        else:
+            if not isinstance(value, list):
+                raise _Decline("property value that is not an array")
+            items = [_compact_item(item) for item in value]
+            rval[_compact_iri(key, True)] = items[0] if len(items) == 1 else items
+    return rval
+
+
+def compact(node: Any) -> dict[str, Any] | None:
+    """Compact one expanded node with the CDIF context, or decline with None.
+
+    The result is what ``pyld.jsonld.compact(node, CDIF_CONTEXT_URL, {"skipExpansion":
+    True})`` returns (``"@context"`` first, naming the context's URL), built fresh: it shares
+    only immutable scalars with ``node``.
+    """
+    if not isinstance(node, dict) or "@value" in node or "@list" in node:
+        return None
+    try:
+        _root(False)  # empties the caches if the loader's registry changed
+        return {"@context": jsonld_loader.CDIF_CONTEXT_URL, **_compact_node(node)}
+    except (_Decline, RecursionError):
+        return None
