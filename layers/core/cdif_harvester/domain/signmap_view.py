@@ -63,14 +63,16 @@ _URLSET_CLOSE = "</urlset>\n"
 _INDEX_OPEN = f'<sitemapindex xmlns="{SITEMAP_NAMESPACE}">\n'
 _INDEX_CLOSE = "</sitemapindex>\n"
 # Characters XML 1.0 cannot carry at all (section 2.2), even as character references.
+# What a URI reference may not hold as is: white space, controls, non-ASCII, < > ".
+_NOT_URI = re.compile(r'[^\x21-\x7e]|[<>"]')
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _uri(reference: str) -> str:
-    return "".join(
-        quote(c, safe="") if c in '<> "' or ord(c) < 0x21 or ord(c) > 0x7E else c
-        for c in reference.strip()
-    )
+    reference = reference.strip()
+    if not _NOT_URI.search(reference):  # the common case: nothing to encode
+        return reference
+    return "".join(quote(c, safe="") if _NOT_URI.match(c) else c for c in reference)
 
 
 def _escape(value: str) -> str:

@@ -66,6 +66,7 @@ import html
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -113,6 +114,8 @@ _SIGNPOSTING_SCHEMA = "https://schema.org/"
 _CDIF_PROFILE_PREFIX = ("https://w3id.org/cdif/core/", "https://w3id.org/cdif/discovery/")
 _RELATED = {"haspart": "item", "ispartof": "collection"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# What a URI reference may not hold as is: white space, controls, non-ASCII, < > ".
+_NOT_URI = re.compile(r'[^\x21-\x7e]|[<>"]')
 _MEDIA_TYPE = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$"
 )
@@ -257,6 +260,7 @@ def record_links(record: Mapping[str, Any], *, invented: Collection[str] = ()) -
     return _dedupe(links)
 
 
+@lru_cache(maxsize=4096)
 def _same(url: str | None) -> str | None:
     """A URL as compared when merging: scheme and host lower-cased, default port dropped,
     an empty path written ``/``; the fragment kept (``#metadata`` names another thing)."""
@@ -347,9 +351,9 @@ def _uri(reference: str) -> str:
     # A URI reference inside < > (or an anchor) must not hold < > " or white space
     # (RFC 8288 section 3); non-ASCII characters are written as UTF-8 percent-encodings
     # (RFC 3987 section 3.1, IRI to URI).
-    return "".join(
-        quote(c, safe="") if c in '<> "' or ord(c) < 0x21 or ord(c) > 0x7E else c for c in reference
-    )
+    if not _NOT_URI.search(reference):  # the common case: nothing to encode
+        return reference
+    return "".join(quote(c, safe="") if _NOT_URI.match(c) else c for c in reference)
 
 
 def _ext_value(value: str) -> str:
