@@ -10,8 +10,8 @@ view                 file                  content type
 ``pid-kernel``       ``pid-kernel.json``   ``application/json``: PID Kernel (Appendix 2)
 ``linkset-json``     ``linkset.json``      ``application/linkset+json`` (RFC 9264 4.2)
 ``linkset``          ``linkset.txt``       ``application/linkset`` (RFC 9264 4.1)
-``link-header``      ``link-header.txt``   ``text/plain``: an HTTP ``Link`` value (RFC 8288)
-``html-links``       ``links.html``        ``text/html``: ``<link>`` elements for a ``<head>``
+``link-header``      ``link-header.txt``   ``text/plain`` (UTF-8): an HTTP ``Link`` value (RFC 8288)
+``html-links``       ``links.html``        ``text/html`` (UTF-8): ``<link>`` elements for a page
 ``nquads``           ``record.nq``         ``application/n-quads``: the record as RDF
 ==================== ===================== ====================================================
 
