@@ -262,13 +262,14 @@ def test_policies_name_only_provisioned_resources(stack: ProvisionedStack) -> No
     queue_names = {stack.resolve({"Fn::GetAtt": [q, "QueueName"]}) for q in QUEUES}
     table_arn = stack.resolve({"Fn::GetAtt": [CATALOG_TABLE_ID, "Arn"]})
     bucket_arn = f"arn:aws:s3:::{stack.bucket_name}"
+    tables = {stack.table_name, stack.resolve({"Ref": "IdempotencyTable"})}
     for function in FUNCTIONS:
         for policy in props(function).get("Policies", []):
             assert isinstance(policy, dict), f"{function}: managed policy {policy!r}"
             if "Statement" not in policy:
                 ((name, arguments),) = policy.items()
                 target = stack.resolve(arguments[POLICY_TEMPLATE_TARGETS[name]])
-                assert target in queue_names | {stack.bucket_name, stack.table_name}, function
+                assert target in queue_names | {stack.bucket_name} | tables, function
                 continue
             for statement in stack.resolve(policy["Statement"]):
                 actions = statement["Action"]

@@ -33,7 +33,7 @@ def function_environment(
     os.environ.update(stack.function_env(function))
     os.environ.update(overrides)
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-    aws_runtime.ports.cache_clear()
+    aws_runtime.reset()
     # Powertools reads these when the module is first imported, i.e. at a Lambda cold start;
     # one test process hosts every function, so give each its own, as separate processes would.
     aws_runtime.metrics.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE")
@@ -41,7 +41,7 @@ def function_environment(
     try:
         yield
     finally:
-        aws_runtime.ports.cache_clear()
+        aws_runtime.reset()
         os.environ.clear()
         os.environ.update(saved)
 

@@ -11,6 +11,13 @@ batch driver sends the same body again to the same queue with a message delay (a
 counts the record as processed: no Lambda time is spent waiting, no receive count is used. A
 retryable error that knows when to try again (``Retry-After``) sets the message's visibility
 timeout to that delay before the record is reported failed, so SQS redelivers it then.
+
+Idempotency (Powertools, when ``IDEMPOTENCY_TABLE`` is set): each job runs once per unit of
+work, keyed on what defines it (:func:`work_key`: its kind, run id and URL, sitemap part or
+staged key; never the SQS message id, which a redelivery or a duplicate send changes). A
+redelivered message, or the same job sent twice, returns the first run's result without
+fetching or writing anything. A job that raised (deferred, retryable) leaves no record, so it
+runs again.
 """
 
 from __future__ import annotations
@@ -62,7 +69,9 @@ __all__ = [
     "logger",
     "metrics",
     "ports",
+    "reset",
     "tracer",
+    "work_key",
 ]
 
 logger = Logger()
@@ -70,6 +79,9 @@ metrics = Metrics()
 tracer = Tracer()
 
 _J = TypeVar("_J")
+
+#: How long a unit of work is remembered as done: the queues' message retention (4 days).
+IDEMPOTENCY_SECONDS = 4 * 24 * 3600
 
 #: Message attribute of a job sent again after Deferred: replay its fetch journal.
 RESUME_ATTRIBUTE = "cdif-resume"
@@ -98,6 +110,7 @@ class AwsConfig:
     requests_per_host: int = Settings.requests_per_host
     requests_per_host_overrides: Mapping[str, int] | None = None
     trusted_contexts: tuple[str, ...] = ()
+    idempotency_table: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -129,6 +142,7 @@ class AwsConfig:
             trusted_contexts=tuple(
                 item.strip() for item in env.get("TRUSTED_CONTEXTS", "").split(",") if item.strip()
             ),
+            idempotency_table=env.get("IDEMPOTENCY_TABLE") or None,
         )
 
     def settings(self) -> Settings:
@@ -165,6 +179,7 @@ def ports() -> Ports:
         SqsQueue,
     )
     from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher  # noqa: PLC0415
+    from cdif_harvester.adapters.httpcache import RevalidatingFetcher  # noqa: PLC0415
     from cdif_harvester.adapters.politeness import GatedFetcher  # noqa: PLC0415
 
     config = AwsConfig.from_env(os.environ)
@@ -173,7 +188,8 @@ def ports() -> Ports:
     store = S3ObjectStore(boto3.client("s3"), config.records_bucket)
     gate = DynamoHostGate(table, lease=settings.host_slot_lease)
     fetcher = GatedFetcher(
-        SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback)),
+        # Conditional requests for the answers kept under cache/ (an unchanged page: a 304).
+        RevalidatingFetcher(SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback)), store),
         gate,
         slots_for=settings.slots_for,
         mode="defer",
@@ -224,8 +240,13 @@ def handle_sqs_batch(
             return
         logger.append_keys(run_id=getattr(job, "run_id", None), url=getattr(job, "url", None))
         resume = record.message_attributes.get(RESUME_ATTRIBUTE) is not None
-        try:
+
+        def run() -> dict[str, Any]:
             result = run_job(bundle, job, stage, resume=resume)  # type: ignore[type-var]
+            return {"outcome": str(getattr(result, "outcome", "") or "") or None}
+
+        try:
+            done = _once(run, work_key(job), context)
         except Deferred as deferred:
             _send_again(bundle, contract, record, deferred.delay)
             logger.info("job deferred (politeness)", delay=deferred.delay, reason=str(deferred))
@@ -235,7 +256,7 @@ def handle_sqs_batch(
             if error.retry_after is not None:
                 _retry_later(bundle, contract, record, error.retry_after)
             raise
-        outcome = getattr(result, "outcome", None)
+        outcome = done.get("outcome")
         if outcome is not None:
             metrics.add_metric(name=f"Outcome_{outcome}", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
@@ -245,6 +266,66 @@ def handle_sqs_batch(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
     return dict(response)
+
+
+def work_key(job: Any) -> str:
+    """What defines a job's work: its kind and the fields that say what it does (not the
+    message it came in), e.g. ``url-job|<run id>|<url>``."""
+    kind = getattr(job, "KIND", type(job).__name__)
+    if isinstance(job, SitemapJob):
+        parts = [job.run_id, job.url, str(job.offset), job.body_key or ""]
+    elif isinstance(job, DocumentJob):
+        parts = [job.run_id, job.url, *(ref.key for ref in job.documents)]
+    elif isinstance(job, IndexJob):
+        parts = [job.run_id, job.staged_key]
+    else:
+        parts = [str(getattr(job, "run_id", "")), str(getattr(job, "url", ""))]
+    return "|".join([kind, *parts])
+
+
+def _once(run: Callable[[], dict[str, Any]], key: str, context: Any) -> dict[str, Any]:
+    """Run ``run`` once per ``key`` (Powertools idempotency), or simply run it when no
+    idempotency table is configured."""
+    persistence = _idempotency_store()
+    if persistence is None:
+        return run()
+    from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415
+        IdempotencyConfig,
+        idempotent_function,
+    )
+
+    config = IdempotencyConfig(event_key_jmespath="work", expires_after_seconds=IDEMPOTENCY_SECONDS)
+    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+        config.register_lambda_context(context)
+
+    # (Powertools' decorator is not typed; the function's own signature is.)
+    @idempotent_function(  # type: ignore[untyped-decorator]
+        data_keyword_argument="work", persistence_store=persistence, config=config
+    )
+    def once(work: dict[str, str]) -> dict[str, Any]:
+        return run()
+
+    result: dict[str, Any] = once(work={"work": key})
+    return result
+
+
+def reset() -> None:
+    """Forget the cached execution environment (ports, idempotency store): the next call
+    builds them again from the environment, as a cold start would."""
+    ports.cache_clear()
+    _idempotency_store.cache_clear()
+
+
+@cache
+def _idempotency_store() -> Any:
+    table = AwsConfig.from_env(os.environ).idempotency_table
+    if not table:
+        return None
+    from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415
+        DynamoDBPersistenceLayer,
+    )
+
+    return DynamoDBPersistenceLayer(table_name=table)
 
 
 def _send_again(bundle: Ports, contract: type[Any], record: SQSRecord, delay: float) -> None:

@@ -1,0 +1,110 @@
+"""Incremental harvesting and idempotency on AWS (moto): the real handlers, SQS, S3, DynamoDB,
+against the demo publisher on 127.0.0.1.
+
+Object writes are counted at the source: a hook on every S3 ``PutObject`` the handlers' boto3
+clients make.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from cdif_harvester.adapters.aws import DynamoCatalog
+from cdif_harvester.contracts import UrlJob, encode
+from cdif_harvester.demo.server import PublisherSite
+from cdif_harvester.model import Outcome
+from tests.support.aws import ProvisionedStack
+from tests.support.pipeline import invoke, run_pipeline
+
+INTAKE_EVENT = (
+    Path(__file__).resolve().parents[2] / "infrastructure/events/intake-post-harvest.json"
+)
+pytestmark = [pytest.mark.aws, pytest.mark.network]
+RECORD_PAGES = 5  # the demo site's pages with a record (see test_aws_pipeline.py)
+
+
+@pytest.fixture
+def puts() -> Iterator[list[str]]:
+    """Every S3 PutObject key the handlers write while the test runs."""
+    written: list[str] = []
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        written.append(str(params.get("Key")))
+
+    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
+    assert session is not None
+    events = session._session  # the botocore session whose emitter every new client copies
+    events.register("before-parameter-build.s3.PutObject", count)
+    yield written
+    events.unregister("before-parameter-build.s3.PutObject", count)
+
+
+def _harvest(stack: ProvisionedStack, site: PublisherSite) -> str:
+    event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
+    event["body"] = json.dumps({"url": site.url("/robots.txt")})
+    response = invoke(stack, "IntakeFunction", event)
+    assert response["statusCode"] == 202, response
+    sqs = boto3.client("sqs", region_name=stack.region)
+    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+    assert stats.failures == []
+    return str(json.loads(response["body"])["run_id"])
+
+
+def _catalog(stack: ProvisionedStack) -> DynamoCatalog:
+    return DynamoCatalog(
+        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    )
+
+
+def test_unchanged_reharvest_on_aws_fetches_no_bodies_and_writes_no_objects(
+    stack: ProvisionedStack, site: PublisherSite, puts: list[str]
+) -> None:
+    first = _harvest(stack, site)
+    outcomes = list(_catalog(stack).outcomes(first))
+    assert sum(o.outcome is Outcome.RECORD for o in outcomes) == RECORD_PAGES
+    assert any(key.startswith("records/") for key in puts)
+    seen = len(site.timings)
+    puts.clear()
+
+    second = _harvest(stack, site)
+
+    again = list(_catalog(stack).outcomes(second))
+    assert len(again) == len(outcomes)
+    assert sum(o.outcome is Outcome.UNCHANGED for o in again) == RECORD_PAGES
+    assert {t.status for t in site.timings[seen:]} <= {304, 404}
+    assert puts == []  # not one object written
+
+
+def test_a_redelivered_message_changes_nothing(
+    stack: ProvisionedStack, site: PublisherSite, puts: list[str]
+) -> None:
+    _harvest(stack, site)
+    page = site.url("/datasets/glider-mission-notes.html")  # no record: always looked at
+    sqs = boto3.client("sqs", region_name=stack.region)
+    queue = stack.queue_urls["UrlResolverQueue"]
+
+    def asked() -> int:
+        return sum(1 for t in site.timings if t.target.endswith("glider-mission-notes.html"))
+
+    def deliver(run_id: str, copies: int) -> int:
+        job = UrlJob(run_id=run_id, source=f"127.0.0.1_{site.port}", url=page)
+        before = asked()
+        for _ in range(copies):  # a redelivery, or a duplicate send: other message ids
+            sqs.send_message(QueueUrl=queue, MessageBody=encode(job))
+        stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+        assert stats.failures == []
+        assert stats.messages.get("UrlResolverFunction") == copies
+        return asked() - before
+
+    once = deliver("run-once", 1)
+    twice = deliver("run-twice", 2)
+
+    assert once >= 1 and twice == once  # the second copy did no work at all
+    (outcome,) = list(_catalog(stack).outcomes("run-twice"))
+    assert outcome.outcome is Outcome.NO_METADATA
