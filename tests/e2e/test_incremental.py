@@ -9,12 +9,15 @@ summary, outcomes).
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import HarvestSummary, LocalHarvester
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.keys import record_key
@@ -221,3 +224,63 @@ def test_record_keys_are_stable(served: PublisherSite, tmp_path: Path) -> None:
         entries = harvester.catalog.records()
     for entry in entries:
         assert entry.report_key.endswith(f"/{record_key(entry.record_id)}.json")
+
+
+def test_catalog_queries_on_the_command_line(
+    served: PublisherSite, site_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["harvest", served.url("/robots.txt"), "--out", str(out), "--allow-loopback"]
+    assert main([*argv, "--quiet"]) == 0
+    time.sleep(1.1)  # catalogue times are whole seconds: let the second harvest be later
+    _edit(site_dir / KELP.lstrip("/"), "Annual diver transects", "Yearly diver transects")
+    _edit(site_dir / "sitemap-datasets.xml", "2025-01-27", "2025-06-01")
+    assert main([*argv, "--quiet"]) == 0
+    capsys.readouterr()
+    source = f"127.0.0.1_{served.port}"
+
+    def query(*args: str) -> list[dict[str, object]]:
+        assert main(["catalog", "--out", str(out), *args]) == 0
+        return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    everything = query("records", "--source", source)
+    assert len(everything) == len(RECORD_PAGES)
+    kelp = [e for e in everything if str(e["url"]).endswith(KELP)]
+    changed_at = str(kelp[0]["changed_at"])
+    assert [e["url"] for e in query("records", "--changed-since", changed_at)] == [kelp[0]["url"]]
+    (one,) = query("record", str(kelp[0]["record_id"]))
+    assert one == kelp[0]
+    unchanged = query("urls", "--source", source, "--outcome", "unchanged")
+    assert {_path(str(u["url"])) for u in unchanged} == RECORD_PAGES - {KELP}
+    assert main(["catalog", "--out", str(out), "record", "nope"]) == 1
+    assert main(["catalog", "--out", str(tmp_path / "empty"), "records"]) == 2
+    assert "no catalogue" in capsys.readouterr().err
+
+
+def test_shacl_flag_adds_shacl_errors_to_reports(
+    site_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # JSON Schema cannot tell that this interval ends before it starts; our SHACL shapes can
+    _edit(
+        site_dir / KELP.lstrip("/"),
+        '"schema:dateModified": "2025-01-27",',
+        '"schema:dateModified": "2025-01-27", "schema:temporalCoverage": ["2024-01-01/2018-01-01"],',
+    )
+
+    def report_of(out: Path, *flags: str) -> dict[str, object]:
+        with PublisherSite(site_dir) as site:
+            argv = ["harvest", site.url(KELP), "--out", str(out), "--allow-loopback", "--quiet"]
+            assert main([*argv, *flags]) == 0
+        capsys.readouterr()
+        with LocalHarvester(out) as harvester:
+            (entry,) = harvester.catalog.records()
+        loaded: dict[str, object] = json.loads((out / entry.report_key).read_text())
+        return loaded
+
+    plain = report_of(tmp_path / "plain")
+    checked = report_of(tmp_path / "shacl", "--shacl")
+    assert plain["valid"] is True and "shacl" not in plain
+    assert checked["valid"] is False and checked["shacl"] is True
+    (error,) = checked["errors"]  # type: ignore[misc]
+    assert error["keyword"].startswith("shacl:")
+    assert error["pointer"] == "/schema:temporalCoverage"

@@ -21,6 +21,8 @@ def test_optional_settings_reach_the_stage_settings() -> None:
             "REQUESTS_PER_HOST": "1",
             "REQUESTS_PER_HOST_OVERRIDES": "data.example.org=3",
             "TRUSTED_CONTEXTS": " https://w3id.org/example/context.jsonld , https://voc.example/ ,",
+            "SHACL_VALIDATION": "TRUE",
+            "IDEMPOTENCY_TABLE": "idem",
         }
     )
     settings = config.settings()
@@ -31,12 +33,14 @@ def test_optional_settings_reach_the_stage_settings() -> None:
         "https://voc.example/",
     )
     assert config.queue_urls == {"url": "https://sqs/url"}
+    assert settings.shacl and config.idempotency_table == "idem"
 
 
 def test_defaults_trust_no_remote_context() -> None:
     settings = AwsConfig.from_env(BASE).settings()
     assert settings.trusted_contexts == ()
     assert settings.requests_per_host == 2
+    assert not settings.shacl and settings.incremental
 
 
 @pytest.mark.parametrize(

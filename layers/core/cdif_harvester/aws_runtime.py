@@ -111,6 +111,7 @@ class AwsConfig:
     requests_per_host_overrides: Mapping[str, int] | None = None
     trusted_contexts: tuple[str, ...] = ()
     idempotency_table: str | None = None
+    shacl: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -143,6 +144,9 @@ class AwsConfig:
                 item.strip() for item in env.get("TRUSTED_CONTEXTS", "").split(",") if item.strip()
             ),
             idempotency_table=env.get("IDEMPOTENCY_TABLE") or None,
+            # Needs pyshacl in the layer (the "shacl" extra); without it every record's
+            # extraction fails with a clear, recorded reason.
+            shacl=env.get("SHACL_VALIDATION", "false").lower() == "true",
         )
 
     def settings(self) -> Settings:
@@ -152,6 +156,7 @@ class AwsConfig:
             requests_per_host=self.requests_per_host,
             requests_per_host_overrides=dict(self.requests_per_host_overrides or {}),
             trusted_contexts=self.trusted_contexts,
+            shacl=self.shacl,
         )
 
 

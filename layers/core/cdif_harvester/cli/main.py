@@ -3,12 +3,16 @@
 Commands:
 
 * ``cdif-harvest harvest URL [URL ...] --out DIR [--allow-loopback] [--per-host N]
-  [--host-slots HOST=N] [--workers N]``: harvest robots.txt, sitemap or single page URLs into
-  DIR, several entry URLs together in one run (see README: output layout, politeness).
+  [--host-slots HOST=N] [--workers N] [--full-refresh] [--shacl]``: harvest robots.txt,
+  sitemap or single page URLs into DIR, several entry URLs together in one run (see README:
+  output layout, politeness, incremental harvesting).
+* ``cdif-harvest catalog --out DIR record ID | records [--source S] [--changed-since DATE] |
+  urls --source S [--outcome O]``: query the catalogue of DIR (JSON lines).
 * ``cdif-harvest demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and
   harvest it.
 
-Exit status: 0 when the harvest ran (whatever the outcomes of its URLs), 2 for usage errors.
+Exit status: 0 when the harvest ran (whatever the outcomes of its URLs), 2 for usage errors;
+``catalog record`` exits 1 when there is no such record.
 """
 
 from __future__ import annotations
@@ -18,15 +22,20 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cdif_harvester import __version__
+from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.cli.runner import (
+    CATALOG_FILE,
     DEFAULT_WORKERS,
     HarvestSummary,
     LocalHarvester,
     default_progress,
 )
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.domain.shacl import ShaclUnavailable
+from cdif_harvester.model import Outcome, entry_to_dict, url_state_to_dict
 from cdif_harvester.stages import Settings
 from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions
 
@@ -99,7 +108,37 @@ def _parser() -> argparse.ArgumentParser:
         help="a remote JSON-LD context that may be fetched (a URL, or a prefix ending in /); "
         "may be repeated. Others are never fetched",
     )
+    harvest.add_argument(
+        "--full-refresh",
+        action="store_true",
+        help="ignore what earlier harvests into --out hold: fetch, normalise and rewrite every "
+        "record (by default unchanged URLs and records are skipped, each with the outcome "
+        "'unchanged' and its reason)",
+    )
+    harvest.add_argument(
+        "--shacl",
+        action="store_true",
+        help="also validate every record with our SHACL shapes (needs the 'shacl' extra: "
+        "pip install 'cdif-harvester[shacl]'); violations count as errors",
+    )
     harvest.add_argument("--quiet", action="store_true", help="no progress output")
+
+    catalog = commands.add_parser(
+        "catalog",
+        help="query the catalogue of an output directory (JSON lines on stdout)",
+    )
+    catalog.add_argument("--out", required=True, type=Path, help="output directory")
+    queries = catalog.add_subparsers(dest="query", required=True)
+    record = queries.add_parser("record", help="one record's entry, by metadata record id")
+    record.add_argument("record_id")
+    records = queries.add_parser("records", help="record entries, by source and change date")
+    records.add_argument("--source", help="only this source (host, or host_port)")
+    records.add_argument(
+        "--changed-since", metavar="DATE", help="only records changed at or after this ISO date"
+    )
+    urls = queries.add_parser("urls", help="harvested URLs of a source, by latest outcome")
+    urls.add_argument("--source", required=True, help="the source (host, or host_port)")
+    urls.add_argument("--outcome", choices=[o.value for o in Outcome], help="latest outcome")
 
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="output directory")
@@ -134,7 +173,7 @@ def _host_slots(text: str) -> tuple[str, int]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
-    progress = None if args.quiet else default_progress()
+    progress = None if getattr(args, "quiet", True) else default_progress()
     if args.command == "harvest":
         try:
             with LocalHarvester(
@@ -145,16 +184,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 requests_per_host=args.per_host,
                 host_overrides=dict(args.host_slots),
                 trusted_contexts=args.trust_context,
+                incremental=not args.full_refresh,
+                shacl=args.shacl,
             ) as harvester:
                 options = {"format_parameter": args.format_parameter}
                 summary = harvester.harvest(
                     args.urls, options=options if args.format_parameter else None
                 )
-        except (InvalidEntryUrl, InvalidOptions) as exc:
+        except (InvalidEntryUrl, InvalidOptions, ShaclUnavailable) as exc:
             print(f"cdif-harvest: {exc}", file=sys.stderr)
             return 2
         _print_summary(summary, args.out)
         return 0
+    if args.command == "catalog":
+        return _query_catalog(args)
     if args.command == "demo":
         try:
             site = PublisherSite(demo_site_dir(), port=args.port).start()
@@ -172,6 +215,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_summary(summary, args.out)
         return 0
     return 2  # pragma: no cover - argparse enforces the commands
+
+
+def _query_catalog(args: argparse.Namespace) -> int:
+    """Print the entries a catalogue query selects, one JSON object per line."""
+    path = args.out / CATALOG_FILE
+    if not path.is_file():
+        print(f"cdif-harvest: no catalogue in {args.out} (harvest into it first)", file=sys.stderr)
+        return 2
+    catalog = SqliteCatalog(path)
+    try:
+        if args.query == "record":
+            entry = catalog.get_record(args.record_id)
+            if entry is None:
+                print(f"cdif-harvest: no record {args.record_id!r}", file=sys.stderr)
+                return 1
+            rows: list[dict[str, Any]] = [entry_to_dict(entry)]
+        elif args.query == "records":
+            rows = [
+                entry_to_dict(e)
+                for e in catalog.records(args.source, changed_since=args.changed_since)
+            ]
+        else:
+            rows = [url_state_to_dict(s) for s in catalog.urls(args.source, outcome=args.outcome)]
+    finally:
+        catalog.close()
+    for row in rows:
+        print(json.dumps(row, ensure_ascii=False, sort_keys=True))
+    return 0
 
 
 def _print_summary(summary: HarvestSummary, out: Path) -> None:

@@ -56,6 +56,7 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
+from cdif_harvester.domain.shacl import check_shacl_available
 from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
 from cdif_harvester.keys import RECORDS_PREFIX, origin_of
 from cdif_harvester.model import Outcome, UrlOutcome, outcome_to_dict
@@ -213,6 +214,7 @@ class LocalHarvester:
         host_overrides: Mapping[str, int] | None = None,
         trusted_contexts: Sequence[str] = (),
         incremental: bool = True,
+        shacl: bool = False,
     ) -> None:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -229,6 +231,9 @@ class LocalHarvester:
             settings = replace_fields(settings, trusted_contexts=tuple(trusted_contexts))
         if not incremental:
             settings = replace_fields(settings, incremental=False)
+        if shacl:
+            check_shacl_available()  # before anything is fetched: a clear error, not N failures
+            settings = replace_fields(settings, shacl=True)
         directory = DirectoryObjectStore(out_dir)
         store = NotifyingObjectStore(
             directory,

@@ -83,6 +83,9 @@ class Settings:
     # since the last harvest. Off means a full refresh: everything is fetched, normalised and
     # rewritten (conditional requests are still sent; a 304 is then read as the kept answer).
     incremental: bool = True
+    # Optional SHACL validation (domain/shacl.py, needs the ``shacl`` extra): its violations
+    # join the record's errors. Off by default: it costs far more per record than JSON Schema.
+    shacl: bool = False
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""

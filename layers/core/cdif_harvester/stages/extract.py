@@ -24,6 +24,7 @@ from cdif_harvester.domain.extraction import (
 from cdif_harvester.domain.incremental import block_hash, fingerprint, sd_dates
 from cdif_harvester.domain.normalisation import NormalisationError, normalise
 from cdif_harvester.domain.resolution import is_cdif_profile
+from cdif_harvester.domain.shacl import shacl_issues
 from cdif_harvester.domain.validation import validate_record
 from cdif_harvester.errors import PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
@@ -217,12 +218,24 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
                 "record_id": item.record_id,
                 "resource_id": item.resource_id,
                 "record": item.record,
-                "report": validate_record(item.record).to_dict(),
+                "report": _judge(ports, item.record),
                 "repairs": list(parsed.repairs),
                 "notes": [*context_notes, *item.notes],
                 "identity_fallback": item.identity_fallback,
             }
         )
+
+
+def _judge(ports: Ports, record: dict[str, Any]) -> dict[str, Any]:
+    """The record's validation report: JSON Schema, plus SHACL when the settings ask for it
+    (its violations are errors: an operator who turns SHACL on wants them to count)."""
+    report = validate_record(record).to_dict()
+    if ports.settings.shacl:
+        issues = [issue.to_dict() for issue in shacl_issues(record)]
+        report["errors"] = [*report["errors"], *issues]
+        report["valid"] = report["valid"] and not issues
+        report["shacl"] = True
+    return report
 
 
 # Trusted contexts that could not be loaded, with why: asked once per process, not per record.
