@@ -264,7 +264,8 @@ def test_shacl_flag_adds_shacl_errors_to_reports(
     _edit(
         site_dir / KELP.lstrip("/"),
         '"schema:dateModified": "2025-01-27",',
-        '"schema:dateModified": "2025-01-27", "schema:temporalCoverage": ["2024-01-01/2018-01-01"],',
+        '"schema:dateModified": "2025-01-27", '
+        '"schema:temporalCoverage": ["2024-01-01/2018-01-01"],',
     )
 
     def report_of(out: Path, *flags: str) -> dict[str, object]:
