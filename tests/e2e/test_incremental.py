@@ -187,6 +187,9 @@ def test_a_vanished_url_becomes_a_tombstone(
     assert all(e.withdrawn_at is None for e in others)
     record = out / entries[0].record_key  # type: ignore[operator]
     assert record.is_file()  # never deleted
+    assert json.loads((out / entries[0].report_key).read_text())["withdrawn_at"]
+    signmap = (out / "views" / f"127.0.0.1_{served.port}" / "signmap.xml").read_text()
+    assert gulf not in signmap and served.url(KELP) in signmap  # no longer republished
     # a later run does not withdraw it again, and a failed sitemap withdraws nothing
     assert _harvest(served, out).withdrawn == []
     served.add_route("/sitemap-datasets.xml", status=500)

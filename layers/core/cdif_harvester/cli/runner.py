@@ -62,7 +62,7 @@ from cdif_harvester.keys import RECORDS_PREFIX, origin_of
 from cdif_harvester.model import Outcome, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages import Ports, Settings, run_job, settle
-from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
+from cdif_harvester.stages.crosswalk import build_source_signmap, build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.finish import withdraw_vanished
@@ -123,6 +123,7 @@ class HarvestSummary:
     views: int = 0
     crosswalk_errors: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    signmaps: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form written to summary.json."""
@@ -142,6 +143,7 @@ class HarvestSummary:
             "views": self.views,
             "crosswalk_errors": self.crosswalk_errors,
             "withdrawn": self.withdrawn,
+            "signmaps": self.signmaps,
             "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE},
         }
 
@@ -333,6 +335,12 @@ class LocalHarvester:
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
         outcomes = list(self.catalog.outcomes(run_id))
+        # Each source's Signmap of what is now held (rewritten only when it changed).
+        for source in sorted({o.source for o in outcomes}):
+            try:
+                summary.signmaps.append(build_source_signmap(self.ports, source))
+            except HarvestError as exc:
+                summary.crosswalk_errors.append(f"signmap of {source}: {exc}")
         self._finish(summary, outcomes, views, started)
         return summary
 

@@ -1,7 +1,8 @@
 """The end of a harvest run: URLs that vanished from a source's sitemaps become tombstones.
 
-A URL is *withdrawn* (``withdrawn_at`` set on its state and on the catalogue entries of its
-records; nothing is deleted) when the run shows that the publisher no longer announces it:
+A URL is *withdrawn* (``withdrawn_at`` set on its state, on the catalogue entries of its
+records and in their validation reports, which is how the source's Signmap leaves them out;
+nothing is deleted) when the run shows that the publisher no longer announces it:
 
 * the sitemap it was last listed in was read whole in this run and no longer lists it; or
 * the run started from the source's robots.txt and every sitemap of the run was read whole,
@@ -16,6 +17,7 @@ never withdrawn this way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import replace
 from urllib.parse import urlsplit
@@ -59,6 +61,17 @@ def withdraw_vanished(
             for record_id in state.record_ids:
                 entry = ports.catalog.get_record(record_id)
                 if entry is not None and entry.url == state.url and not entry.withdrawn_at:
+                    _mark_report(ports, entry.report_key, now)
                     ports.catalog.put_record(replace(entry, withdrawn_at=now))
             withdrawn.append(state.url)
     return sorted(withdrawn)
+
+
+def _mark_report(ports: Ports, key: str, when: str) -> None:
+    try:
+        report = json.loads(ports.store.get(key))
+    except (KeyError, ValueError):
+        return  # no readable report: the catalogue entry still carries the mark
+    report["withdrawn_at"] = when
+    body = json.dumps(report, indent=2, sort_keys=True).encode("utf-8")
+    ports.store.put(key, body, content_type="application/json")
