@@ -58,7 +58,7 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.domain.shacl import check_shacl_available
 from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
-from cdif_harvester.keys import RECORDS_PREFIX, origin_of
+from cdif_harvester.keys import RECORDS_PREFIX, origin_of, signmap_key, source_of
 from cdif_harvester.model import Outcome, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages import Ports, Settings, run_job, settle
@@ -335,8 +335,15 @@ class LocalHarvester:
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
         outcomes = list(self.catalog.outcomes(run_id))
-        # Each source's Signmap of what is now held (rewritten only when it changed).
-        for source in sorted({o.source for o in outcomes}):
+        # The Signmap of each source whose records changed (new, rewritten or withdrawn).
+        changed = {o.source for o in outcomes if o.outcome is Outcome.RECORD}
+        changed |= {source_of(url) for url in summary.withdrawn}
+        changed |= {
+            o.source
+            for o in outcomes
+            if o.records and not self.ports.store.exists(signmap_key(o.source))
+        }
+        for source in sorted(changed):
             try:
                 summary.signmaps.append(build_source_signmap(self.ports, source))
             except HarvestError as exc:
