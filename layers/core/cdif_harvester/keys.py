@@ -22,6 +22,9 @@
     views/<source>/<record-key>/links.html               Signposting HTML <link> elements
     views/<source>/<record-key>/record.nq                the record as N-Quads
     views/<source>/signmap.xml                           Signmap of the source's harvested records
+    views/<source>/signmap-<n>.xml                       part n of a Signmap too big for one sitemap
+    cache/<source>/<hash>.json, .body                    the last answer to a request, for
+                                                         conditional requests (adapters/httpcache)
     versions/<source>/<record-key>/<content-hash>.jsonld every version a record has had
 
 ``source`` is a file-name-safe form of the publisher's host and port; ``url-hash`` and
