@@ -28,7 +28,12 @@ from pyld import jsonld
 
 from cdif_harvester.domain import jsonld_fast, jsonld_loader
 from cdif_harvester.domain.extraction import find_jsonld_scripts, has_dataset, parse_jsonld
-from cdif_harvester.domain.normalisation import NormalisationError, _prepare, normalise
+from cdif_harvester.domain.normalisation import (
+    NormalisationError,
+    _https_to_http,
+    _prepare,
+    normalise,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "normalisation"
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "extraction_bench.py"
@@ -108,6 +113,11 @@ def check_both_paths(document: Any, tally: Tally) -> None:
             else:
                 tally.expanded += 1
                 assert json.dumps(fast) == json.dumps(slow), (document, fast, slow)
+                # and with https://schema.org/ mapped in the same walk, as normalisation wants
+                mapped = jsonld_fast.expand_schema_http(
+                    prepared, base=BASE, default_context=not has_context
+                )
+                assert json.dumps(mapped) == json.dumps(_https_to_http(slow)), document
             if isinstance(slow, list):
                 for node in _expanded_nodes(slow):
                     compacted = jsonld_fast.compact(node)

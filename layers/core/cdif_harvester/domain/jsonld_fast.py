@@ -55,7 +55,15 @@ from pyld.iri_resolver import resolve
 
 from cdif_harvester.domain import jsonld_loader
 
-__all__ = ["compact", "decline_reason", "expand"]
+__all__ = [
+    "Declined",
+    "compact",
+    "compact_iri",
+    "compact_value",
+    "decline_reason",
+    "expand",
+    "expand_schema_http",
+]
 
 # pyld's _is_absolute_iri, verbatim (re.match: "$" also matches before a final newline).
 _ABSOLUTE_IRI = re.compile(r"^([A-Za-z][A-Za-z0-9+-.]*|_):[^\s]*$")
@@ -76,12 +84,23 @@ _VOCAB_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S*\Z")
 # pyld's context resolver fetches at most this many context URLs in one go (MAX_CONTEXT_URLS).
 _MAX_CONTEXT_URLS = 10
 
+_SCHEMA_HTTPS = "https://schema.org/"
+_SCHEMA_HTTP = "http://schema.org/"
+
+# JSON scalars other than null, which expand to {"@value": ...} (exact types: fast to test).
+_SCALARS = frozenset({str, int, float, bool})
+_UNSEEN = "\x00not yet expanded"  # a marker no key expands to (it is not an absolute IRI)
+
 _MEMO_LIMIT = 4096  # entries per memo (keys, types, compacted IRIs)
 _CHILD_LIMIT = 256  # processed child contexts kept per context
 
 
-class _Decline(Exception):
-    """The input uses something the fast path does not implement; pyld must handle it."""
+class Declined(Exception):
+    """The input uses something the fast path does not implement; pyld must handle it.
+
+    Raised by the compaction primitives (:func:`compact_iri`, :func:`compact_value`); the
+    whole-document functions catch it and return None instead.
+    """
 
 
 def _is_absolute(iri: str) -> bool:
@@ -108,7 +127,7 @@ class _Context:
         """The context that ``local`` (a node's ``@context`` value) makes of this one."""
         entries = local if isinstance(local, list) else [local]
         if sum(isinstance(entry, str) for entry in entries) > _MAX_CONTEXT_URLS:
-            raise _Decline("more context URLs than pyld fetches at once")
+            raise Declined("more context URLs than pyld fetches at once")
         context = self
         for entry in entries:
             if isinstance(entry, str):
@@ -116,17 +135,17 @@ class _Context:
             elif isinstance(entry, dict):
                 key = json.dumps(entry, sort_keys=True)
             else:
-                raise _Decline(f"context entry of type {type(entry).__name__}")
+                raise Declined(f"context entry of type {type(entry).__name__}")
             found = context.children.get(key)
             if found is None:
                 try:
                     found = _process_entry(context, entry)
-                except _Decline as exc:
+                except Declined as exc:
                     found = str(exc)
                 if len(context.children) < _CHILD_LIMIT:
                     context.children[key] = found
             if isinstance(found, str):
-                raise _Decline(found)
+                raise Declined(found)
             context = found
         return context
 
@@ -138,13 +157,13 @@ def _process_entry(parent: _Context, entry: Any) -> _Context:
         try:
             resolved = resolve(entry, None)
         except ValueError as exc:
-            raise _Decline(f"context URL {entry!r} is not absolute") from exc
+            raise Declined(f"context URL {entry!r} is not absolute") from exc
         document = jsonld_loader.served_document(entry) if resolved == entry else None
         if document is None:
-            raise _Decline(f"remote context {entry} is not served")
+            raise Declined(f"remote context {entry} is not served")
         inner = document.get("@context")
         if not isinstance(inner, dict):
-            raise _Decline(f"context {entry} is not a single context object")
+            raise Declined(f"context {entry} is not a single context object")
         return _process_object(parent, inner)
     return _process_object(parent, entry)
 
@@ -153,16 +172,16 @@ def _process_object(parent: _Context, local: dict[str, Any]) -> _Context:
     """pyld's _process_context for one context object of the supported subset."""
     for key in local:
         if key.startswith("@") and key not in ("@vocab", "@version"):
-            raise _Decline(f"context keyword {key}")
+            raise Declined(f"context keyword {key}")
     if "@version" in local:
         version = local["@version"]
         if not (isinstance(version, float) and version == 1.1):
-            raise _Decline("@version other than 1.1")
+            raise Declined("@version other than 1.1")
     vocab = parent.vocab
     if "@vocab" in local:
         value = local["@vocab"]
         if not isinstance(value, str) or not _VOCAB_FORM.match(value):
-            raise _Decline("@vocab that is not an absolute IRI")
+            raise Declined("@vocab that is not an absolute IRI")
         vocab = value  # _expand_iri returns such a value unchanged (suffix starts with //)
     builder = _TermBuilder(parent, local, vocab)
     for term in local:
@@ -209,10 +228,10 @@ class _TermBuilder:
         if term in self.defined:
             if self.defined[term]:
                 return
-            raise _Decline(f"cyclic definition of {term}")
+            raise Declined(f"cyclic definition of {term}")
         self.defined[term] = False
         if not term or term.startswith("@") or ":" in term or "/" in term:
-            raise _Decline(f"term {term!r}")
+            raise Declined(f"term {term!r}")
         value = self.local[term]
         self.terms.pop(term, None)
         self.prefixes.pop(term, None)
@@ -222,7 +241,7 @@ class _TermBuilder:
         elif isinstance(value, dict) and set(value) == {"@id"} and isinstance(value["@id"], str):
             source = value["@id"]
         else:
-            raise _Decline(f"term definition of {term} beyond @id")
+            raise Declined(f"term definition of {term} beyond @id")
         iri = self._target(term, source)
         self.terms[term] = iri
         if simple and iri[-1] in _GEN_DELIMS:
@@ -231,16 +250,16 @@ class _TermBuilder:
 
     def _target(self, term: str, source: str) -> str:
         if source == term:
-            raise _Decline(f"term {term} defined as itself")
+            raise Declined(f"term {term} defined as itself")
         if source.startswith("@"):
             if source not in ("@id", "@type"):
-                raise _Decline(f"term {term} aliases {source}")
+                raise Declined(f"term {term} aliases {source}")
             return source
         iri = self.expand_iri(source)
         if iri is None or iri.startswith("@") or not _is_absolute(iri):
-            raise _Decline(f"term {term} does not map to an absolute IRI")
+            raise Declined(f"term {term} does not map to an absolute IRI")
         if iri.startswith("_:") or iri.endswith("\n"):
-            raise _Decline(f"term {term} maps to a blank node or an IRI ending in a newline")
+            raise Declined(f"term {term} maps to a blank node or an IRI ending in a newline")
         return iri
 
 
@@ -254,7 +273,8 @@ def _root(default_context: bool) -> _Context:
     version = jsonld_loader.registry_version()
     if _ROOTS_VERSION[0] != version:
         _ROOTS.clear()
-        _COMPACTED.clear()
+        _COMPACTED_VOCAB.clear()
+        _COMPACTED_ID.clear()
         _ROOTS_VERSION[0] = version
     name = "schema.org" if default_context else "empty"
     root = _ROOTS.get(name)
@@ -270,12 +290,38 @@ def _root(default_context: bool) -> _Context:
 
 
 class _Expander:
-    """One expansion (pyld's _expand and _expand_object, for the supported subset)."""
+    """One expansion (pyld's _expand and _expand_object, for the supported subset).
 
-    __slots__ = ("base",)
+    With ``schema_http``, every ``https://schema.org/`` IRI in a property, ``@type`` or ``@id``
+    position comes out as ``http://schema.org/`` (what the normaliser does after expanding), and
+    ``mapped`` tells whether any did.
+    """
 
-    def __init__(self, base: str):
+    __slots__ = ("base", "mapped", "schema_http")
+
+    def __init__(self, base: str, schema_http: bool):
         self.base = base
+        self.schema_http = schema_http
+        self.mapped = False
+
+    def http(self, iri: str) -> str:
+        """``iri`` with the https schema.org namespace written as http, when asked for."""
+        if self.schema_http and iri.startswith(_SCHEMA_HTTPS):
+            self.mapped = True
+            return _SCHEMA_HTTP + iri[len(_SCHEMA_HTTPS) :]
+        return iri
+
+    def merge_http(self, rval: dict[str, Any]) -> dict[str, Any]:
+        """Rename a node's https schema.org properties; values of a name met twice are joined
+        (in the order the normaliser's own mapping walk joins them)."""
+        out: dict[str, Any] = {}
+        for key, value in rval.items():
+            name = self.http(key) if key[0] != "@" else key
+            if name in out and isinstance(out[name], list):
+                out[name].extend(value)
+            else:
+                out[name] = value
+        return out
 
     def key(self, ctx: _Context, key: str) -> str | None:
         """A property key's expanded IRI or keyword; None when pyld drops the key."""
@@ -315,13 +361,11 @@ class _Expander:
     def node_id(self, ctx: _Context, value: Any) -> str:
         """An ``@id`` value (document-relative, no vocabulary)."""
         if not isinstance(value, str):
-            raise _Decline("@id that is not a string")
+            raise Declined("@id that is not a string")
         if value.startswith("@"):
-            raise _Decline("@id that looks like a keyword")
+            raise Declined("@id that looks like a keyword")
         iri = self._prefixed(ctx, value)
-        if iri is not None:
-            return iri
-        return self._resolve(value)
+        return self.http(iri if iri is not None else self._resolve(value))
 
     def type_iri(self, ctx: _Context, value: str) -> str:
         """A ``@type`` value (vocabulary-relative, then document-relative)."""
@@ -329,7 +373,7 @@ class _Expander:
         if found is not None:
             return found
         if value.startswith("@"):
-            raise _Decline("@type value that is a keyword")
+            raise Declined("@type value that is a keyword")
         iri = ctx.terms.get(value)
         if iri is None:
             iri = self._prefixed(ctx, value)
@@ -338,7 +382,7 @@ class _Expander:
         if iri is None:
             return self._resolve(value)  # depends on the base: not kept
         if iri.startswith("@"):
-            raise _Decline("@type value that is a keyword alias")
+            raise Declined("@type value that is a keyword alias")
         if len(ctx.types) < _MEMO_LIMIT:
             ctx.types[value] = iri
         return iri
@@ -347,15 +391,20 @@ class _Expander:
         try:
             return str(resolve(value, self.base))
         except ValueError as exc:  # pyld raises it too: let pyld say so
-            raise _Decline(f"unresolvable IRI {value!r}") from exc
+            raise Declined(f"unresolvable IRI {value!r}") from exc
 
     def element(self, ctx: _Context, element: Any, free_floating: bool, in_list: bool) -> Any:
         """pyld's _expand: ``free_floating`` when the active property is None or @graph."""
         if isinstance(element, list):
             out: list[Any] = []
+            keep_scalars = in_list or not free_floating
             for item in element:
+                if type(item) in _SCALARS:  # the common case, inlined
+                    if keep_scalars:
+                        out.append({"@value": item})
+                    continue
                 if in_list and isinstance(item, list):
-                    raise _Decline("list of lists")
+                    raise Declined("list of lists")
                 expanded = self.element(ctx, item, free_floating, in_list)
                 if expanded is None:
                     continue
@@ -378,23 +427,32 @@ class _Expander:
             ctx = ctx.child(element["@context"])
         rval: dict[str, Any] = {}
         type_was_array = False
+        https_keys = False
+        memo = ctx.keys
         for key in sorted(element):
             if key == "@context":
                 continue
-            prop = self.key(ctx, key)
+            prop = memo.get(key, _UNSEEN)
+            if prop is _UNSEEN:
+                prop = self.key(ctx, key)
             if prop is None:
                 continue
             value = element[key]
             if prop[0] == "@":
                 if prop in rval and prop != "@type":
-                    raise _Decline(f"colliding keywords {prop}")
+                    raise Declined(f"colliding keywords {prop}")
                 if prop == "@type" and isinstance(value, list):
                     type_was_array = True
                 self.keyword(ctx, prop, value, rval)
                 continue
-            expanded = self.property_value(ctx, value)
-            if expanded is None:
-                continue
+            if type(value) in _SCALARS:
+                expanded: Any = {"@value": value}
+            else:
+                expanded = self.property_value(ctx, value)
+                if expanded is None:
+                    continue
+            if self.schema_http and prop.startswith(_SCHEMA_HTTPS):
+                https_keys = True
             existing = rval.get(prop)
             if existing is None:
                 rval[prop] = expanded if isinstance(expanded, list) else [expanded]
@@ -402,7 +460,10 @@ class _Expander:
                 existing.extend(expanded)
             else:
                 existing.append(expanded)
-        return self.finish(rval, type_was_array, free_floating, in_list)
+        rval = self.finish(rval, type_was_array, free_floating, in_list)
+        if https_keys and rval is not None:
+            rval = self.merge_http(rval)
+        return rval
 
     def keyword(self, ctx: _Context, prop: str, value: Any, rval: dict[str, Any]) -> None:
         """Add a keyword entry of a JSON object to its expansion ``rval``."""
@@ -412,22 +473,22 @@ class _Expander:
             if isinstance(value, str):
                 value = [value]
             elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise _Decline("@type that is not a string or an array of strings")
+                raise Declined("@type that is not a string or an array of strings")
             for item in value:
-                rval.setdefault("@type", []).append(self.type_iri(ctx, item))
+                rval.setdefault("@type", []).append(self.http(self.type_iri(ctx, item)))
         elif prop == "@value":
             if value is None or isinstance(value, dict | list):
-                raise _Decline("@value that is null, an object or an array")
+                raise Declined("@value that is null, an object or an array")
             rval["@value"] = value
         elif prop == "@language":
             if value is None:
                 return
             if not isinstance(value, str):
-                raise _Decline("@language that is not a string")
+                raise Declined("@language that is not a string")
             rval["@language"] = value.lower()
         elif prop == "@graph":
             if not isinstance(value, dict | list):
-                raise _Decline("@graph that is not an object or an array")
+                raise Declined("@graph that is not an object or an array")
             expanded = self.element(ctx, value, True, False)
             if expanded is not None:
                 rval["@graph"] = expanded if isinstance(expanded, list) else [expanded]
@@ -437,10 +498,10 @@ class _Expander:
                 return
             item = None if value is None else self.element(ctx, value, False, True)
             if item is None:
-                raise _Decline("@list of a value that expands to nothing")
+                raise Declined("@list of a value that expands to nothing")
             rval["@list"] = [item]
         else:
-            raise _Decline(f"keyword {prop}")
+            raise Declined(f"keyword {prop}")
 
     @staticmethod
     def finish(
@@ -450,22 +511,22 @@ class _Expander:
         count = len(rval)
         if "@value" in rval:
             if not set(rval) <= {"@value", "@type", "@language"}:
-                raise _Decline("value object with other entries")
+                raise Declined("value object with other entries")
             if "@type" in rval:
                 if "@language" in rval or type_was_array or len(rval["@type"]) != 1:
-                    raise _Decline("value object with an odd @type")
+                    raise Declined("value object with an odd @type")
                 value_type = rval["@type"][0]
                 if not _is_absolute(value_type) or value_type.startswith("_:"):
-                    raise _Decline("value object typed with a relative IRI or blank node")
+                    raise Declined("value object typed with a relative IRI or blank node")
                 rval["@type"] = value_type
             elif "@language" in rval and not isinstance(rval["@value"], str):
-                raise _Decline("language-tagged value that is not a string")
+                raise Declined("language-tagged value that is not a string")
         elif "@list" in rval:
             if count > 1:
-                raise _Decline("@list with other entries")
+                raise Declined("@list with other entries")
         elif "@language" in rval:
             if count > 1:
-                raise _Decline("@language on a node")
+                raise Declined("@language on a node")
             return None
         if (
             not in_list
@@ -487,16 +548,18 @@ class _Expander:
         return {"@value": value}
 
 
-def _expand(document: Any, base: str, default_context: bool) -> list[Any]:
+def _expand(
+    document: Any, base: str, default_context: bool, schema_http: bool
+) -> tuple[list[Any], bool]:
     if not base:
-        raise _Decline("no base IRI")
-    expander = _Expander(base)
+        raise Declined("no base IRI")
+    expander = _Expander(base, schema_http)
     expanded = expander.element(_root(default_context), document, True, False)
     if isinstance(expanded, dict) and len(expanded) == 1 and "@graph" in expanded:
         expanded = expanded["@graph"]
     if expanded is None:
-        return []
-    return expanded if isinstance(expanded, list) else [expanded]
+        return [], expander.mapped
+    return (expanded if isinstance(expanded, list) else [expanded]), expander.mapped
 
 
 def expand(document: Any, *, base: str, default_context: bool = False) -> list[Any] | None:
@@ -509,25 +572,41 @@ def expand(document: Any, *, base: str, default_context: bool = False) -> list[A
     every input pyld would reject, makes it return None.
     """
     try:
-        return _expand(document, base, default_context)
-    except _Decline:
+        return _expand(document, base, default_context, False)[0]
+    except (Declined, RecursionError):
         return None
-    except RecursionError:
+
+
+def expand_schema_http(
+    document: Any, *, base: str, default_context: bool = False
+) -> tuple[list[Any], bool] | None:
+    """:func:`expand`, with ``https://schema.org/`` IRIs written ``http://schema.org/``.
+
+    Returns the expansion and whether any IRI was so rewritten, exactly what the normaliser's
+    own mapping walk makes of pyld's expansion (properties, ``@type`` values of nodes and
+    values, ``@id``; a property written both ways keeps one name, values joined), in the same
+    walk; or None when the fast path declines.
+    """
+    try:
+        return _expand(document, base, default_context, True)
+    except (Declined, RecursionError):
         return None
 
 
 def decline_reason(document: Any, *, base: str, default_context: bool = False) -> str | None:
     """Why :func:`expand` declines ``document`` (None when it does not): for diagnostics."""
     try:
-        _expand(document, base, default_context)
-    except _Decline as exc:
+        _expand(document, base, default_context, False)
+    except Declined as exc:
         return str(exc)
     return None
 
 
 # --- compaction with the CDIF context --------------------------------------------------------
 
-_COMPACTED: dict[tuple[str, bool], str] = {}
+# Compacted IRIs: for properties and types (vocab), and for @id values.
+_COMPACTED_VOCAB: dict[str, str] = {}
+_COMPACTED_ID: dict[str, str] = {}
 
 
 @cache
@@ -540,18 +619,23 @@ def _cdif_prefixes() -> tuple[tuple[str, str], ...]:
     return tuple((iri, term) for term, iri in bindings.items())
 
 
-def _compact_iri(iri: Any, vocab: bool) -> str:
-    """pyld's _compact_iri with the CDIF context (prefixes only, no @vocab, no base)."""
-    if not isinstance(iri, str):
-        raise _Decline("IRI that is not a string")
-    found = _COMPACTED.get((iri, vocab))
+def compact_iri(iri: Any, *, vocab: bool) -> str:
+    """pyld's _compact_iri with the CDIF context (prefixes only, no @vocab, no base).
+
+    ``vocab`` for properties and ``@type`` values, not for ``@id`` values. Raises
+    :class:`Declined` where pyld would pick a term or raise.
+    """
+    memo = _COMPACTED_VOCAB if vocab else _COMPACTED_ID
+    found = memo.get(iri)
     if found is not None:
         return found
+    if not isinstance(iri, str):
+        raise Declined("IRI that is not a string")
     choice: str | None = None
     for prefix_iri, term in _cdif_prefixes():
         if iri == prefix_iri:
             if vocab:
-                raise _Decline(f"IRI {iri} equals a prefix IRI (term selection)")
+                raise Declined(f"IRI {iri} equals a prefix IRI (term selection)")
             continue
         if iri.startswith(prefix_iri):
             curie = f"{term}:{iri[len(prefix_iri) :]}"
@@ -560,40 +644,47 @@ def _compact_iri(iri: Any, vocab: bool) -> str:
     if choice is None:
         for _, term in _cdif_prefixes():
             if iri.startswith(term + ":"):
-                raise _Decline(f"IRI {iri} could be confused with a compact IRI")
+                raise Declined(f"IRI {iri} could be confused with a compact IRI")
         choice = iri
-    if len(_COMPACTED) < _MEMO_LIMIT:
-        _COMPACTED[(iri, vocab)] = choice
+    if len(memo) < _MEMO_LIMIT:
+        memo[iri] = choice
     return choice
+
+
+def compact_value(item: dict[str, Any]) -> Any:
+    """pyld's _compact_value for a value object (an expanded ``{"@value": ...}``) with the
+    CDIF context: the bare value, or the object with its ``@type`` compacted. Raises
+    :class:`Declined` for ``@index``, ``@direction`` and JSON literals."""
+    value = item["@value"]
+    if isinstance(value, dict | list) or value is None:
+        raise Declined("@value that is null, an object or an array")
+    if len(item) == 1:
+        return value
+    if len(item) == 2 and isinstance(item.get("@type"), str):
+        return {"@type": compact_iri(item["@type"], vocab=True), "@value": value}
+    if len(item) == 2 and isinstance(item.get("@language"), str):
+        return {"@language": item["@language"], "@value": value}
+    raise Declined("value object with other entries")
 
 
 def _compact_item(item: Any) -> Any:
     """One member of an expanded property's array (or of a @list)."""
     if not isinstance(item, dict):
-        raise _Decline("expanded value that is not an object")
+        raise Declined("expanded value that is not an object")
     if "@value" in item:
-        value = item["@value"]
-        if isinstance(value, dict | list) or value is None:
-            raise _Decline("@value that is null, an object or an array")
-        if len(item) == 1:
-            return value
-        if len(item) == 2 and isinstance(item.get("@type"), str):
-            return {"@type": _compact_iri(item["@type"], True), "@value": value}
-        if len(item) == 2 and isinstance(item.get("@language"), str):
-            return {"@language": item["@language"], "@value": value}
-        raise _Decline("value object with other entries")
+        return compact_value(item)
     if "@list" in item:
         members = item["@list"]
         if len(item) != 1 or not isinstance(members, list):
-            raise _Decline("@list with other entries")
+            raise Declined("@list with other entries")
         compacted = []
         for member in members:
             if isinstance(member, dict) and "@list" in member:
-                raise _Decline("list of lists")
+                raise Declined("list of lists")
             compacted.append(_compact_item(member))
         return {"@list": compacted}
     if len(item) == 1 and "@id" in item:
-        return {"@id": _compact_iri(item["@id"], False)}
+        return {"@id": compact_iri(item["@id"], vocab=False)}
     return _compact_node(item)
 
 
@@ -602,19 +693,19 @@ def _compact_node(node: dict[str, Any]) -> dict[str, Any]:
     for key in sorted(node):
         value = node[key]
         if key == "@id":
-            rval["@id"] = _compact_iri(value, False)
+            rval["@id"] = compact_iri(value, vocab=False)
         elif key == "@type":
             if not isinstance(value, list):
-                raise _Decline("@type that is not an array")
-            types = [_compact_iri(t, True) for t in value]
+                raise Declined("@type that is not an array")
+            types = [compact_iri(t, vocab=True) for t in value]
             rval["@type"] = types[0] if len(types) == 1 else types
         elif key.startswith("@"):
-            raise _Decline(f"keyword {key} in a node")
+            raise Declined(f"keyword {key} in a node")
         else:
             if not isinstance(value, list):
-                raise _Decline("property value that is not an array")
+                raise Declined("property value that is not an array")
             items = [_compact_item(item) for item in value]
-            rval[_compact_iri(key, True)] = items[0] if len(items) == 1 else items
+            rval[compact_iri(key, vocab=True)] = items[0] if len(items) == 1 else items
     return rval
 
 
@@ -628,7 +719,6 @@ def compact(node: Any) -> dict[str, Any] | None:
     if not isinstance(node, dict) or "@value" in node or "@list" in node:
         return None
     try:
-        _root(False)  # empties the caches if the loader's registry changed
         return {"@context": jsonld_loader.CDIF_CONTEXT_URL, **_compact_node(node)}
-    except (_Decline, RecursionError):
+    except (Declined, RecursionError):
         return None

@@ -65,6 +65,8 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 from urllib.parse import urldefrag
 
@@ -205,15 +207,28 @@ def _walk_nodes(value: Any) -> Iterator[dict[str, Any]]:
         item = stack.pop()
         if isinstance(item, list):
             stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            if "@value" in item:
+            continue
+        if not isinstance(item, dict) or "@value" in item:
+            continue
+        if "@list" in item:
+            stack.append(item["@list"])
+            continue
+        yield item
+        # The children to visit next, in order; values and scalars hold no nodes, and lists
+        # of them are the common case: they are looked into here rather than stacked.
+        children: list[Any] = []
+        for key, child in item.items():
+            if key in ("@id", "@type", "@context"):
                 continue
-            if "@list" in item:
-                stack.append(item["@list"])
-                continue
-            yield item
-            children = [v for k, v in item.items() if k not in ("@id", "@type", "@context")]
-            stack.extend(reversed(children))
+            if isinstance(child, list):
+                children.extend(
+                    c
+                    for c in child
+                    if isinstance(c, list) or (isinstance(c, dict) and "@value" not in c)
+                )
+            elif isinstance(child, dict) and "@value" not in child:
+                children.append(child)
+        stack.extend(reversed(children))
 
 
 def _merge_into(target: dict[str, Any], other: dict[str, Any]) -> None:
@@ -229,6 +244,10 @@ def _merge_into(target: dict[str, Any], other: dict[str, Any]) -> None:
             target[key] = list(value) if isinstance(value, list) else value
             continue
         if not isinstance(target[key], list) or not isinstance(value, list):
+            continue
+        if repr(value) == repr(target[key]):
+            # The same values written again (a node repeated in full): nothing to add. Equal
+            # reprs mean equal types and key orders too, so each item has its twin in target.
             continue
         seen = {json.dumps(item, sort_keys=True) for item in target[key]}
         for item in value:
@@ -323,7 +342,10 @@ def _prepare(document: Any, notes: list[str]) -> tuple[Any, bool]:
     def walk(item: Any, depth: int) -> Any:
         nonlocal found_context
         if isinstance(item, list):
-            return [walk(child, depth + 1) for child in item]
+            return [
+                walk(child, depth + 1) if isinstance(child, dict | list) else child
+                for child in item
+            ]
         if not isinstance(item, dict):
             return item
         out: dict[str, Any] = {}
@@ -336,7 +358,7 @@ def _prepare(document: Any, notes: list[str]) -> tuple[Any, bool]:
                     out[key] = cleaned
             elif key == "@id" and (not isinstance(child, str) or not child.strip()):
                 notes.append(f"unusable @id {json.dumps(child)} ignored")
-            elif key == "@value":
+            elif key == "@value" or not isinstance(child, dict | list):
                 out[key] = child
             else:
                 out[key] = walk(child, depth + 1)
@@ -548,24 +570,32 @@ def _strip_fragment(url: str) -> str:
 # --- step 5: compact and shape -----------------------------------------------------------
 
 
+_CHILD_WHERE = {"schema:distribution": "distribution", "schema:target": "entrypoint"}
+
+
+def _wants_array(key: str, where: str) -> bool:
+    return (
+        key in _ARRAY_KEYS_EVERYWHERE
+        or (where == "root" and key in _ARRAY_KEYS_ROOT)
+        or (where == "distribution" and key in _ARRAY_KEYS_DISTRIBUTION)
+        or (where == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
+    )
+
+
+def _child_where(key: str, where: str) -> str:
+    if key == "schema:subjectOf" and where == "root":
+        return "record"
+    return _CHILD_WHERE.get(key, "node")
+
+
 def _shape_value(key: str, value: Any, where: str) -> Any:
     if key == "schema:creator":
         if isinstance(value, dict) and "@list" in value:
             value = {"@list": [_shape(v, "agent") for v in _as_list(value["@list"])]}
             return value
         return {"@list": [_shape(v, "agent") for v in _as_list(value)]}
-    wants_array = (
-        key in _ARRAY_KEYS_EVERYWHERE
-        or (where == "root" and key in _ARRAY_KEYS_ROOT)
-        or (where == "distribution" and key in _ARRAY_KEYS_DISTRIBUTION)
-        or (where == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
-    )
-    child_where = {
-        "schema:distribution": "distribution",
-        "schema:target": "entrypoint",
-    }.get(key, "node")
-    if key == "schema:subjectOf" and where == "root":
-        child_where = "record"
+    wants_array = _wants_array(key, where)
+    child_where = _child_where(key, where)
     items = [_shape(v, child_where) for v in _as_list(value)]
     if key in _STRING_VALUED_KEYS:
         items = [v["@id"] if _is_reference(v) else v for v in items]
@@ -592,17 +622,111 @@ def _shape(value: Any, where: str) -> Any:
     return out
 
 
+# The fast path compacts and shapes in one walk: _fast_shape_node(node, where) is
+# _shape(<pyld's compaction of node with the CDIF context>, where), built with the compaction
+# primitives of jsonld_fast (which raise jsonld_fast.Declined where they are not exact).
+
+
+_PLAIN = frozenset({str, int, float, bool})
+
+
+def _fast_shape_item(item: Any, where: str) -> Any:
+    if not isinstance(item, dict):
+        raise jsonld_fast.Declined("expanded value that is not an object")
+    if "@value" in item:
+        if len(item) == 1 and type(item["@value"]) in _PLAIN:
+            return item["@value"]  # compact_value's common case, inlined
+        return jsonld_fast.compact_value(item)  # _shape keeps values as they are
+    if "@list" in item:
+        members = item["@list"]
+        if len(item) != 1 or not isinstance(members, list):
+            raise jsonld_fast.Declined("@list with other entries")
+        shaped = []
+        for member in members:
+            if not isinstance(member, dict) or "@list" in member:
+                raise jsonld_fast.Declined("list of lists, or a bare list member")
+            shaped.append(_fast_shape_item(member, where))
+        return {"@list": shaped}
+    if len(item) == 1 and "@id" in item:
+        return {"@id": jsonld_fast.compact_iri(item["@id"], vocab=False)}
+    return _fast_shape_node(item, where)
+
+
+@lru_cache(maxsize=4096)
+def _shape_rule(key: str, where: str) -> tuple[str, str, bool]:
+    """How _shape_value treats ``key`` at ``where``: (kind, where its values go, array?)."""
+    if key == "schema:creator":
+        kind = "creator"
+    elif key == "dcterms:conformsTo":
+        kind = "conformsTo"
+    elif key in _STRING_VALUED_KEYS:
+        kind = "string"
+    else:
+        kind = "plain"
+    return kind, _child_where(key, where), _wants_array(key, where)
+
+
+def _fast_shape_values(key: str, items: list[Any], where: str) -> Any:
+    """_shape_value(key, <compacted items>, where); compaction gives one item bare."""
+    kind, child_where, wants_array = _shape_rule(key, where)
+    if kind == "creator":
+        if len(items) == 1 and isinstance(items[0], dict) and "@list" in items[0]:
+            return _fast_shape_item(items[0], "agent")
+        return {"@list": [_fast_shape_item(item, "agent") for item in items]}
+    if len(items) == 1 and kind == "plain":  # the common case: one literal
+        item = items[0]
+        if isinstance(item, dict) and len(item) == 1 and type(item.get("@value")) in _PLAIN:
+            return [item["@value"]] if wants_array else item["@value"]
+    shaped = [_fast_shape_item(item, child_where) for item in items]
+    if kind == "string":
+        shaped = [v["@id"] if _is_reference(v) else v for v in shaped]
+    elif kind == "conformsTo":
+        shaped = [{"@id": v} if isinstance(v, str) else v for v in shaped]
+    if len(shaped) != 1 or wants_array:
+        return shaped
+    return shaped[0]
+
+
+def _fast_shape_node(node: dict[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "@id" in node:
+        out["@id"] = jsonld_fast.compact_iri(node["@id"], vocab=False)
+    if "@type" in node:
+        types = node["@type"]
+        if not isinstance(types, list):
+            raise jsonld_fast.Declined("@type that is not an array")
+        out["@type"] = [jsonld_fast.compact_iri(t, vocab=True) for t in types]
+    properties: list[tuple[str, list[Any]]] = []
+    for key, value in node.items():
+        if key[:1] == "@":
+            if key in ("@id", "@type"):
+                continue
+            raise jsonld_fast.Declined(f"{key} in a node")
+        if not isinstance(value, list):
+            raise jsonld_fast.Declined("property value that is not an array")
+        properties.append((jsonld_fast.compact_iri(key, vocab=True), value))
+    properties.sort(key=itemgetter(0))
+    for name, items in properties:
+        out[name] = _fast_shape_values(name, items, where)
+    return out
+
+
 def _compact(node: dict[str, Any], fast_path: bool) -> dict[str, Any]:
-    compacted = jsonld_fast.compact(node) if fast_path else None
-    if compacted is None:
-        # Compacting with the context's URL (served by the offline loader, tagged static)
-        # lets pyld reuse its processed form without hashing an inline context on every
-        # call; the output's "@context" (the URL) is then replaced by the context itself.
-        compacted = jsonld.compact(
-            node,
-            jsonld_loader.CDIF_CONTEXT_URL,
-            {"documentLoader": jsonld_loader.document_loader, "skipExpansion": True},
-        )
+    if fast_path:
+        try:
+            shaped = _fast_shape_node(node, "root")
+        except jsonld_fast.Declined:
+            pass
+        else:
+            return {"@context": jsonld_loader.cdif_context(), **shaped}
+    # Compacting with the context's URL (served by the offline loader, tagged static) lets
+    # pyld reuse its processed form without hashing an inline context on every call; the
+    # output's "@context" (the URL) is then replaced by the context itself.
+    compacted = jsonld.compact(
+        node,
+        jsonld_loader.CDIF_CONTEXT_URL,
+        {"documentLoader": jsonld_loader.document_loader, "skipExpansion": True},
+    )
     if not isinstance(compacted, dict):
         raise NormalisationError("JSON-LD compaction did not return an object")
     compacted["@context"] = jsonld_loader.cdif_context()
@@ -615,11 +739,12 @@ def _compact(node: dict[str, Any], fast_path: bool) -> dict[str, Any]:
 # --- the entry point ---------------------------------------------------------------------
 
 
-def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> list[Any]:
+def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> tuple[list[Any], bool]:
+    """Expanded JSON-LD with https schema.org IRIs as http, and whether any was mapped."""
     if fast_path:
-        expanded = jsonld_fast.expand(prepared, base=base, default_context=not has_context)
-        if expanded is not None:
-            return expanded
+        found = jsonld_fast.expand_schema_http(prepared, base=base, default_context=not has_context)
+        if found is not None:
+            return found
     options: dict[str, Any] = {"documentLoader": jsonld_loader.document_loader, "base": base}
     if not has_context:
         options["expandContext"] = {"@context": jsonld_loader.schema_org_context()}
@@ -631,7 +756,8 @@ def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> lis
             f"{str(exc).splitlines()[0]}",
             reason="normalisation-failed",
         ) from exc
-    return list(expanded)
+    mapped_nodes, mapped = _https_to_http(expanded)
+    return list(mapped_nodes), mapped
 
 
 def normalise(
@@ -658,8 +784,7 @@ def normalise(
     base = _strip_fragment(document_url)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
-    expanded = _expand(prepared, base, has_context, fast_path)
-    expanded, mapped = _https_to_http(expanded)
+    expanded, mapped = _expand(prepared, base, has_context, fast_path)
     if mapped:
         doc_notes.append("https://schema.org/ IRIs mapped to http://schema.org/")
     tops = _top_nodes(_as_list(expanded))
