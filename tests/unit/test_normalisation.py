@@ -25,13 +25,16 @@ CASES = sorted(p.name.removesuffix(".input.json") for p in GOLDEN.glob("*.input.
 
 
 def _as_dict(result: NormalisedRecord) -> dict[str, Any]:
-    return {
+    found = {
         "record_id": result.record_id,
         "resource_id": result.resource_id,
         "identity_fallback": result.identity_fallback,
         "notes": list(result.notes),
         "record": result.record,
     }
+    if result.item_list is not None:  # only records that came from an ItemList have one
+        found["item_list"] = result.item_list
+    return found
 
 
 def _load(name: str) -> Any:
@@ -366,3 +369,37 @@ def test_returned_records_share_nothing_mutable() -> None:
     again = normalise(_node_sharing_document(), document_url=DOCUMENT_URL)
     assert again[0].record["@context"]["schema"] == "http://schema.org/"
     assert again[0].record["schema:creator"]["@list"][0]["schema:name"] == "Written in A"
+
+
+# --- ItemLists: each element its own record, the list kept as provenance
+
+
+def test_itemlist_elements_keep_the_list_as_provenance() -> None:
+    results = normalise(_load("itemlist_positions.input.json"), document_url=DOCUMENT_URL)
+    positions = {r.resource_id: (r.item_list or {}).get("position") for r in results}
+    # Declared positions (a number, or a string of digits), else the element's place
+    assert positions == {
+        "https://doi.org/10.5072/snap-b": 2,
+        "https://doi.org/10.5072/snap-a": 1,
+        "https://doi.org/10.5072/snap-c": 4,
+        "https://doi.org/10.5072/snap-d": 5,
+        "https://doi.org/10.5072/unlisted": None,
+    }
+    listed = [r for r in results if r.item_list is not None]
+    assert {r.item_list["id"] for r in listed if r.item_list} == {
+        "https://catalogue.example.org/lists/2025-snapshots"
+    }
+
+
+def test_a_list_without_identity_gives_positions_only() -> None:
+    document = {
+        "@context": "https://schema.org",
+        "@type": "ItemList",
+        "@id": "_:list",
+        "itemListElement": [
+            {"@type": "ListItem", "position": "first", "item": {"@type": "Dataset", "name": "x"}},
+            {"@type": "Dataset", "@id": "https://doi.org/10.5072/y", "name": "y"},
+        ],
+    }
+    results = normalise(document, document_url=DOCUMENT_URL)
+    assert [r.item_list for r in results] == [{"position": 1}, {"position": 2}]

@@ -22,9 +22,11 @@ document, which gives exactly pyld's output, and pyld otherwise):
    IRI the CDIF schemas and schema.org's own context use).
 3. *Find the Datasets*: top-level nodes (root, top-level array, ``@graph``), the ``about`` of a
    metadata record (older shape, discoverability Appendix 1 "Option 2") and the elements of an
-   ``ItemList`` (Appendix 1, Example 3). Nodes that share an ``@id`` are merged first, so a
-   Dataset and its catalog record given as separate nodes are joined by ``@id``. A Dataset
-   typed ``dcat:CatalogRecord`` is a metadata record, not a resource.
+   ``ItemList`` (Appendix 1, Example 3; CDIF-list-1.0: each element becomes its own record, the
+   list is kept as its provenance, ``NormalisedRecord.item_list``). Nodes that share an
+   ``@id`` are merged first, so a Dataset and its catalog record given as separate nodes are
+   joined by ``@id``. A Dataset typed ``dcat:CatalogRecord`` is a metadata record, not a
+   resource.
 4. *Pair each Dataset with its metadata record*: the record whose ``about`` names it, else the
    ``subjectOf`` value that is a catalog record / points back with ``about`` / declares
    ``dcterms:conformsTo``. An older-shape record typed e.g. ``DigitalDocument`` keeps its types
@@ -90,6 +92,8 @@ _ENCODING = SCHEMA + "encoding"
 _SCHEMA_VERSION = SCHEMA + "schemaVersion"
 _ITEM_LIST_ELEMENT = SCHEMA + "itemListElement"
 _ITEM = SCHEMA + "item"
+_NAME = SCHEMA + "name"
+_POSITION = SCHEMA + "position"
 _URL = SCHEMA + "url"
 _VALUE = SCHEMA + "value"
 _CATALOG_RECORD_LITERAL = "dcat:CatalogRecord"
@@ -141,13 +145,21 @@ class NormalisationError(PermanentError):
 
 @dataclass(frozen=True)
 class NormalisedRecord:
-    """One Dataset of a document in the CDIF 1.0 shape, with its identities and notes."""
+    """One Dataset of a document in the CDIF 1.0 shape, with its identities and notes.
+
+    ``item_list`` is set for a Dataset that is an element of a CDIF-list-1.0 ``ItemList``
+    (each element becomes its own record; the list is kept as provenance): the list's ``id``
+    (its ``@id``, when usable), ``name`` and ``url`` where the list declares them, and the
+    element's ``position``: the ``ListItem``'s ``schema:position`` when it is an integer, else
+    the element's place in ``itemListElement`` (1-based). None for any other Dataset.
+    """
 
     record: dict[str, Any]
     record_id: str
     resource_id: str
     identity_fallback: bool
     notes: tuple[str, ...]
+    item_list: dict[str, Any] | None = None
 
 
 # --- small helpers on expanded JSON-LD ---------------------------------------------------
@@ -375,6 +387,39 @@ class _Candidate:
     node: dict[str, Any]
     record: dict[str, Any] | None
     how: str | None  # how the record was paired, for the notes
+    item_list: dict[str, Any] | None = None  # the ItemList it is an element of, if any
+
+
+def _first_text(node: dict[str, Any], prop: str) -> str | None:
+    for value in _as_list(node.get(prop)):
+        if isinstance(value, dict):
+            text = value.get("@value", value.get("@id"))
+            if isinstance(text, str) and text.strip():
+                return text.strip()
+    return None
+
+
+def _list_provenance(item_list: dict[str, Any], element: Any, ordinal: int) -> dict[str, Any]:
+    """The ItemList an element came from, for its record's provenance (see NormalisedRecord)."""
+    provenance: dict[str, Any] = {}
+    list_id = item_list.get("@id")
+    if isinstance(list_id, str) and not is_junk_id(list_id):
+        provenance["id"] = list_id
+    for key, prop in (("name", _NAME), ("url", _URL)):
+        text = _first_text(item_list, prop)
+        if text is not None:
+            provenance[key] = text
+    position = ordinal
+    if isinstance(element, dict):
+        for value in _as_list(element.get(_POSITION)):
+            declared = value.get("@value") if isinstance(value, dict) else None
+            if isinstance(declared, str) and declared.strip().isdigit():
+                declared = int(declared.strip())
+            if isinstance(declared, int) and not isinstance(declared, bool):
+                position = declared
+                break
+    provenance["position"] = position
+    return provenance
 
 
 def _top_nodes(expanded: list[Any]) -> list[dict[str, Any]]:
@@ -405,21 +450,29 @@ def _find_candidates(
         node_id = node.get("@id")
         return node_id if isinstance(node_id, str) else id(node)
 
-    def add(node: dict[str, Any], record: dict[str, Any] | None, how: str | None) -> None:
+    def add(
+        node: dict[str, Any],
+        record: dict[str, Any] | None,
+        how: str | None,
+        item_list: dict[str, Any] | None,
+    ) -> None:
         key = key_of(node)
         if key not in found:
             order.append(key)
-            found[key] = _Candidate(node=node, record=record, how=how)
-        elif record is not None and found[key].record is None:
+            found[key] = _Candidate(node=node, record=record, how=how, item_list=item_list)
+            return
+        if record is not None and found[key].record is None:
             found[key].record = record
             found[key].how = how
+        if found[key].item_list is None:
+            found[key].item_list = item_list
 
-    def visit(raw: Any, depth: int) -> None:
+    def visit(raw: Any, depth: int, item_list: dict[str, Any] | None) -> None:
         node = resolve(raw)
         if not _is_node(node) or depth > 4:
             return
         if _is_dataset(node) and not _is_catalog_record(node):
-            add(node, None, None)
+            add(node, None, None, item_list)
         elif _ABOUT in node:
             for target in _as_list(node[_ABOUT]):
                 resolved = resolve(target)
@@ -434,17 +487,18 @@ def _find_candidates(
                         else "metadata record at the root with the resource under 'about'"
                         " (older shape)"
                     )
-                    add(resolved, node, how)
-        for element in _as_list(node.get(_ITEM_LIST_ELEMENT)):
+                    add(resolved, node, how, item_list)
+        for ordinal, element in enumerate(_as_list(node.get(_ITEM_LIST_ELEMENT)), start=1):
             element_node = resolve(element)
+            provenance = _list_provenance(node, element_node, ordinal)
             if _is_node(element_node) and _ITEM in element_node and not _is_dataset(element_node):
                 for item in _as_list(element_node[_ITEM]):
-                    visit(item, depth + 1)
+                    visit(item, depth + 1, provenance)
             else:
-                visit(element, depth + 1)
+                visit(element, depth + 1, provenance)
 
     for top in tops:
-        visit(top, 0)
+        visit(top, 0, None)
     return [found[key] for key in order]
 
 
@@ -874,4 +928,5 @@ def _normalise_one(
         resource_id=resource_id,
         identity_fallback=fallback,
         notes=tuple(notes),
+        item_list=candidate.item_list,
     )
