@@ -32,6 +32,8 @@ from cdif_harvester.domain.normalisation import (
     NormalisationError,
     _https_to_http,
     _prepare,
+    _top_nodes,
+    _walk_nodes,
     normalise,
 )
 
@@ -83,6 +85,7 @@ class Tally:
     declined: int = 0
     compacted: int = 0
     compaction_declined: int = 0
+    ordered: int = 0
 
 
 def _expanded_nodes(expanded: Any) -> Iterator[dict[str, Any]]:
@@ -117,7 +120,18 @@ def check_both_paths(document: Any, tally: Tally) -> None:
                 mapped = jsonld_fast.expand_schema_http(
                     prepared, base=BASE, default_context=not has_context
                 )
-                assert json.dumps(mapped) == json.dumps(_https_to_http(slow)), document
+                assert mapped is not None
+                assert json.dumps([mapped.nodes, mapped.mapped]) == json.dumps(
+                    _https_to_http(slow)
+                ), document
+                if mapped.identified is not None:  # the nodes the index walk would find
+                    walked = [
+                        node
+                        for node in _walk_nodes(_top_nodes(mapped.nodes))
+                        if isinstance(node.get("@id"), str) and set(node) != {"@id"}
+                    ]
+                    assert [id(n) for n in mapped.identified] == [id(n) for n in walked]
+                    tally.ordered += 1
             if isinstance(slow, list):
                 for node in _expanded_nodes(slow):
                     compacted = jsonld_fast.compact(node)
@@ -592,3 +606,35 @@ def test_registering_a_context_is_seen_by_the_fast_path(monkeypatch: pytest.Monk
 def test_bench_documents_hold_datasets() -> None:
     # The benchmark's blocks used above are what the extractor normalises
     assert sum(has_dataset(json.loads(text)) for text in _bench_documents()) == 48
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {  # two keys name one property, with a third key between them
+            "@context": {"@vocab": "http://schema.org/", "schema": "http://schema.org/"},
+            "@type": "Dataset",
+            "creator": {"@id": "https://x.example/a", "name": "a"},
+            "description": {"@id": "https://x.example/b", "name": "b"},
+            "schema:creator": {"@id": "https://x.example/c", "name": "c"},
+        },
+        {  # the same once https://schema.org/ is written as http
+            "@context": {"@vocab": "https://schema.org/", "h": "http://schema.org/"},
+            "@type": "Dataset",
+            "creator": {"@id": "https://x.example/a", "name": "a"},
+            "description": {"@id": "https://x.example/b", "name": "b"},
+            "h:creator": {"@id": "https://x.example/c", "name": "c"},
+        },
+        [  # a list of nodes dropped at the top, holding a node
+            {
+                "@context": "https://schema.org",
+                "@list": [{"@id": "https://x.example/l", "name": "l"}],
+            },
+            {"@context": "https://schema.org", "@type": "Dataset", "@id": "https://x.example/d"},
+        ],
+    ],
+)
+def test_the_recorded_node_order_is_the_walk_order_or_none(document: Any) -> None:
+    tally = Tally()
+    check_both_paths(document, tally)
+    assert tally.expanded == 1

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -57,6 +58,7 @@ from cdif_harvester.domain import jsonld_loader
 
 __all__ = [
     "Declined",
+    "Expansion",
     "compact",
     "compact_iri",
     "compact_value",
@@ -297,12 +299,18 @@ class _Expander:
     ``mapped`` tells whether any did.
     """
 
-    __slots__ = ("base", "mapped", "schema_http")
+    __slots__ = ("base", "in_order", "mapped", "nodes", "schema_http")
 
     def __init__(self, base: str, schema_http: bool):
         self.base = base
         self.schema_http = schema_http
         self.mapped = False
+        # The expanded objects in the order their JSON objects were entered (a slot each, None
+        # where the result is no node with an @id): the depth-first document order of the
+        # result, as long as no entry of a node was filled from two keys and nothing holding
+        # nodes was dropped (in_order says so).
+        self.nodes: list[dict[str, Any] | None] = []
+        self.in_order = True
 
     def http(self, iri: str) -> str:
         """``iri`` with the https schema.org namespace written as http, when asked for."""
@@ -318,6 +326,7 @@ class _Expander:
         for key, value in rval.items():
             name = self.http(key) if key[0] != "@" else key
             if name in out and isinstance(out[name], list):
+                self.in_order = False
                 out[name].extend(value)
             else:
                 out[name] = value
@@ -425,6 +434,8 @@ class _Expander:
         """A JSON object: node, value object or list object; None when pyld drops it."""
         if "@context" in element:
             ctx = ctx.child(element["@context"])
+        slot = len(self.nodes)
+        self.nodes.append(None)
         rval: dict[str, Any] = {}
         type_was_array = False
         https_keys = False
@@ -456,14 +467,22 @@ class _Expander:
             existing = rval.get(prop)
             if existing is None:
                 rval[prop] = expanded if isinstance(expanded, list) else [expanded]
-            elif isinstance(expanded, list):
+                continue
+            self.in_order = False
+            if isinstance(expanded, list):
                 existing.extend(expanded)
             else:
                 existing.append(expanded)
-        rval = self.finish(rval, type_was_array, free_floating, in_list)
-        if https_keys and rval is not None:
-            rval = self.merge_http(rval)
-        return rval
+        result = self.finish(rval, type_was_array, free_floating, in_list)
+        if result is None:
+            if len(self.nodes) > slot + 1:
+                self.in_order = False  # dropped with what it held
+            return None
+        if https_keys:
+            result = self.merge_http(result)
+        if isinstance(result.get("@id"), str) and len(result) > 1 and "@value" not in result:
+            self.nodes[slot] = result
+        return result
 
     def keyword(self, ctx: _Context, prop: str, value: Any, rval: dict[str, Any]) -> None:
         """Add a keyword entry of a JSON object to its expansion ``rval``."""
@@ -548,9 +567,23 @@ class _Expander:
         return {"@value": value}
 
 
-def _expand(
-    document: Any, base: str, default_context: bool, schema_http: bool
-) -> tuple[list[Any], bool]:
+@dataclass(frozen=True)
+class Expansion:
+    """The result of :func:`expand_schema_http`.
+
+    ``nodes`` is the expanded document; ``mapped`` whether an https schema.org IRI was
+    rewritten; ``identified`` the node objects of ``nodes`` that carry a string ``@id`` and
+    more than that (not bare references, not value or list objects), in depth-first document
+    order, each once, or None when the walk cannot vouch for that order (a node entry filled
+    from two keys, a dropped object holding nodes, a top-level node with ``@graph``).
+    """
+
+    nodes: list[Any]
+    mapped: bool
+    identified: list[dict[str, Any]] | None
+
+
+def _expand(document: Any, base: str, default_context: bool, schema_http: bool) -> Expansion:
     if not base:
         raise Declined("no base IRI")
     expander = _Expander(base, schema_http)
@@ -558,8 +591,14 @@ def _expand(
     if isinstance(expanded, dict) and len(expanded) == 1 and "@graph" in expanded:
         expanded = expanded["@graph"]
     if expanded is None:
-        return [], expander.mapped
-    return (expanded if isinstance(expanded, list) else [expanded]), expander.mapped
+        expanded = []
+    elif not isinstance(expanded, list):
+        expanded = [expanded]
+    in_order = expander.in_order and not any(
+        isinstance(node, dict) and "@graph" in node for node in expanded
+    )
+    identified = [node for node in expander.nodes if node is not None] if in_order else None
+    return Expansion(expanded, expander.mapped, identified)
 
 
 def expand(document: Any, *, base: str, default_context: bool = False) -> list[Any] | None:
@@ -572,20 +611,20 @@ def expand(document: Any, *, base: str, default_context: bool = False) -> list[A
     every input pyld would reject, makes it return None.
     """
     try:
-        return _expand(document, base, default_context, False)[0]
+        return _expand(document, base, default_context, False).nodes
     except (Declined, RecursionError):
         return None
 
 
 def expand_schema_http(
     document: Any, *, base: str, default_context: bool = False
-) -> tuple[list[Any], bool] | None:
+) -> Expansion | None:
     """:func:`expand`, with ``https://schema.org/`` IRIs written ``http://schema.org/``.
 
-    Returns the expansion and whether any IRI was so rewritten, exactly what the normaliser's
-    own mapping walk makes of pyld's expansion (properties, ``@type`` values of nodes and
-    values, ``@id``; a property written both ways keeps one name, values joined), in the same
-    walk; or None when the fast path declines.
+    The :class:`Expansion` is exactly what the normaliser's own mapping walk makes of pyld's
+    expansion (properties, ``@type`` values of nodes and values, ``@id``; a property written
+    both ways keeps one name, values joined), done in the same walk; or None when the fast
+    path declines.
     """
     try:
         return _expand(document, base, default_context, True)

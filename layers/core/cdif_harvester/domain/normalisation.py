@@ -269,17 +269,20 @@ def _merge_into(target: dict[str, Any], other: dict[str, Any]) -> None:
                 seen.add(marker)
 
 
-def _build_index(top_nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _build_index(
+    top_nodes: list[dict[str, Any]], identified: list[dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """Merge every node object that carries an ``@id`` into one node per id.
 
     The index holds the node object itself while its id is met once; the first time a second
     node with the same id turns up, the entry becomes a copy (its lists copied too) and the
     others are merged into that copy. So the tree the index was built from is never altered:
-    a node written inside another one stays exactly as it was written there.
+    a node written inside another one stays exactly as it was written there. ``identified``,
+    when given, lists those nodes in walk order already (the fast expansion records them).
     """
     index: dict[str, dict[str, Any]] = {}
     private: set[str] = set()
-    for node in _walk_nodes(top_nodes):
+    for node in _walk_nodes(top_nodes) if identified is None else identified:
         node_id = node.get("@id")
         if not isinstance(node_id, str) or _is_reference(node):
             continue
@@ -793,7 +796,7 @@ def _compact(node: dict[str, Any], fast_path: bool) -> dict[str, Any]:
 # --- the entry point ---------------------------------------------------------------------
 
 
-def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> tuple[list[Any], bool]:
+def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> jsonld_fast.Expansion:
     """Expanded JSON-LD with https schema.org IRIs as http, and whether any was mapped."""
     if fast_path:
         found = jsonld_fast.expand_schema_http(prepared, base=base, default_context=not has_context)
@@ -811,7 +814,7 @@ def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> tup
             reason="normalisation-failed",
         ) from exc
     mapped_nodes, mapped = _https_to_http(expanded)
-    return list(mapped_nodes), mapped
+    return jsonld_fast.Expansion(list(mapped_nodes), mapped, None)
 
 
 def normalise(
@@ -838,11 +841,12 @@ def normalise(
     base = _strip_fragment(document_url)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
-    expanded, mapped = _expand(prepared, base, has_context, fast_path)
-    if mapped:
+    expansion = _expand(prepared, base, has_context, fast_path)
+    expanded = expansion.nodes
+    if expansion.mapped:
         doc_notes.append("https://schema.org/ IRIs mapped to http://schema.org/")
     tops = _top_nodes(_as_list(expanded))
-    index = _build_index(tops)
+    index = _build_index(tops, expansion.identified)
     candidates = _find_candidates(tops, index)
     if not candidates:
         refused = [n for n in doc_notes if n.startswith("remote context")]
