@@ -87,6 +87,127 @@ def test_parse_jsonld_repairs_and_records_them(text: str, repairs: tuple[str, ..
     assert parsed.repairs == repairs
 
 
+@pytest.mark.parametrize(
+    ("text", "data", "repairs"),
+    [
+        (
+            '{"a": 1, // the first\n "b": "https://x.org/y" /* a "quoted" note */}',
+            {"a": 1, "b": "https://x.org/y"},
+            ("removed comments",),
+        ),
+        ('{"a": "a // b /* c */"}/* x */', {"a": "a // b /* c */"}, ("removed comments",)),
+        (
+            '{"a": "line one\nline two\ttab\u0001"}',
+            {"a": "line one\nline two\ttab\u0001"},
+            ("escaped control characters in strings",),
+        ),
+        ('{"a": 1}}', {"a": 1}, ("removed a stray closing brace or bracket",)),
+        ('{"a": [1, 2]}]\n', {"a": [1, 2]}, ("removed a stray closing brace or bracket",)),
+        (
+            '{"a": {"b": 1}}, "c": "}"}',
+            {"a": {"b": 1}, "c": "}"},
+            ("removed a stray closing brace or bracket",),
+        ),
+        (
+            '{"a": [1,], // note\n}}',
+            {"a": [1]},
+            (
+                "removed comments",
+                "removed trailing commas",
+                "removed a stray closing brace or bracket",
+            ),
+        ),
+        # entities belong to the publisher's text unless the body itself was escaped
+        (
+            '{"a": "R&amp;D &copy", "b": 1,}',
+            {"a": "R&amp;D &copy", "b": 1},
+            ("removed trailing commas",),
+        ),
+        (
+            "{&quot;a&quot;: &quot;R&amp;amp;D&quot;}",
+            {"a": "R&amp;D"},
+            ("unescaped HTML entities",),
+        ),
+    ],
+)
+def test_more_repairs_are_made_and_recorded(text: str, data: Any, repairs: tuple[str, ...]) -> None:
+    parsed = parse_jsonld(text)
+    assert (parsed.data, parsed.repairs) == (data, repairs)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1 /* never closed }',
+        '{"a":\u0001 1}',
+        '{"a": 1};',
+        '{"a": 1 "b": 2}}',
+    ],
+)
+def test_what_no_repair_can_save_is_still_refused(text: str) -> None:
+    with pytest.raises(ExtractionError):
+        parse_jsonld(text)
+
+
+@pytest.mark.parametrize(
+    ("context", "repaired", "repairs"),
+    [
+        ("https://schema.org", "https://schema.org", ()),
+        ("http://schema.org/", "http://schema.org/", ()),
+        ("https://example.org/context.jsonld", "https://example.org/context.jsonld", ()),
+        (
+            "schema.org",
+            "https://schema.org/",
+            ("@context 'schema.org' read as https://schema.org/",),
+        ),
+        (
+            "HTTPS://WWW.SCHEMA.ORG/",
+            "https://schema.org/",
+            ("@context 'HTTPS://WWW.SCHEMA.ORG/' read as https://schema.org/",),
+        ),
+        (
+            "//schema.org#",
+            "https://schema.org/",
+            ("@context '//schema.org#' read as https://schema.org/",),
+        ),
+        (
+            '{"@vocab": "https://schema.org/"}',
+            {"@vocab": "https://schema.org/"},
+            ("string-valued @context parsed as JSON",),
+        ),
+        (
+            ["www.schema.org", {"dct": "http://purl.org/dc/terms/"}],
+            ["https://schema.org/", {"dct": "http://purl.org/dc/terms/"}],
+            ("@context 'www.schema.org' read as https://schema.org/",),
+        ),
+        ('{"@vocab": broken', '{"@vocab": broken', ()),
+    ],
+)
+def test_string_context_that_means_schema_org_is_repaired(
+    context: Any, repaired: Any, repairs: tuple[str, ...]
+) -> None:
+    document = {"@context": context, "@type": "Dataset", "name": "x"}
+    parsed = parse_jsonld(json.dumps(document))
+    assert parsed.data == {**document, "@context": repaired}
+    assert parsed.repairs == repairs
+
+
+def test_context_repair_reaches_top_level_nodes_only() -> None:
+    text = json.dumps(
+        [
+            {"@context": "schema.org", "@type": "Dataset"},
+            {"@type": "Dataset", "about": {"@context": "schema.org"}},
+        ]
+    )
+    parsed = parse_jsonld(text + "]")  # a text repair and the context repair, both recorded
+    assert parsed.data[0]["@context"] == "https://schema.org/"
+    assert parsed.data[1]["about"]["@context"] == "schema.org"
+    assert parsed.repairs == (
+        "removed a stray closing brace or bracket",
+        "@context 'schema.org' read as https://schema.org/",
+    )
+
+
 def test_trailing_comma_inside_a_string_is_kept() -> None:
     parsed = parse_jsonld('{"a": "x,}", "b": [1,],}')
     assert parsed.data == {"a": "x,}", "b": [1]}

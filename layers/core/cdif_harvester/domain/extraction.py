@@ -15,8 +15,23 @@ Decisions:
   ``application/ld+json; profile="https://w3id.org/cdif/core/1.0"`` counts; a ``profile``
   attribute on the element (a Signposting habit) is captured as :attr:`JsonLdBlock.profile`,
   else the ``profile`` media-type parameter.
-* Repairs are tried only after ``json.loads`` fails, one at a time and cumulatively, in a fixed
-  order; each applied repair is recorded so the record's provenance can say what was changed.
+* Repairs of the text are tried only after ``json.loads`` fails, one at a time and
+  cumulatively, in a fixed order; each applied repair is recorded so the record's provenance
+  can say what was changed. The order: byte order mark; a CDATA section or HTML comment around
+  the JSON; HTML entities (only when the body is entity-escaped, i.e. holds ``&quot;``, so an
+  ``&amp;`` or ``&copy`` inside a string of an otherwise broken body is kept as written);
+  ``//`` and ``/* */`` comments; raw control characters inside strings (escaped, so the string
+  keeps them); trailing commas; a stray closing brace or bracket (one that closes nothing, or
+  one that ends the document early so that the rest is "extra data"). Every repair works
+  outside strings only (except the control characters, which it escapes inside them).
+* One repair works on the parsed JSON, whenever it parses: a string-valued ``@context`` of a
+  top-level node that the offline loader would not serve but which plainly means schema.org
+  (``schema.org``, ``//schema.org``, ``https://www.schema.org``, upper case, a trailing ``#``)
+  is read as ``https://schema.org/``, and one holding JSON text (``"{\"@vocab\": ...}"``) is
+  parsed. Without it the record would lose every term. The usual ``"https://schema.org"``
+  is left alone: it is valid JSON-LD, served offline, and normalisation writes every record's
+  ``@context`` as the CDIF context object. A missing ``@context`` and ``https://schema.org/``
+  IRIs are handled (and noted) by normalisation.
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ from typing import Any
 import lxml.etree
 import lxml.html
 
+from cdif_harvester.domain import jsonld_loader
 from cdif_harvester.errors import PermanentError
 
 __all__ = [
@@ -129,8 +145,9 @@ def _strip_bom(text: str) -> str:
 
 
 def _unescape_entities(text: str) -> str:
-    # Pages that HTML-escape the script body (&quot; ...) instead of leaving it raw.
-    return html.unescape(text) if "&" in text else text
+    # Pages that HTML-escape the script body (&quot; ...) instead of leaving it raw. Without an
+    # escaped quote the body was not escaped, and its entities are the publisher's text.
+    return html.unescape(text) if _ESCAPED_QUOTE.search(text) else text
 
 
 def _strip_wrappers(text: str) -> str:
@@ -168,21 +185,165 @@ def _remove_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
+_ESCAPED_QUOTE = re.compile(r"&(?:quot|#34|#x22);", re.IGNORECASE)
+
+
+def _outside_strings(text: str) -> list[tuple[int, str, bool]]:
+    """Each character with its index and whether it is inside a JSON string."""
+    marked: list[tuple[int, str, bool]] = []
+    in_string = False
+    escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            marked.append((index, char, True))
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        else:
+            in_string = char == '"'
+            marked.append((index, char, in_string))
+    return marked
+
+
+def _remove_comments(text: str) -> str:
+    # JavaScript habits: // to the end of the line, /* ... */ (an unterminated one is kept).
+    if "//" not in text and "/*" not in text:
+        return text
+    out: list[str] = []
+    marked = _outside_strings(text)
+    position = 0
+    while position < len(marked):
+        index, char, inside = marked[position]
+        following = text[index + 1 : index + 2]
+        if not inside and char == "/" and following == "/":
+            end = text.find("\n", index)
+            position = len(text) if end < 0 else end
+            continue
+        if not inside and char == "/" and following == "*":
+            end = text.find("*/", index + 2)
+            if end >= 0:
+                out.append(" ")
+                position = end + 2
+                continue
+        out.append(char)
+        position += 1
+    return "".join(out)
+
+
+_CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control_characters(text: str) -> str:
+    # A raw newline or tab inside a string (pasted descriptions) is invalid JSON; escaped, the
+    # string keeps it.
+    if not any(ord(char) < 0x20 for char in text):
+        return text
+    return "".join(
+        (_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
+        if inside and ord(char) < 0x20
+        else char
+        for _, char, inside in _outside_strings(text)
+    )
+
+
+def _remove_unmatched_closers(text: str) -> str:
+    depth = 0
+    out: list[str] = []
+    for _, char, inside in _outside_strings(text):
+        if not inside and char in "{[":
+            depth += 1
+        elif not inside and char in "}]":
+            if depth == 0:
+                continue
+            depth -= 1
+        out.append(char)
+    return "".join(out)
+
+
+def _drop_early_closers(text: str) -> str | None:
+    """Drop closers that end the document before its "extra data"; the text if it then parses."""
+    candidate = text
+    for _ in range(3):
+        try:
+            json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            before = candidate[: exc.pos].rstrip()
+            if not exc.msg.startswith("Extra data") or not before.endswith(("}", "]")):
+                return None
+            candidate = before[:-1] + candidate[len(before) :]
+            continue
+        return candidate
+    return None
+
+
+def _remove_stray_closers(text: str) -> str:
+    # A closer that ends the document early leaves "extra data" after it ('{"a": {}}, "b": 1}');
+    # one that closes nothing is a template leftover ('{...}}' or '{...}]'). The first kind is
+    # dropped only if the text then parses.
+    unmatched_removed = _remove_unmatched_closers(text)
+    for start in (text, unmatched_removed):
+        repaired = _drop_early_closers(start)
+        if repaired is not None:
+            return repaired
+    return unmatched_removed
+
+
 _REPAIRS: tuple[tuple[str, Callable[[str], str]], ...] = (
     ("stripped byte order mark", _strip_bom),
     ("removed CDATA or HTML comment wrapper", _strip_wrappers),
     ("unescaped HTML entities", _unescape_entities),
+    ("removed comments", _remove_comments),
+    ("escaped control characters in strings", _escape_control_characters),
     ("removed trailing commas", _remove_trailing_commas),
+    ("removed a stray closing brace or bracket", _remove_stray_closers),
 )
+
+# A string @context that plainly names schema.org, however spelled.
+_SCHEMA_ORG_CONTEXT = re.compile(r"^(?:https?:)?(?://)?(?:www\.)?schema\.org/?#?$", re.IGNORECASE)
+
+
+def _repair_context_value(value: Any, repairs: list[str]) -> Any:
+    if isinstance(value, list):
+        return [_repair_context_value(entry, repairs) for entry in value]
+    if not isinstance(value, str) or jsonld_loader.is_served(value):
+        return value
+    text = value.strip()
+    if text.startswith(("{", "[")):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            return value
+        if isinstance(parsed, dict | list):
+            repairs.append("string-valued @context parsed as JSON")
+            return parsed
+    elif _SCHEMA_ORG_CONTEXT.match(text):
+        repairs.append(f"@context {value!r} read as https://schema.org/")
+        return "https://schema.org/"
+    return value
+
+
+def _repair_contexts(data: Any) -> tuple[Any, list[str]]:
+    """Repair the string ``@context`` of the top-level node(s); return data and repairs."""
+    repairs: list[str] = []
+    nodes = data if isinstance(data, list) else [data]
+    for node in nodes:
+        if isinstance(node, dict) and "@context" in node:
+            node["@context"] = _repair_context_value(node["@context"], repairs)
+    return data, list(dict.fromkeys(repairs))
 
 
 def parse_jsonld(text: str | bytes) -> ParsedJson:
-    """Parse a JSON-LD text, repairing a few common publisher mistakes if needed.
+    """Parse a JSON-LD text, repairing common publisher mistakes if needed.
 
     Tries ``json.loads`` first. On failure applies, in order and cumulatively, the repairs
     "stripped byte order mark", "removed CDATA or HTML comment wrapper", "unescaped HTML
-    entities" and "removed trailing commas", recording each one that changed the text, and
-    returns as soon as the text parses.
+    entities", "removed comments", "escaped control characters in strings", "removed trailing
+    commas" and "removed a stray closing brace or bracket", recording each one that changed the
+    text, and stops as soon as the text parses. Then repairs a string-valued ``@context`` that
+    means schema.org or holds JSON (see the module docstring), recording that too.
 
     Raises :class:`ExtractionError` (reason ``malformed-json``) naming the line and column of
     the first syntax error when the text is empty or still broken after every repair.
@@ -196,9 +357,12 @@ def parse_jsonld(text: str | bytes) -> ParsedJson:
     if not text.strip():
         raise ExtractionError("malformed JSON-LD: the script block or document is empty")
     try:
-        return ParsedJson(data=json.loads(text), repairs=())
+        data = json.loads(text)
     except json.JSONDecodeError as first_error:
         error = first_error
+    else:
+        data, context_repairs = _repair_contexts(data)
+        return ParsedJson(data=data, repairs=tuple(context_repairs))
     repaired = text
     applied: list[str] = []
     for label, repair in _REPAIRS:
@@ -208,9 +372,12 @@ def parse_jsonld(text: str | bytes) -> ParsedJson:
         repaired = candidate
         applied.append(label)
         try:
-            return ParsedJson(data=json.loads(repaired), repairs=tuple(applied))
+            data = json.loads(repaired)
         except json.JSONDecodeError as exc:
             error = exc
+            continue
+        data, context_repairs = _repair_contexts(data)
+        return ParsedJson(data=data, repairs=(*applied, *context_repairs))
     tried = f" (after repairs: {', '.join(applied)})" if applied else ""
     raise ExtractionError(
         f"malformed JSON-LD at line {error.lineno}, column {error.colno}: {error.msg}{tried}"
