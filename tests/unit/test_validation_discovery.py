@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.normalisation import NormalisationError, normalise
+from cdif_harvester.domain.normalisation import normalise
 from cdif_harvester.domain.validation import validate_record
 
 DISCOVERY_RULES = "cdif-discovery-1.0"
@@ -307,28 +307,6 @@ def test_a_discovery_record_is_judged_by_discovery_rules(corpus: Path) -> None:
         "cdif-core-1.0",
         True,
     )
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="normalisation writes a one-element array of a discovery item (spatialCoverage, "
-    "temporalCoverage, measurementTechnique, variableMeasured/propertyID, ...) as its single "
-    "value, which the discovery rules (official and ours) refuse",
-)
-def test_normalised_discovery_examples_are_valid_under_discovery_rules(corpus: Path) -> None:
-    invalid: list[tuple[str, Any]] = []
-    for path in sorted((corpus / "cdif-discovery-1.0" / "examples").glob("*.json*")):
-        document = json.loads(path.read_text(encoding="utf-8"))
-        try:
-            records = normalise(document, document_url="https://example.org/")
-        except NormalisationError as exc:  # pragma: no cover - reported below
-            invalid.append((path.name, str(exc)))
-            continue
-        for item in records:
-            report = validate_record(item.record)
-            if not report.valid:
-                invalid.append((path.name, [e.pointer for e in report.errors]))
-    assert invalid == []
 
 
 def test_our_discovery_schema_is_not_the_official_file(corpus: Path) -> None:
