@@ -638,3 +638,64 @@ def test_the_recorded_node_order_is_the_walk_order_or_none(document: Any) -> Non
     tally = Tally()
     check_both_paths(document, tally)
     assert tally.expanded == 1
+
+
+_UNSERVED = "https://vocab.example.org/not-served.jsonld"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"@context": "https://schema.org", "@type": "Dataset", "@id": "", "name": "x"},
+        {
+            "@context": "https://schema.org",
+            "@type": "Dataset",
+            "creator": {"@id": "  ", "name": "p"},
+        },
+        {  # a key no context maps holds what preparation removes
+            "@context": {"schema": "http://schema.org/"},
+            "@type": "schema:Dataset",
+            "@id": "https://x.example/d",
+            "stray": {"@id": 5, "@context": _UNSERVED, "inner": [{"@id": ""}]},
+        },
+        {
+            "@context": "https://schema.org",
+            "@type": "Dataset",
+            "creator": {"@context": None, "name": "p"},
+        },
+        {
+            "@context": "https://schema.org",
+            "@type": "Dataset",
+            "creator": {"@context": [], "name": "p"},
+        },
+        {
+            "@context": "https://schema.org",
+            "@type": "Dataset",
+            "creator": {"@context": [_UNSERVED, {"x": "http://x.example/"}], "x:p": "p"},
+        },
+        {  # no context at the top, one a level down: read without the default context
+            "@type": "Dataset",
+            "@id": "https://x.example/d",
+            "creator": {"@context": {"@vocab": "http://schema.org/"}, "name": "p"},
+        },
+        {  # no context at the top, one two levels down: read with the default context
+            "@type": "Dataset",
+            "@id": "https://x.example/d",
+            "distribution": [{"@context": {"@vocab": "http://schema.org/"}, "name": "p"}],
+        },
+        [
+            {"@type": "Dataset", "@id": "https://x.example/a", "name": "a"},
+            {"@context": "https://schema.org", "@type": "Dataset", "@id": "https://x.example/b"},
+        ],
+        {"@context": "https://schema.org", "@type": "Dataset", "@id": {"@context": _UNSERVED}},
+        {"@context": _UNSERVED, "@type": "Dataset", "@id": "https://x.example/d"},
+    ],
+)
+def test_documents_the_normaliser_prepares_first_agree(document: Any) -> None:
+    # The fast path reads documents unprepared: where preparing changes them, it must decline
+    # so that normalise prepares them first (notes included)
+    check_both_paths(document, Tally())
+    prepared_notes: list[str] = []
+    _prepare(document, prepared_notes)
+    if prepared_notes:
+        assert jsonld_fast.expand_schema_http(document, base=BASE, raw=True) is None

@@ -299,11 +299,12 @@ class _Expander:
     ``mapped`` tells whether any did.
     """
 
-    __slots__ = ("base", "in_order", "mapped", "nodes", "schema_http")
+    __slots__ = ("base", "in_order", "mapped", "nodes", "raw", "schema_http")
 
-    def __init__(self, base: str, schema_http: bool):
+    def __init__(self, base: str, schema_http: bool, raw: bool):
         self.base = base
         self.schema_http = schema_http
+        self.raw = raw
         self.mapped = False
         # The expanded objects in the order their JSON objects were entered (a slot each, None
         # where the result is no node with an @id): the depth-first document order of the
@@ -446,9 +447,12 @@ class _Expander:
             prop = memo.get(key, _UNSEEN)
             if prop is _UNSEEN:
                 prop = self.key(ctx, key)
-            if prop is None:
-                continue
             value = element[key]
+            if prop is None:
+                if self.raw and isinstance(value, dict | list):
+                    # Not expanded, yet the normaliser's preparation walks it
+                    raise Declined(f"dropped key {key!r} holds objects or arrays")
+                continue
             if prop[0] == "@":
                 if prop in rval and prop != "@type":
                     raise Declined(f"colliding keywords {prop}")
@@ -473,7 +477,12 @@ class _Expander:
                 existing.extend(expanded)
             else:
                 existing.append(expanded)
-        result = self.finish(rval, type_was_array, free_floating, in_list)
+        return self.settle(
+            self.finish(rval, type_was_array, free_floating, in_list), slot, https_keys
+        )
+
+    def settle(self, result: Any, slot: int, https_keys: bool) -> Any:
+        """Last steps for a JSON object's expansion: https names, its place in ``nodes``."""
         if result is None:
             if len(self.nodes) > slot + 1:
                 self.in_order = False  # dropped with what it held
@@ -487,6 +496,8 @@ class _Expander:
     def keyword(self, ctx: _Context, prop: str, value: Any, rval: dict[str, Any]) -> None:
         """Add a keyword entry of a JSON object to its expansion ``rval``."""
         if prop == "@id":
+            if self.raw and isinstance(value, str) and not value.strip():
+                raise Declined("blank @id (the normaliser removes it)")
             rval["@id"] = self.node_id(ctx, value)
         elif prop == "@type":
             if isinstance(value, str):
@@ -583,10 +594,12 @@ class Expansion:
     identified: list[dict[str, Any]] | None
 
 
-def _expand(document: Any, base: str, default_context: bool, schema_http: bool) -> Expansion:
+def _expand(
+    document: Any, base: str, default_context: bool, schema_http: bool, raw: bool = False
+) -> Expansion:
     if not base:
         raise Declined("no base IRI")
-    expander = _Expander(base, schema_http)
+    expander = _Expander(base, schema_http, raw)
     expanded = expander.element(_root(default_context), document, True, False)
     if isinstance(expanded, dict) and len(expanded) == 1 and "@graph" in expanded:
         expanded = expanded["@graph"]
@@ -617,7 +630,7 @@ def expand(document: Any, *, base: str, default_context: bool = False) -> list[A
 
 
 def expand_schema_http(
-    document: Any, *, base: str, default_context: bool = False
+    document: Any, *, base: str, default_context: bool = False, raw: bool = False
 ) -> Expansion | None:
     """:func:`expand`, with ``https://schema.org/`` IRIs written ``http://schema.org/``.
 
@@ -625,9 +638,16 @@ def expand_schema_http(
     expansion (properties, ``@type`` values of nodes and values, ``@id``; a property written
     both ways keeps one name, values joined), done in the same walk; or None when the fast
     path declines.
+
+    ``raw`` is for a document the normaliser has not prepared (``normalisation._prepare``
+    removes blank ``@id`` values, null and empty ``@context`` values and contexts the loader
+    does not serve, noting each): the walk then also declines on blank ``@id`` values and on
+    dropped keys holding objects or arrays (whose insides only the preparation walks); null
+    contexts and contexts not served it declines anyway, and an empty context array changes
+    nothing.
     """
     try:
-        return _expand(document, base, default_context, True)
+        return _expand(document, base, default_context, True, raw)
     except (Declined, RecursionError):
         return None
 

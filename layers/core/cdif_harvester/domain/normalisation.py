@@ -208,7 +208,7 @@ def is_junk_id(value: Any) -> bool:
         text.lower() in _JUNK_IDS
         or text.startswith("_:")
         or bool(_JUNK_LAST_SEGMENT.search(text))
-        or any(char.isspace() for char in text)
+        or len(text.split()) != 1  # whitespace inside (str.split splits on str.isspace)
     )
 
 
@@ -380,6 +380,19 @@ def _prepare(document: Any, notes: list[str]) -> tuple[Any, bool]:
         return out
 
     return walk(document, 0), found_context
+
+
+def _declares_context(document: Any) -> bool:
+    """What :func:`_prepare` tells about ``@context``: one at depth 0 or 1 of its walk (the
+    document's own, one of a top-level array's nodes', or one of the nodes the document's
+    entries hold directly)."""
+    if isinstance(document, list):
+        return any(isinstance(item, dict) and "@context" in item for item in document)
+    return "@context" in document or any(
+        isinstance(child, dict) and "@context" in child
+        for key, child in document.items()
+        if key not in ("@id", "@value")
+    )
 
 
 # --- step 3: find the datasets -----------------------------------------------------------
@@ -837,11 +850,20 @@ def normalise(
             reason="no-dataset",
         )
     doc_notes: list[str] = []
-    prepared, has_context = _prepare(document, doc_notes)
     base = _strip_fragment(document_url)
+    expansion: jsonld_fast.Expansion | None = None
+    if fast_path:
+        # The fast path reads the document as it is, and declines where preparing it would
+        # change anything; the document is then prepared and expanded again.
+        has_context = _declares_context(document)
+        expansion = jsonld_fast.expand_schema_http(
+            document, base=base, default_context=not has_context, raw=True
+        )
+    if expansion is None:
+        prepared, has_context = _prepare(document, doc_notes)
+        expansion = _expand(prepared, base, has_context, fast_path)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
-    expansion = _expand(prepared, base, has_context, fast_path)
     expanded = expansion.nodes
     if expansion.mapped:
         doc_notes.append("https://schema.org/ IRIs mapped to http://schema.org/")
