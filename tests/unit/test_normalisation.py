@@ -403,3 +403,55 @@ def test_a_list_without_identity_gives_positions_only() -> None:
     }
     results = normalise(document, document_url=DOCUMENT_URL)
     assert [r.item_list for r in results] == [{"position": 1}, {"position": 2}]
+
+
+# --- the discovery profile wants more arrays than core
+
+
+def _discovery_document(profile: str) -> dict[str, Any]:
+    return {
+        "@context": {"@vocab": "https://schema.org/", "dcterms": "http://purl.org/dc/terms/"},
+        "@type": "Dataset",
+        "@id": "https://doi.org/10.5072/disc",
+        "name": "Profiles",
+        "spatialCoverage": {"@type": "Place", "name": "Gyre", "alternateName": "NPSG"},
+        "temporalCoverage": "2001/2002",
+        "measurementTechnique": "CTD casts",
+        "variableMeasured": {
+            "@type": "PropertyValue",
+            "name": "temperature",
+            "alternateName": "temp",
+            "propertyID": "https://vocab.nerc.ac.uk/collection/P01/current/TEMPPR01/",
+        },
+        "subjectOf": {
+            "@id": "https://pub.example/record/disc",
+            "@type": "Dataset",
+            "additionalType": "dcat:CatalogRecord",
+            "dcterms:conformsTo": [{"@id": "https://w3id.org/cdif/core/1.0"}, {"@id": profile}],
+        },
+    }
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_discovery_items_are_arrays_when_the_record_declares_discovery(fast_path: bool) -> None:
+    document = _discovery_document("https://w3id.org/cdif/discovery/1.0/")
+    (result,) = normalise(document, document_url=DOCUMENT_URL, fast_path=fast_path)
+    record = result.record
+    assert record["schema:temporalCoverage"] == ["2001/2002"]
+    assert record["schema:measurementTechnique"] == ["CTD casts"]
+    (place,) = record["schema:spatialCoverage"]
+    assert place["schema:alternateName"] == ["NPSG"]
+    (variable,) = record["schema:variableMeasured"]
+    assert variable["schema:alternateName"] == ["temp"]
+    assert variable["schema:propertyID"] == [
+        "https://vocab.nerc.ac.uk/collection/P01/current/TEMPPR01/"
+    ]
+
+
+def test_discovery_items_stay_as_written_for_a_core_record() -> None:
+    # Core says nothing of these items: a single value stays single
+    document = _discovery_document("https://w3id.org/cdif/core/1.1")
+    (result,) = normalise(document, document_url=DOCUMENT_URL)
+    assert result.record["schema:temporalCoverage"] == "2001/2002"
+    assert result.record["schema:spatialCoverage"]["schema:alternateName"] == "NPSG"
+    assert result.record["schema:variableMeasured"][0]["schema:propertyID"].startswith("https")

@@ -38,7 +38,10 @@ document, which gives exactly pyld's output, and pyld otherwise):
    JSON: ``@type`` always an array; arrays where the CDIF schema wants arrays (license,
    conditionsOfAccess, additionalType, sameAs, keywords, distribution, provider, contributor,
    funding, publishingPrinciples, relatedLink, variableMeasured, wasGeneratedBy,
-   wasDerivedFrom, conformsTo, encodingFormat in a distribution, ...); ``schema:creator``
+   wasDerivedFrom, conformsTo, encodingFormat in a distribution, ...), and for a record that
+   declares the discovery profile also where that profile wants them (spatialCoverage,
+   temporalCoverage, measurementTechnique; propertyID and alternateName of a variable;
+   alternateName of a place); ``schema:creator``
    wrapped in ``@list`` (the array order the publisher wrote, CDIF core "Originators"); bare
    ``{"@id"}`` values of string-valued properties (url, contentUrl, additionalType) written as
    strings; conformsTo strings written as ``{"@id"}``.
@@ -132,6 +135,15 @@ _ARRAY_KEYS_DISTRIBUTION = frozenset(
     {"schema:encodingFormat", "schema:provider", "schema:potentialAction"}
 )
 _ARRAY_KEYS_ENTRY_POINT = frozenset({"schema:httpMethod", "schema:contentType"})
+# Where the CDIF discovery profile wants arrays besides (discoverability, Appendix 1; see
+# schemas/cdif-discovery-1.0.schema.json): only for a record that declares that profile.
+_ARRAY_KEYS_DISCOVERY: dict[str, frozenset[str]] = {
+    "root": frozenset(
+        {"schema:spatialCoverage", "schema:temporalCoverage", "schema:measurementTechnique"}
+    ),
+    "variable": frozenset({"schema:propertyID", "schema:alternateName"}),
+    "place": frozenset({"schema:alternateName"}),
+}
 _STRING_VALUED_KEYS = frozenset(
     {"schema:url", "schema:contentUrl", "schema:urlTemplate", "schema:additionalType"}
 )
@@ -633,6 +645,16 @@ def _fix_record(
     return record
 
 
+def _declares_discovery(record: dict[str, Any]) -> bool:
+    """Whether a (fixed) metadata record declares the CDIF discovery profile."""
+    for value in _as_list(record.get(_DCT_CONFORMS_TO)):
+        iri = value.get("@id") if isinstance(value, dict) else None
+        match = _CDIF_PROFILE.match(iri.strip()) if isinstance(iri, str) else None
+        if match and match["profile"] == "discovery":
+            return True
+    return False
+
+
 def _strip_fragment(url: str) -> str:
     return urldefrag(url)[0] if url else "urn:cdif-harvester:unknown-document"
 
@@ -640,22 +662,35 @@ def _strip_fragment(url: str) -> str:
 # --- step 5: compact and shape -----------------------------------------------------------
 
 
-_CHILD_WHERE = {"schema:distribution": "distribution", "schema:target": "entrypoint"}
+_CHILD_WHERE = {
+    "schema:distribution": "distribution",
+    "schema:target": "entrypoint",
+    "schema:variableMeasured": "variable",
+    "schema:spatialCoverage": "place",
+}
+
+
+# Where shaping is: "root", "record", "distribution", "entrypoint", "variable", "place",
+# "agent" or "node"; with DISCOVERY appended for a record that declares the discovery profile.
+_DISCOVERY = "+discovery"
 
 
 def _wants_array(key: str, where: str) -> bool:
+    place, _, discovery = where.partition("+")
     return (
         key in _ARRAY_KEYS_EVERYWHERE
-        or (where == "root" and key in _ARRAY_KEYS_ROOT)
-        or (where == "distribution" and key in _ARRAY_KEYS_DISTRIBUTION)
-        or (where == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
+        or (place == "root" and key in _ARRAY_KEYS_ROOT)
+        or (place == "distribution" and key in _ARRAY_KEYS_DISTRIBUTION)
+        or (place == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
+        or (bool(discovery) and key in _ARRAY_KEYS_DISCOVERY.get(place, ()))
     )
 
 
 def _child_where(key: str, where: str) -> str:
-    if key == "schema:subjectOf" and where == "root":
-        return "record"
-    return _CHILD_WHERE.get(key, "node")
+    place, plus, discovery = where.partition("+")
+    if key == "schema:subjectOf" and place == "root":
+        return "record" + plus + discovery
+    return _CHILD_WHERE.get(key, "node") + plus + discovery
 
 
 def _shape_value(key: str, value: Any, where: str) -> Any:
@@ -781,10 +816,11 @@ def _fast_shape_node(node: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _compact(node: dict[str, Any], fast_path: bool) -> dict[str, Any]:
+def _compact(node: dict[str, Any], fast_path: bool, discovery: bool) -> dict[str, Any]:
+    where = "root" + _DISCOVERY if discovery else "root"
     if fast_path:
         try:
-            shaped = _fast_shape_node(node, "root")
+            shaped = _fast_shape_node(node, where)
         except jsonld_fast.Declined:
             pass
         else:
@@ -800,7 +836,7 @@ def _compact(node: dict[str, Any], fast_path: bool) -> dict[str, Any]:
     if not isinstance(compacted, dict):
         raise NormalisationError("JSON-LD compaction did not return an object")
     compacted["@context"] = jsonld_loader.cdif_context()
-    shaped = _shape(compacted, "root")
+    shaped = _shape(compacted, where)
     if not isinstance(shaped, dict):  # pragma: no cover - _shape keeps dicts as dicts
         raise NormalisationError("shaping did not return an object")
     return shaped
@@ -940,9 +976,10 @@ def _normalise_one(
         record_id = record_fallback_id
         fallback = True
     assert isinstance(record_id, str)
-    resource[_SUBJECT_OF] = [_fix_record(record, record_id, resource_id, notes)]
+    fixed = _fix_record(record, record_id, resource_id, notes)
+    resource[_SUBJECT_OF] = [fixed]
     try:
-        shaped = _compact(resource, fast_path)
+        shaped = _compact(resource, fast_path, _declares_discovery(fixed))
     except jsonld.JsonLdError as exc:
         raise NormalisationError(
             f"JSON-LD compaction failed: {str(exc).splitlines()[0]}",
