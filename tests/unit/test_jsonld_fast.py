@@ -699,3 +699,14 @@ def test_documents_the_normaliser_prepares_first_agree(document: Any) -> None:
     _prepare(document, prepared_notes)
     if prepared_notes:
         assert jsonld_fast.expand_schema_http(document, base=BASE, raw=True) is None
+
+
+def test_a_full_context_cache_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonld_fast, "_CHILD_LIMIT", 2)
+    monkeypatch.setattr(jsonld_fast, "_ROOTS", {})  # a fresh cache for this test
+    for number in range(5):
+        context = {"@vocab": "http://schema.org/", "t": f"http://example.org/t{number}"}
+        document = {"@context": context, "@type": "Dataset", "t": "v"}
+        (node,) = jsonld_fast.expand(document, base=BASE) or [None]
+        assert node[f"http://example.org/t{number}"] == [{"@value": "v"}]
+        assert len(jsonld_fast._ROOTS["empty"].children) <= 2

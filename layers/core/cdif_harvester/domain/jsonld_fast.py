@@ -30,18 +30,28 @@ What the fast path understands (anything else: decline):
   ``@list`` objects, compacted with the CDIF context; declined: ``@graph``, ``@reverse``,
   ``@index``, ``@direction`` and IRIs that equal a prefix IRI or look like a compact IRI.
 
+How the normaliser uses it: :func:`expand_schema_http` expands the document as published
+(``raw``: declining where the normaliser's preparation would change the document), writes
+``https://schema.org/`` IRIs as ``http://schema.org/`` in the same walk and records the nodes
+that carry an ``@id`` in walk order (the normaliser's ``@id`` index needs no second walk);
+:func:`compact_iri` and :func:`compact_value` are the primitives of the normaliser's walk that
+compacts and shapes a record at once. :func:`expand` and :func:`compact` are the plain
+counterparts of ``pyld.jsonld.expand`` and ``pyld.jsonld.compact``.
+
 Where the two agree is not a matter of belief: ``tests/unit/test_jsonld_fast.py`` runs both
 paths over every golden input, every record of the reference corpus, the benchmark's generated
-pages and thousands of randomised and mutated documents, and requires identical output (key
-order included) or a decline. The rules below cite the pyld 3.x behaviour they reproduce
+pages and several hundred randomised and mutated documents, and requires identical output (key
+order included) or a decline; the same tests are what tells whether a new pyld release still
+behaves as reproduced here. The rules below cite the pyld 3.x behaviour they reproduce
 (``jsonld.py``: ``_expand``, ``_expand_object``, ``_expand_iri``, ``_create_term_definition``,
 ``_compact``, ``_compact_iri``, ``_compact_value``).
 
 Caching: a processed context is kept for the life of the process, keyed by its parent context
 and the local context's text (or URL); so are the expansions of property keys and of
 vocabulary-relative ``@type`` values per context, and the compaction of IRIs. Every cache is
-bounded; registering a trusted context (``jsonld_loader.register_context``) empties them. The
-caches are plain dictionaries: concurrent threads may at worst compute an entry twice.
+bounded (a full one is emptied and fills again with what is in use); registering a trusted
+context (``jsonld_loader.register_context``) empties them all. The caches are plain
+dictionaries: concurrent threads may at worst compute an entry twice.
 """
 
 from __future__ import annotations
@@ -93,8 +103,15 @@ _SCHEMA_HTTP = "http://schema.org/"
 _SCALARS = frozenset({str, int, float, bool})
 _UNSEEN = "\x00not yet expanded"  # a marker no key expands to (it is not an absolute IRI)
 
-_MEMO_LIMIT = 4096  # entries per memo (keys, types, compacted IRIs)
-_CHILD_LIMIT = 256  # processed child contexts kept per context
+# Bounds of the caches: a full one is emptied and fills again with what is in use now.
+_MEMO_LIMIT = 8192  # entries per memo (keys, types, compacted IRIs)
+_CHILD_LIMIT = 1024  # processed child contexts kept per context
+
+
+def _remember(memo: dict[str, Any], key: str, value: Any, limit: int = _MEMO_LIMIT) -> None:
+    if len(memo) >= limit:
+        memo.clear()
+    memo[key] = value
 
 
 class Declined(Exception):
@@ -135,7 +152,10 @@ class _Context:
             if isinstance(entry, str):
                 key = "url " + entry
             elif isinstance(entry, dict):
-                key = json.dumps(entry, sort_keys=True)
+                try:
+                    key = json.dumps(entry, sort_keys=True)
+                except (TypeError, ValueError) as exc:
+                    raise Declined("context object that is not JSON") from exc
             else:
                 raise Declined(f"context entry of type {type(entry).__name__}")
             found = context.children.get(key)
@@ -144,8 +164,7 @@ class _Context:
                     found = _process_entry(context, entry)
                 except Declined as exc:
                     found = str(exc)
-                if len(context.children) < _CHILD_LIMIT:
-                    context.children[key] = found
+                _remember(context.children, key, found, _CHILD_LIMIT)
             if isinstance(found, str):
                 raise Declined(found)
             context = found
@@ -351,8 +370,7 @@ class _Expander:
                 iri = ctx.vocab + key if ctx.vocab is not None else key
         if iri is not None and not (iri in _KEYWORDS or _is_absolute(iri)):
             iri = None
-        if len(ctx.keys) < _MEMO_LIMIT:
-            ctx.keys[key] = iri
+        _remember(ctx.keys, key, iri)
         return iri
 
     @staticmethod
@@ -393,8 +411,7 @@ class _Expander:
             return self._resolve(value)  # depends on the base: not kept
         if iri.startswith("@"):
             raise Declined("@type value that is a keyword alias")
-        if len(ctx.types) < _MEMO_LIMIT:
-            ctx.types[value] = iri
+        _remember(ctx.types, value, iri)
         return iri
 
     def _resolve(self, value: str) -> str:
@@ -705,8 +722,7 @@ def compact_iri(iri: Any, *, vocab: bool) -> str:
             if iri.startswith(term + ":"):
                 raise Declined(f"IRI {iri} could be confused with a compact IRI")
         choice = iri
-    if len(memo) < _MEMO_LIMIT:
-        memo[iri] = choice
+    _remember(memo, iri, choice)
     return choice
 
 
