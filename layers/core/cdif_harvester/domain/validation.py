@@ -26,7 +26,12 @@ Decisions:
   items: geographic extent (``schema:spatialCoverage``), temporal coverage, variable measured,
   measurement technique and quality measurements. A discovery record must declare a core URI as
   well as a discovery URI (as the official schema requires and the core implementation says:
-  "Extended profiles add their own conformance URIs to this array").
+  "Extended profiles add their own conformance URIs to this array"). As in the official
+  schema the discovery items are arrays (``schema:spatialCoverage``,
+  ``schema:temporalCoverage``, ``schema:measurementTechnique``, ``schema:variableMeasured`` and
+  its ``schema:propertyID``...). Where the official discovery file embeds an older copy of the
+  core items (a labelled link typed ``schema:CreativeWork`` only, a numeric
+  ``schema:contentSize``), ours follows the official core 1.0 schema: intended differences.
 * **1.0 and 1.1.** Both conformance URIs are accepted for each profile, with or without a
   trailing slash. No separate 1.1 rules are published with the reference material (the CDIF
   validation tooling maps 1.0 and 1.1 URIs to the same schemas), so a 1.1 rule set checks the
@@ -51,9 +56,12 @@ Decisions:
   (Rust), which gives the verdict in microseconds, and by the pure-Python ``jsonschema``, which
   runs only on a record the first found invalid, to produce the messages and pointers. The
   tests check that both engines agree on every verdict over the corpus, its normalised forms
-  and mutated variants. Should they ever disagree on a record the Rust engine rejects, the
-  Python engine decides (a record is valid when it reports no error). The Rust engine is
-  compiled offline: a reference outside our two schemas is an error, never a fetch.
+  and mutated variants. Where the Rust engine rejects a record the Python engine decides (a
+  record is valid when it reports no error). One disagreement is known: ``NaN`` and
+  ``Infinity``, which are not JSON but which Python's JSON parser accepts from a publisher's
+  text, are numbers to the Python engine and not to the Rust one; such a record is judged by
+  the Python engine. The Rust engine is compiled offline: a reference outside our two schemas
+  is an error, never a fetch.
 * **Formats** are not asserted (``format: uri``/``date`` are annotations, as for the official
   schema without a format checker), in both engines, so verdicts agree.
 * **Pointers** are RFC 6901 JSON Pointers into the record. For a missing member the pointer
