@@ -309,6 +309,20 @@ def test_a_discovery_record_is_judged_by_discovery_rules(corpus: Path) -> None:
     )
 
 
+def test_normalised_discovery_examples_are_valid_under_discovery_rules(corpus: Path) -> None:
+    invalid: list[tuple[str, Any]] = []
+    judged = 0
+    for path in sorted((corpus / "cdif-discovery-1.0" / "examples").glob("*.json*")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        for item in normalise(document, document_url="https://example.org/"):
+            report = validate_record(item.record)
+            judged += report.rules == DISCOVERY_RULES
+            if not report.valid:
+                invalid.append((path.name, [e.pointer for e in report.errors]))
+    assert judged >= 16
+    assert invalid == []
+
+
 def test_our_discovery_schema_is_not_the_official_file(corpus: Path) -> None:
     from importlib import resources
 
