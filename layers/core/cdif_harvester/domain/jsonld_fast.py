@@ -108,7 +108,7 @@ _MEMO_LIMIT = 8192  # entries per memo (keys, types, compacted IRIs)
 _CHILD_LIMIT = 1024  # processed child contexts kept per context
 
 
-def _remember(memo: dict[str, Any], key: str, value: Any, limit: int = _MEMO_LIMIT) -> None:
+def _remember(memo: dict[Any, Any], key: Any, value: Any, limit: int = _MEMO_LIMIT) -> None:
     if len(memo) >= limit:
         memo.clear()
     memo[key] = value
@@ -140,7 +140,7 @@ class _Context:
         self.vocab = vocab
         self.keys: dict[str, str | None] = {}  # property key -> expanded IRI (None: dropped)
         self.types: dict[str, str] = {}  # @type value -> IRI, where no base is involved
-        self.children: dict[str, _Context | str] = {}  # local context -> processed or why not
+        self.children: dict[Any, _Context | str] = {}  # local context -> processed or why not
 
     def child(self, local: Any) -> _Context:
         """The context that ``local`` (a node's ``@context`` value) makes of this one."""
@@ -152,10 +152,7 @@ class _Context:
             if isinstance(entry, str):
                 key = "url " + entry
             elif isinstance(entry, dict):
-                try:
-                    key = json.dumps(entry, sort_keys=True)
-                except (TypeError, ValueError) as exc:
-                    raise Declined("context object that is not JSON") from exc
+                key = _context_key(entry)
             else:
                 raise Declined(f"context entry of type {type(entry).__name__}")
             found = context.children.get(key)
@@ -169,6 +166,17 @@ class _Context:
                 raise Declined(found)
             context = found
         return context
+
+
+def _context_key(entry: dict[str, Any]) -> Any:
+    """A cache key for an inline context object: its entries when all are strings (the common
+    case, cheap to sort), else its canonical JSON text."""
+    if all(type(value) is str for value in entry.values()):
+        return tuple(sorted(entry.items()))
+    try:
+        return json.dumps(entry, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise Declined("context object that is not JSON") from exc
 
 
 def _process_entry(parent: _Context, entry: Any) -> _Context:
@@ -494,9 +502,19 @@ class _Expander:
                 existing.extend(expanded)
             else:
                 existing.append(expanded)
-        return self.settle(
-            self.finish(rval, type_was_array, free_floating, in_list), slot, https_keys
-        )
+        if "@value" in rval or "@list" in rval or "@language" in rval:
+            return self.settle(
+                self.finish(rval, type_was_array, free_floating, in_list), slot, https_keys
+            )
+        # A node object: finish() would only drop it when free-floating and empty or a bare
+        # reference; settle() inlined
+        if free_floating and not in_list and (not rval or (len(rval) == 1 and "@id" in rval)):
+            return self.settle(None, slot, https_keys)
+        if https_keys:
+            rval = self.merge_http(rval)
+        if len(rval) > 1 and isinstance(rval.get("@id"), str):
+            self.nodes[slot] = rval
+        return rval
 
     def settle(self, result: Any, slot: int, https_keys: bool) -> Any:
         """Last steps for a JSON object's expansion: https names, its place in ``nodes``."""
