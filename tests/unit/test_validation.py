@@ -126,6 +126,9 @@ def test_rules_can_be_chosen_by_name() -> None:
 def test_unknown_rules_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown rule set 'cdif-core-2.0'"):
         validate_record(_minimal(), rules="cdif-core-2.0")
+    with pytest.raises(ValueError, match="unknown rule set"):
+        validate_record([], rules="cdif-core-2.0")  # type: ignore[arg-type]
+    assert validate_record([], rules="cdif-discovery-1.1").rules == "cdif-discovery-1.1"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

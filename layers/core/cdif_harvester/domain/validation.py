@@ -617,7 +617,8 @@ def validate_record(record: Mapping[str, Any], *, rules: str | None = None) -> V
     """
     if not isinstance(record, Mapping):
         issue = ValidationIssue("", "the record must be a JSON object", "type")
-        return ValidationReport(False, None, (issue,), (), rules or DEFAULT_RULES)
+        named = _rule_set({}, rules).name if rules is not None else DEFAULT_RULES
+        return ValidationReport(False, None, (issue,), (), named)
     data = dict(record)
     rule_set = _rule_set(data, rules)
     compiled = _compiled(rule_set.schema)
