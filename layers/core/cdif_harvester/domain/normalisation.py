@@ -70,8 +70,6 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from operator import itemgetter
 from typing import Any
 from urllib.parse import urldefrag
 
@@ -757,23 +755,37 @@ def _fast_shape_item(item: Any, where: str) -> Any:
     return _fast_shape_node(item, where)
 
 
-@lru_cache(maxsize=4096)
-def _shape_rule(key: str, where: str) -> tuple[str, str, bool]:
-    """How _shape_value treats ``key`` at ``where``: (kind, where its values go, array?)."""
-    if key == "schema:creator":
-        kind = "creator"
-    elif key == "dcterms:conformsTo":
-        kind = "conformsTo"
-    elif key in _STRING_VALUED_KEYS:
-        kind = "string"
-    else:
-        kind = "plain"
-    return kind, _child_where(key, where), _wants_array(key, where)
+# (compacted name, kind, where its values go, array?) of an expanded property at a place
+_Rule = tuple[str, str, str, bool]
+_RULES: dict[str, dict[str, _Rule]] = {}  # where -> expanded property -> rule
+_RULES_LIMIT = 4096
 
 
-def _fast_shape_values(key: str, items: list[Any], where: str) -> Any:
+def _shape_rule(prop: str, where: str) -> _Rule:
+    """How the fast path compacts and shapes the expanded property ``prop`` at ``where``
+    (kept per place; a full memo is emptied and fills again)."""
+    rules = _RULES.setdefault(where, {})
+    rule = rules.get(prop)
+    if rule is None:
+        key = jsonld_fast.compact_iri(prop, vocab=True)
+        if key == "schema:creator":
+            kind = "creator"
+        elif key == "dcterms:conformsTo":
+            kind = "conformsTo"
+        elif key in _STRING_VALUED_KEYS:
+            kind = "string"
+        else:
+            kind = "plain"
+        rule = (key, kind, _child_where(key, where), _wants_array(key, where))
+        if len(rules) >= _RULES_LIMIT:
+            rules.clear()
+        rules[prop] = rule
+    return rule
+
+
+def _fast_shape_values(rule: _Rule, items: list[Any]) -> Any:
     """_shape_value(key, <compacted items>, where); compaction gives one item bare."""
-    kind, child_where, wants_array = _shape_rule(key, where)
+    _, kind, child_where, wants_array = rule
     if kind == "creator":
         if len(items) == 1 and isinstance(items[0], dict) and "@list" in items[0]:
             return _fast_shape_item(items[0], "agent")
@@ -801,7 +813,7 @@ def _fast_shape_node(node: dict[str, Any], where: str) -> dict[str, Any]:
         if not isinstance(types, list):
             raise jsonld_fast.Declined("@type that is not an array")
         out["@type"] = [jsonld_fast.compact_iri(t, vocab=True) for t in types]
-    properties: list[tuple[str, list[Any]]] = []
+    properties: list[tuple[_Rule, list[Any]]] = []
     for key, value in node.items():
         if key[:1] == "@":
             if key in ("@id", "@type"):
@@ -809,11 +821,20 @@ def _fast_shape_node(node: dict[str, Any], where: str) -> dict[str, Any]:
             raise jsonld_fast.Declined(f"{key} in a node")
         if not isinstance(value, list):
             raise jsonld_fast.Declined("property value that is not an array")
-        properties.append((jsonld_fast.compact_iri(key, vocab=True), value))
-    properties.sort(key=itemgetter(0))
-    for name, items in properties:
-        out[name] = _fast_shape_values(name, items, where)
+        properties.append((_shape_rule(key, where), value))
+    properties.sort(key=_by_name)
+    for rule, items in properties:
+        if rule[1] == "plain" and len(items) == 1:  # the common case, one literal, inlined
+            item = items[0]
+            if type(item) is dict and len(item) == 1 and type(item.get("@value")) in _PLAIN:
+                out[rule[0]] = [item["@value"]] if rule[3] else item["@value"]
+                continue
+        out[rule[0]] = _fast_shape_values(rule, items)
     return out
+
+
+def _by_name(pair: tuple[_Rule, list[Any]]) -> str:
+    return pair[0][0]
 
 
 def _compact(node: dict[str, Any], fast_path: bool, discovery: bool) -> dict[str, Any]:
