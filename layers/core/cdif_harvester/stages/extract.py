@@ -198,6 +198,7 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
                 "report": {
                     "valid": False,
                     "conformance": None,
+                    "rules": None,
                     "errors": [{"pointer": "", "message": str(exc), "keyword": exc.reason}],
                     "warnings": [],
                 },
