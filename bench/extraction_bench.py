@@ -817,6 +817,7 @@ def report(
         "libxml2": ".".join(map(str, lxml.etree.LIBXML_VERSION)),
         "extruct": _version("extruct"),
         "jsonschema": _version("jsonschema"),
+        "jsonschema_rs": _version("jsonschema-rs"),
         "pages": len(pages),
         "repetitions": reps,
         "seed": SEED,
@@ -831,7 +832,8 @@ def report(
     lines = [
         f"{meta['date']}, Python {meta['python']}, {meta['nproc']} CPUs, {meta['platform']}, "
         f"pyld {meta['pyld']}, lxml {meta['lxml']} (libxml2 {meta['libxml2']}), "
-        f"extruct {meta['extruct']}, jsonschema {meta['jsonschema']}",
+        f"extruct {meta['extruct']}, jsonschema {meta['jsonschema']}, "
+        f"jsonschema-rs {meta['jsonschema_rs']}",
         "",
         f"{len(pages)} pages (seed {SEED}): HTML {meta['html_kb']['min']:.1f} to "
         f"{meta['html_kb']['max']:.1f} KB (median {meta['html_kb']['median']:.1f}), CDIF block "
