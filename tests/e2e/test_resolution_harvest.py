@@ -44,6 +44,13 @@ def test_every_pattern_ends_in_records(site: PublisherSite, tmp_path: Path) -> N
     assert summary.patterns == dict.fromkeys(EXPECTED_PATTERNS.values(), 1)
     # The ItemList gave one record per element; the CDIF records built from files are valid.
     assert len(by_path["/files/list.json"]["records"]) == 2
+    # ... each keeping the list as its provenance, with its place in it
+    provenance = [
+        json.loads((out / ref["report"]).read_text())["provenance"]["item_list"]
+        for ref in by_path["/files/list.json"]["records"]
+    ]
+    assert sorted(item["position"] for item in provenance) == [1, 2]
+    assert all(item is not None for item in provenance)
     for path in ("/files/ct.json", "/resource/hl", "/resource/ls", "/resource/sm"):
         (record,) = by_path[path]["records"]
         assert record["valid"], (path, record["errors"])

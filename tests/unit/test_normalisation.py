@@ -14,6 +14,7 @@ from cdif_harvester.domain import jsonld_loader
 from cdif_harvester.domain.normalisation import (
     NormalisationError,
     NormalisedRecord,
+    is_junk_id,
     normalise,
 )
 from cdif_harvester.domain.validation import validate_record
@@ -455,3 +456,9 @@ def test_discovery_items_stay_as_written_for_a_core_record() -> None:
     assert result.record["schema:temporalCoverage"] == "2001/2002"
     assert result.record["schema:spatialCoverage"]["schema:alternateName"] == "NPSG"
     assert result.record["schema:variableMeasured"][0]["schema:propertyID"].startswith("https")
+
+
+@pytest.mark.parametrize("value", ["nil:unknown", "nil:missing", " nil:notapplicable "])
+def test_cdif_nil_values_are_not_identities(value: str) -> None:
+    assert is_junk_id(value)
+    assert not is_junk_id("https://doi.org/10.5072/nil.unknown")

@@ -210,13 +210,14 @@ def _is_catalog_record(node: dict[str, Any]) -> bool:
 
 
 def is_junk_id(value: Any) -> bool:
-    """Whether an ``@id`` cannot serve as an identity (empty, blank node, ``doi:null``...)."""
+    """Whether an ``@id`` cannot serve as an identity (empty, blank node, ``doi:null``, a CDIF
+    nil value such as ``nil:unknown``...)."""
     if not isinstance(value, str):
         return True
     text = value.strip()
     return (
         text.lower() in _JUNK_IDS
-        or text.startswith("_:")
+        or text.startswith(("_:", "nil:"))
         or bool(_JUNK_LAST_SEGMENT.search(text))
         or len(text.split()) != 1  # whitespace inside (str.split splits on str.isspace)
     )

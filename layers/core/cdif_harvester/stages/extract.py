@@ -223,6 +223,7 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
                 "repairs": list(parsed.repairs),
                 "notes": [*context_notes, *item.notes],
                 "identity_fallback": item.identity_fallback,
+                "item_list": item.item_list,
             }
         )
 

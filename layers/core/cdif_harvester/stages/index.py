@@ -119,6 +119,9 @@ def _index_one(
             "authority": authority,
             "resolution_notes": staged.get("resolution_notes", []),
             "links": staged.get("links", []),
+            # A record from a CDIF-list-1.0 ItemList keeps the list: its id, name, url, and
+            # the element's position.
+            "item_list": item.get("item_list"),
             "harvested_at": now,
         },
     }
