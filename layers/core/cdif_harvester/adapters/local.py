@@ -241,6 +241,9 @@ class SqliteCatalog:
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL never corrupts the database; a power cut may lose the last
+            # commits, which a rerun redoes. FULL would sync the disk on every URL's outcome.
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             for table, columns in _ADDED_COLUMNS.items():
                 have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
