@@ -20,7 +20,6 @@ import pytest
 from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import HarvestSummary, LocalHarvester
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
-from cdif_harvester.keys import record_key
 
 KELP = "/datasets/kelp-forest-survey.html"
 GULF = "/datasets/gulf-sst-anomalies.html"
@@ -218,15 +217,6 @@ def test_full_refresh_rewrites_everything(served: PublisherSite, tmp_path: Path)
     _harvest(served, out)
     summary = _harvest(served, out, incremental=False)
     assert summary.outcomes["record"] == len(RECORD_PAGES) and summary.outcomes["unchanged"] == 0
-
-
-def test_record_keys_are_stable(served: PublisherSite, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    _harvest(served, out)
-    with LocalHarvester(out, allow_loopback=True) as harvester:
-        entries = harvester.catalog.records()
-    for entry in entries:
-        assert entry.report_key.endswith(f"/{record_key(entry.record_id)}.json")
 
 
 def test_catalog_queries_on_the_command_line(

@@ -338,11 +338,8 @@ class LocalHarvester:
         # The Signmap of each source whose records changed (new, rewritten or withdrawn).
         changed = {o.source for o in outcomes if o.outcome is Outcome.RECORD}
         changed |= {source_of(url) for url in summary.withdrawn}
-        changed |= {
-            o.source
-            for o in outcomes
-            if o.records and not self.ports.store.exists(signmap_key(o.source))
-        }
+        with_records = {o.source for o in outcomes if o.records} - changed
+        changed |= {s for s in with_records if not self.ports.store.exists(signmap_key(s))}
         for source in sorted(changed):
             try:
                 summary.signmaps.append(build_source_signmap(self.ports, source))
