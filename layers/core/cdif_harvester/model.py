@@ -17,6 +17,9 @@ __all__ = [
     "FetchResponse",
     "Outcome",
     "RecordRef",
+    "RunState",
+    "RunStatus",
+    "Source",
     "TypedLink",
     "UrlOutcome",
     "UrlState",
@@ -24,6 +27,10 @@ __all__ = [
     "entry_to_dict",
     "outcome_from_dict",
     "outcome_to_dict",
+    "run_from_dict",
+    "run_to_dict",
+    "source_from_dict",
+    "source_to_dict",
     "url_state_from_dict",
     "url_state_to_dict",
 ]
@@ -259,4 +266,112 @@ def entry_from_dict(data: dict[str, Any]) -> CatalogEntry:
     return CatalogEntry(**data)
 
 
+@dataclass(frozen=True)
+class Source:
+    """A publisher registered for harvesting (the sources registry).
+
+    ``source_id`` is the operator's name for it (a slug). ``entry_url`` is where a harvest
+    starts (robots.txt, a sitemap or a page); ``hosts`` are the hosts the publisher may announce
+    sitemaps and pages on (the entry URL's host always counts). ``schedule`` is how often it is
+    harvested (``30m``, ``6h``, ``1d``, ``7d``...; None: only on demand). ``requests_per_host``
+    and ``crawl_delay`` tighten the defaults for a fragile site; ``options`` are the resolution
+    options (``format_parameter``); ``publisher_keys`` are the API key ids the publisher calls
+    the intake API with. ``active_run`` is the run under way (one at a time per source).
+    """
+
+    source_id: str
+    entry_url: str
+    hosts: tuple[str, ...] = ()
+    schedule: str | None = None
+    requests_per_host: int | None = None
+    crawl_delay: float | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    contact: str | None = None
+    publisher_keys: tuple[str, ...] = ()
+    created_at: str | None = None
+    updated_at: str | None = None
+    last_run_id: str | None = None
+    last_run_at: str | None = None
+    active_run: str | None = None
+
+
+def source_to_dict(source: Source) -> dict[str, Any]:
+    """Return the JSON form of a registered source."""
+    return asdict(source)
+
+
+def source_from_dict(data: dict[str, Any]) -> Source:
+    """Inverse of :func:`source_to_dict` (lists become tuples; unknown keys are ignored)."""
+    known = {
+        key: tuple(value) if isinstance(value, list) else value
+        for key, value in data.items()
+        if key in _SOURCE_FIELDS
+    }
+    return Source(**known)
+
+
+class RunState(StrEnum):
+    """Where a harvest run is: under way, finished (every URL that entered has its outcome),
+    or stalled (no progress for a long time: jobs dead-lettered; a redrive can finish it)."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    STALLED = "stalled"
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """A harvest run's progress, kept by atomic counters as the run goes.
+
+    ``entered`` counts the URLs that entered the run (each once, however many sitemaps list
+    it), ``settled`` those that have their outcome, ``outcomes`` the settled ones by outcome.
+    ``sitemaps`` counts the sitemap jobs still to do. The run is finished when no sitemap job
+    is left and every URL that entered has its outcome. ``closed_at`` is set once the end of
+    the run has been dealt with (tombstones, the source's Signmap, the publisher report).
+    """
+
+    run_id: str
+    entry_urls: tuple[str, ...]
+    started_at: str
+    source_id: str | None = None
+    trigger: str = "manual"
+    state: RunState = RunState.RUNNING
+    entered: int = 0
+    settled: int = 0
+    sitemaps: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    updated_at: str | None = None
+    finished_at: str | None = None
+    closed_at: str | None = None
+    report_key: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """True when every URL that entered has its outcome and no sitemap job is left."""
+        return self.sitemaps <= 0 and self.settled >= self.entered
+
+
+def run_to_dict(run: RunStatus) -> dict[str, Any]:
+    """Return the JSON form of a run's status (the body of ``GET /runs/{id}``)."""
+    data = asdict(run)
+    data["state"] = run.state.value
+    data["entry_urls"] = list(run.entry_urls)
+    data["outcomes"] = {kind.value: int(run.outcomes.get(kind.value, 0)) for kind in Outcome}
+    data["queued"] = max(0, run.entered - run.settled)
+    return data
+
+
+def run_from_dict(data: dict[str, Any]) -> RunStatus:
+    """Inverse of :func:`run_to_dict` (derived keys such as ``queued`` are ignored)."""
+    known: dict[str, Any] = {key: value for key, value in data.items() if key in _RUN_FIELDS}
+    known["entry_urls"] = tuple(known.get("entry_urls") or ())
+    known["state"] = RunState(known.get("state", RunState.RUNNING.value))
+    known["outcomes"] = {str(k): int(v) for k, v in (known.get("outcomes") or {}).items()}
+    for name in ("entered", "settled", "sitemaps"):
+        known[name] = int(known.get(name) or 0)
+    return RunStatus(**known)
+
+
 _URL_STATE_FIELDS = frozenset(f.name for f in fields(UrlState))
+_SOURCE_FIELDS = frozenset(f.name for f in fields(Source))
+_RUN_FIELDS = frozenset(f.name for f in fields(RunStatus))

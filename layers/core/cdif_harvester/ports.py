@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from cdif_harvester.model import CatalogEntry, FetchResponse, UrlOutcome, UrlState
+from cdif_harvester.model import (
+    CatalogEntry,
+    FetchResponse,
+    RunState,
+    RunStatus,
+    Source,
+    UrlOutcome,
+    UrlState,
+)
 
 __all__ = [
     "CatalogIndex",
@@ -23,6 +31,7 @@ __all__ = [
     "HostSlot",
     "JobQueue",
     "ObjectStore",
+    "SourceRegistry",
     "Wait",
 ]
 
@@ -74,7 +83,9 @@ class ObjectStore(Protocol):
 
 
 class CatalogIndex(Protocol):
-    """The catalogue: one entry per record and one outcome per URL and run."""
+    """The catalogue: one entry per record, one outcome per URL and run, and the harvest runs
+    with their counters (kept atomically as the run goes, so any worker can tell when a run is
+    finished)."""
 
     def put_record(self, entry: CatalogEntry) -> None:
         """Insert or replace the entry of ``entry.record_id``."""
@@ -84,8 +95,14 @@ class CatalogIndex(Protocol):
         """Return the entry of ``record_id``, or None."""
         ...
 
-    def put_outcome(self, outcome: UrlOutcome) -> None:
-        """Record the outcome of one URL in one run (replacing an earlier one for that pair)."""
+    def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
+        """Record the outcome of one URL in one run (replacing an earlier one for that pair).
+
+        When the run is tracked (:meth:`start_run`), its counters move with it: a URL settled
+        for the first time counts once (and enters the run if it had not), a changed outcome
+        moves from one count to the other. Returns the run's status after the write, or None
+        for a run that is not tracked.
+        """
         ...
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
@@ -109,6 +126,85 @@ class CatalogIndex(Protocol):
     def records(self, source: str, *, changed_since: str | None = None) -> Iterable[CatalogEntry]:
         """Yield the entries of ``source`` (changed at or after the ISO date or datetime
         ``changed_since``, when given), ordered by record id."""
+        ...
+
+    def start_run(self, run: RunStatus) -> None:
+        """Record a new run and its first counters (a run id that exists is left as it is)."""
+        ...
+
+    def get_run(self, run_id: str) -> RunStatus | None:
+        """Return the status of ``run_id``, or None."""
+        ...
+
+    def runs(
+        self, source_id: str | None = None, *, state: RunState | None = None, limit: int = 100
+    ) -> list[RunStatus]:
+        """Return runs, newest first: of one registered source, and in one state, when given."""
+        ...
+
+    def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
+        """Note that ``urls`` enter the run; return the ones to hand on, in order.
+
+        A URL is handed on when it is new to the run, or when this same ``step`` (a sitemap
+        job's part) entered it before: a job run again after a crash sends its jobs again
+        without counting them twice. A URL another step entered is left out (it is already on
+        its way). Each URL counts once in ``entered``.
+        """
+        ...
+
+    def count_sitemaps(
+        self, run_id: str, delta: int, *, step: str, sitemap: str | None = None
+    ) -> RunStatus | None:
+        """Add ``delta`` to the run's pending sitemap jobs, once per ``step`` (a repeated step
+        changes nothing); ``sitemap`` is remembered as read by the run. Returns the status
+        after the change, or None for a run that is not tracked."""
+        ...
+
+    def run_sitemaps(self, run_id: str) -> list[str]:
+        """Return the sitemaps (and robots.txt files) the run has read, sorted."""
+        ...
+
+    def finish_run(self, run_id: str, *, at: str, state: RunState = RunState.FINISHED) -> bool:
+        """Mark a running (or stalled) run ``state``; True only for the one call that did it,
+        so the end of a run is dealt with once."""
+        ...
+
+    def close_run(self, run_id: str, *, at: str, report_key: str | None) -> None:
+        """Note that the end of the run was dealt with (tombstones, Signmap, report)."""
+        ...
+
+    def recount_run(self, run_id: str, *, at: str) -> RunStatus | None:
+        """Set the run's URL counters from its outcome items (repairs counts a crash between
+        two writes left behind); returns the new status, or None for an unknown run."""
+        ...
+
+
+class SourceRegistry(Protocol):
+    """The publishers registered for harvesting, and the one run each may have under way."""
+
+    def put_source(self, source: Source) -> None:
+        """Insert or replace ``source``."""
+        ...
+
+    def get_source(self, source_id: str) -> Source | None:
+        """Return the source named ``source_id``, or None."""
+        ...
+
+    def sources(self) -> list[Source]:
+        """Return every registered source, by id."""
+        ...
+
+    def delete_source(self, source_id: str) -> bool:
+        """Remove a source (its records and runs stay); False when there was none."""
+        ...
+
+    def claim_source(self, source_id: str, run_id: str, *, at: str) -> bool:
+        """Make ``run_id`` the source's run under way, unless another one is: True when it
+        did (atomically: two schedulers never both start a run of one source)."""
+        ...
+
+    def release_source(self, source_id: str, run_id: str) -> None:
+        """End ``run_id`` as the source's run under way (a no-op when another run holds it)."""
         ...
 
 

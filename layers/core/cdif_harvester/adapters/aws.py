@@ -40,10 +40,12 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdif_harvester.adapters.dynamo_runs import QUEUED, DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import record_key, url_hash
 from cdif_harvester.model import (
     CatalogEntry,
+    RunStatus,
     UrlOutcome,
     UrlState,
     entry_from_dict,
@@ -129,8 +131,9 @@ class S3ObjectStore:
             raise StorageError(f"S3 list {prefix} failed: {exc}") from exc
 
 
-class DynamoCatalog:
-    """The catalogue in one DynamoDB table (see the module docstring for the item layout)."""
+class DynamoCatalog(DynamoRuns, DynamoSources):
+    """The catalogue in one DynamoDB table (see the module docstring for the item layout, and
+    :mod:`cdif_harvester.adapters.dynamo_runs` for runs and sources)."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -168,19 +171,23 @@ class DynamoCatalog:
         entries = [entry_from_dict(json.loads(str(item["body"]))) for item in items]
         return sorted(entries, key=lambda entry: entry.record_id)
 
-    def put_outcome(self, outcome: UrlOutcome) -> None:
-        """Record the outcome of a URL in a run, and as the URL's latest outcome."""
+    def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
+        """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
+        run's counters (after the item: a crash between the two leaves the run looking
+        unfinished, never finished too early)."""
         body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
         url_key = f"URL#{url_hash(outcome.url)}"
-        self._put(
-            {
-                "pk": f"RUN#{outcome.run_id}",
-                "sk": url_key,
-                "url": outcome.url,
-                "outcome": outcome.outcome.value,
-                "body": body,
-            }
-        )
+        item = {
+            "pk": f"RUN#{outcome.run_id}",
+            "sk": url_key,
+            "url": outcome.url,
+            "outcome": outcome.outcome.value,
+            "body": body,
+        }
+        try:
+            old = self.table.put_item(Item=item, ReturnValues="ALL_OLD").get("Attributes")
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB put {item['pk']} failed: {exc}") from exc
         self._update(
             {"pk": url_key, "sk": "LATEST"},
             {
@@ -193,6 +200,10 @@ class DynamoCatalog:
                 "gsi1pk": f"SOURCE#{outcome.source}",
                 "gsi1sk": f"URL#{outcome.outcome.value}#{url_hash(outcome.url)}",
             },
+        )
+        previous = str(old["outcome"]) if old and "outcome" in old else None
+        return self._settle(
+            outcome.run_id, previous, outcome.outcome.value, outcome.recorded_at or ""
         )
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
@@ -207,7 +218,8 @@ class DynamoCatalog:
             except (BotoCoreError, ClientError) as exc:
                 raise StorageError(f"DynamoDB query run {run_id} failed: {exc}") from exc
             for item in page.get("Items", []):
-                yield outcome_from_dict(json.loads(str(item["body"])))
+                if item.get("outcome") != QUEUED:
+                    yield outcome_from_dict(json.loads(str(item["body"])))
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -22,12 +22,19 @@ from typing import Any
 from cdif_harvester.errors import StorageError
 from cdif_harvester.model import (
     CatalogEntry,
+    RunState,
+    RunStatus,
+    Source,
     UrlOutcome,
     UrlState,
     entry_from_dict,
     entry_to_dict,
     outcome_from_dict,
     outcome_to_dict,
+    run_from_dict,
+    run_to_dict,
+    source_from_dict,
+    source_to_dict,
     url_state_from_dict,
     url_state_to_dict,
 )
@@ -217,17 +224,45 @@ CREATE TABLE IF NOT EXISTS urls (
     outcome TEXT NOT NULL,
     body TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    source_id TEXT,
+    started_at TEXT NOT NULL,
+    state TEXT NOT NULL,
+    entered INTEGER NOT NULL DEFAULT 0,
+    settled INTEGER NOT NULL DEFAULT 0,
+    sitemaps INTEGER NOT NULL DEFAULT 0,
+    outcomes TEXT NOT NULL DEFAULT '{}',
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_steps (
+    run_id TEXT NOT NULL,
+    step TEXT NOT NULL,
+    sitemap TEXT,
+    PRIMARY KEY (run_id, step)
+);
+CREATE TABLE IF NOT EXISTS sources (
+    source_id TEXT PRIMARY KEY,
+    active_run TEXT,
+    body TEXT NOT NULL
+);
 """
 # Columns added after the first release: a catalogue written by an older version is upgraded in
 # place when opened (SQLite cannot add a column "if not exists").
 _ADDED_COLUMNS = {
     "records": (("changed_at", "TEXT"),),
     "urls": (("last_seen", "TEXT"), ("state", "TEXT NOT NULL DEFAULT '{}'")),
+    "url_outcomes": (("step", "TEXT"),),
 }
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
 CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
+CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source_id, started_at);
 """
+# The outcome of a URL that entered a run and is still on its way (never an Outcome).
+QUEUED = "queued"
+# The columns of a run that change as it goes (the rest is in its JSON body).
+_RUN_COLUMNS = "run_id, state, entered, settled, sitemaps, outcomes, body"
 # The fields of a UrlState that follow every outcome (the rest is the harvest state).
 _OUTCOME_FIELDS = ("url", "source", "outcome", "last_run", "last_seen")
 
@@ -288,16 +323,23 @@ class SqliteCatalog:
         rows = self._query(sql + " ORDER BY record_id", tuple(params))
         return [entry_from_dict(json.loads(row[0])) for row in rows]
 
-    def put_outcome(self, outcome: UrlOutcome) -> None:
-        """Record the outcome of a URL in a run, and as the URL's latest outcome."""
+    def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
+        """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
+        run's counters (in the same transaction)."""
         body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
+        new = outcome.outcome.value
         with self._lock:
             try:
                 self._db.execute("BEGIN")
+                rows = self._db.execute(
+                    "SELECT outcome FROM url_outcomes WHERE run_id = ? AND url = ?",
+                    (outcome.run_id, outcome.url),
+                ).fetchall()
+                old = rows[0][0] if rows else None
                 self._db.execute(
                     "INSERT OR REPLACE INTO url_outcomes (run_id, url, outcome, body) "
                     "VALUES (?, ?, ?, ?)",
-                    (outcome.run_id, outcome.url, outcome.outcome.value, body),
+                    (outcome.run_id, outcome.url, new, body),
                 )
                 self._db.execute(
                     "INSERT INTO urls (url, source, last_run, outcome, last_seen, body) "
@@ -309,19 +351,47 @@ class SqliteCatalog:
                         outcome.url,
                         outcome.source,
                         outcome.run_id,
-                        outcome.outcome.value,
+                        new,
                         outcome.recorded_at,
                         body,
                     ),
                 )
+                status = self._settle(outcome.run_id, old, new, outcome.recorded_at)
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._db.execute("ROLLBACK")
                 raise StorageError(f"cannot record outcome of {outcome.url}: {exc}") from exc
+        return status
+
+    def _settle(self, run_id: str, old: str | None, new: str, at: str | None) -> RunStatus | None:
+        """Move the run's counters for one URL's outcome ``old`` -> ``new`` (lock held)."""
+        run = self._run_locked(run_id)
+        if run is None:
+            return None
+        counts = dict(run.outcomes)
+        entered, settled = run.entered, run.settled
+        if old is None or old == QUEUED:
+            entered += old is None
+            settled += 1
+            counts[new] = counts.get(new, 0) + 1
+        elif old != new:
+            counts[old] = counts.get(old, 0) - 1
+            counts[new] = counts.get(new, 0) + 1
+        else:
+            return run
+        self._db.execute(
+            "UPDATE runs SET entered = ?, settled = ?, outcomes = ?, body = json_set(body, "
+            "'$.updated_at', ?) WHERE run_id = ?",
+            (entered, settled, json.dumps(counts, sort_keys=True), at, run_id),
+        )
+        return self._run_locked(run_id)
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield the outcomes of ``run_id`` ordered by URL."""
-        rows = self._query("SELECT body FROM url_outcomes WHERE run_id = ? ORDER BY url", (run_id,))
+        rows = self._query(
+            "SELECT body FROM url_outcomes WHERE run_id = ? AND outcome != ? ORDER BY url",
+            (run_id, QUEUED),
+        )
         for (body,) in rows:
             yield outcome_from_dict(json.loads(body))
 
@@ -352,6 +422,211 @@ class SqliteCatalog:
             params = (source, outcome)
         return [_url_state(row) for row in self._query(sql + " ORDER BY url", params)]
 
+    # Runs -------------------------------------------------------------------------------
+
+    def start_run(self, run: RunStatus) -> None:
+        """Record a new run (an existing run id is left as it is)."""
+        data = run_to_dict(run)
+        self._execute(
+            "INSERT OR IGNORE INTO runs (run_id, source_id, started_at, state, entered, "
+            "settled, sitemaps, outcomes, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.run_id,
+                run.source_id,
+                run.started_at,
+                run.state.value,
+                run.entered,
+                run.settled,
+                run.sitemaps,
+                json.dumps({k: v for k, v in run.outcomes.items() if v}, sort_keys=True),
+                json.dumps(data, sort_keys=True),
+            ),
+        )
+
+    def get_run(self, run_id: str) -> RunStatus | None:
+        """Return the status of ``run_id``, or None."""
+        with self._lock:
+            try:
+                return self._run_locked(run_id)
+            except sqlite3.Error as exc:
+                raise StorageError(f"catalogue read failed: {exc}") from exc
+
+    def runs(
+        self, source_id: str | None = None, *, state: RunState | None = None, limit: int = 100
+    ) -> list[RunStatus]:
+        """Return runs newest first (of one source, in one state, when given)."""
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE 1 = 1"
+        params: list[object] = []
+        if source_id is not None:
+            sql += " AND source_id = ?"
+            params.append(source_id)
+        if state is not None:
+            sql += " AND state = ?"
+            params.append(state.value)
+        sql += " ORDER BY started_at DESC, run_id DESC LIMIT ?"
+        params.append(limit)
+        return [_run_of(row) for row in self._query(sql, tuple(params))]
+
+    def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
+        """Note that ``urls`` enter the run; return those new to it or entered by ``step``."""
+        handed: list[str] = []
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")
+                new = 0
+                for url in dict.fromkeys(urls):
+                    rows = self._db.execute(
+                        "SELECT step FROM url_outcomes WHERE run_id = ? AND url = ?",
+                        (run_id, url),
+                    ).fetchall()
+                    if not rows:
+                        self._db.execute(
+                            "INSERT INTO url_outcomes (run_id, url, outcome, body, step) "
+                            "VALUES (?, ?, ?, '{}', ?)",
+                            (run_id, url, QUEUED, step),
+                        )
+                        new += 1
+                        handed.append(url)
+                    elif rows[0][0] == step:
+                        handed.append(url)
+                self._db.execute(
+                    "UPDATE runs SET entered = entered + ? WHERE run_id = ?", (new, run_id)
+                )
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise StorageError(f"cannot enter URLs into run {run_id}: {exc}") from exc
+        return handed
+
+    def count_sitemaps(
+        self, run_id: str, delta: int, *, step: str, sitemap: str | None = None
+    ) -> RunStatus | None:
+        """Add ``delta`` to the pending sitemap jobs once per ``step``."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")
+                cursor = self._db.execute(
+                    "INSERT OR IGNORE INTO run_steps (run_id, step, sitemap) VALUES (?, ?, ?)",
+                    (run_id, step, sitemap),
+                )
+                if cursor.rowcount:
+                    self._db.execute(
+                        "UPDATE runs SET sitemaps = sitemaps + ? WHERE run_id = ?",
+                        (delta, run_id),
+                    )
+                status = self._run_locked(run_id)
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise StorageError(f"cannot count sitemaps of run {run_id}: {exc}") from exc
+        return status
+
+    def run_sitemaps(self, run_id: str) -> list[str]:
+        """Return the sitemaps the run has read, sorted."""
+        rows = self._query(
+            "SELECT DISTINCT sitemap FROM run_steps WHERE run_id = ? AND sitemap IS NOT NULL "
+            "ORDER BY sitemap",
+            (run_id,),
+        )
+        return [row[0] for row in rows]
+
+    def finish_run(self, run_id: str, *, at: str, state: RunState = RunState.FINISHED) -> bool:
+        """Mark a running or stalled run ``state``; True for the one call that did."""
+        field_name = "finished_at" if state is RunState.FINISHED else "updated_at"
+        with self._lock:
+            try:
+                cursor = self._db.execute(
+                    "UPDATE runs SET state = ?, body = json_set(body, ?, ?) "
+                    "WHERE run_id = ? AND state != ? AND state != ?",
+                    (state.value, f"$.{field_name}", at, run_id, state.value, "finished"),
+                )
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot finish run {run_id}: {exc}") from exc
+        return cursor.rowcount == 1
+
+    def close_run(self, run_id: str, *, at: str, report_key: str | None) -> None:
+        """Note that the end of the run was dealt with."""
+        self._execute(
+            "UPDATE runs SET body = json_set(body, '$.closed_at', ?, '$.report_key', ?) "
+            "WHERE run_id = ?",
+            (at, report_key, run_id),
+        )
+
+    def recount_run(self, run_id: str, *, at: str) -> RunStatus | None:
+        """Set the run's URL counters from its outcome rows."""
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT outcome, COUNT(*) FROM url_outcomes WHERE run_id = ? GROUP BY outcome",
+                    (run_id,),
+                ).fetchall()
+                counts = {str(o): int(n) for o, n in rows if o != QUEUED}
+                entered = sum(int(n) for _, n in rows)
+                self._db.execute(
+                    "UPDATE runs SET entered = ?, settled = ?, outcomes = ?, "
+                    "body = json_set(body, '$.updated_at', ?) WHERE run_id = ?",
+                    (entered, sum(counts.values()), json.dumps(counts), at, run_id),
+                )
+                return self._run_locked(run_id)
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot recount run {run_id}: {exc}") from exc
+
+    def _run_locked(self, run_id: str) -> RunStatus | None:
+        rows = self._db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        return _run_of(rows[0]) if rows else None
+
+    # Sources ----------------------------------------------------------------------------
+
+    def put_source(self, source: Source) -> None:
+        """Insert or replace ``source`` (its run under way is kept as the registry holds it)."""
+        self._execute(
+            "INSERT INTO sources (source_id, active_run, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (source_id) DO UPDATE SET body = excluded.body",
+            (source.source_id, source.active_run, json.dumps(source_to_dict(source))),
+        )
+
+    def get_source(self, source_id: str) -> Source | None:
+        """Return the source named ``source_id``, or None."""
+        rows = self._query("SELECT body, active_run FROM sources WHERE source_id = ?", (source_id,))
+        return _source_of(rows[0]) if rows else None
+
+    def sources(self) -> list[Source]:
+        """Return every registered source, by id."""
+        rows = self._query("SELECT body, active_run FROM sources ORDER BY source_id", ())
+        return [_source_of(row) for row in rows]
+
+    def delete_source(self, source_id: str) -> bool:
+        """Remove a source; False when there was none."""
+        with self._lock:
+            try:
+                cursor = self._db.execute("DELETE FROM sources WHERE source_id = ?", (source_id,))
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot remove source {source_id}: {exc}") from exc
+        return cursor.rowcount == 1
+
+    def claim_source(self, source_id: str, run_id: str, *, at: str) -> bool:
+        """Make ``run_id`` the source's run under way unless another one is."""
+        with self._lock:
+            try:
+                cursor = self._db.execute(
+                    "UPDATE sources SET active_run = ?, body = json_set(body, "
+                    "'$.last_run_id', ?, '$.last_run_at', ?) "
+                    "WHERE source_id = ? AND (active_run IS NULL OR active_run = ?)",
+                    (run_id, run_id, at, source_id, run_id),
+                )
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot claim source {source_id}: {exc}") from exc
+        return cursor.rowcount == 1
+
+    def release_source(self, source_id: str, run_id: str) -> None:
+        """End ``run_id`` as the source's run under way."""
+        self._execute(
+            "UPDATE sources SET active_run = NULL WHERE source_id = ? AND active_run = ?",
+            (source_id, run_id),
+        )
+
     def _execute(self, sql: str, params: tuple[object, ...]) -> None:
         with self._lock:
             try:
@@ -380,3 +655,24 @@ def _url_state(row: tuple[Any, ...]) -> UrlState:
             "last_seen": last_seen,
         }
     )
+
+
+def _run_of(row: tuple[Any, ...]) -> RunStatus:
+    run_id, state, entered, settled, sitemaps, outcomes, body = row
+    data = json.loads(body)
+    data.update(
+        run_id=run_id,
+        state=state,
+        entered=entered,
+        settled=settled,
+        sitemaps=sitemaps,
+        outcomes=json.loads(outcomes or "{}"),
+    )
+    return run_from_dict(data)
+
+
+def _source_of(row: tuple[Any, ...]) -> Source:
+    body, active_run = row
+    data = json.loads(body)
+    data["active_run"] = active_run
+    return source_from_dict(data)

@@ -1,0 +1,497 @@
+"""Harvest runs and the sources registry in the catalogue's DynamoDB table.
+
+Items (see :mod:`cdif_harvester.adapters.aws` for the rest of the table):
+
+=============================  ===================  ==========================================
+pk                             sk                   item
+=============================  ===================  ==========================================
+``RUN#<run id>``               ``RUN``              the run: state, counters, entry URLs
+``RUN#<run id>``               ``URL#<url hash>``   a URL of the run: ``queued``, then its outcome
+``RUN#<run id>``               ``STEP#<step>``      a sitemap step already counted (and the
+                                                    sitemap it read)
+``SOURCE#<source id>``         ``SOURCE``           a registered source
+=============================  ===================  ==========================================
+
+Counters are top-level numbers changed with ``ADD`` (atomic, whichever worker writes):
+``entered``, ``settled``, ``sitemaps`` and ``n_<outcome>``. What could make a run look finished
+too early is written in one transaction with the item that justifies it: a URL entering a run
+(its ``queued`` item and ``entered``), a sitemap step (its marker and ``sitemaps``). A crash
+between an outcome and its count can only leave a run looking unfinished; the scheduler's sweep
+recounts such a run from its items (:meth:`DynamoRuns.recount_run`).
+
+Runs are listed through ``gsi1`` (``RUNS`` / ``<started at>#<run id>``), sources through
+``gsi1`` (``SOURCES`` / ``<source id>``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from cdif_harvester.errors import StorageError
+from cdif_harvester.keys import url_hash
+from cdif_harvester.model import (
+    Outcome,
+    RunState,
+    RunStatus,
+    Source,
+    run_from_dict,
+    run_to_dict,
+    source_from_dict,
+    source_to_dict,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
+
+__all__ = ["QUEUED", "DynamoRuns", "DynamoSources"]
+
+#: The outcome of a URL item while the URL is on its way (never an Outcome).
+QUEUED = "queued"
+
+_TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
+_STATIC_RUN_FIELDS = ("entry_urls", "trigger", "source_id", "started_at")
+
+
+class DynamoRuns:
+    """Run items and their counters (a mixin of the DynamoDB catalogue)."""
+
+    table: Table
+
+    def start_run(self, run: RunStatus) -> None:
+        """Record a new run (an existing run id is left as it is)."""
+        data = run_to_dict(run)
+        item: dict[str, Any] = {
+            "pk": f"RUN#{run.run_id}",
+            "sk": "RUN",
+            "gsi1pk": "RUNS",
+            "gsi1sk": f"{run.started_at}#{run.run_id}",
+            "run_id": run.run_id,
+            "state": run.state.value,
+            "entered": run.entered,
+            "settled": run.settled,
+            "sitemaps": run.sitemaps,
+            "body": json.dumps({k: data[k] for k in _STATIC_RUN_FIELDS}, sort_keys=True),
+            **{f"n_{_attr(kind)}": int(n) for kind, n in run.outcomes.items() if n},
+        }
+        if run.source_id:
+            item["source_id"] = run.source_id
+        try:
+            self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise StorageError(f"DynamoDB start run {run.run_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB start run {run.run_id} failed: {exc}") from exc
+
+    def get_run(self, run_id: str) -> RunStatus | None:
+        """Return the status of ``run_id``, or None."""
+        try:
+            found = self.table.get_item(Key=_run_key(run_id), ConsistentRead=True).get("Item")
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB get run {run_id} failed: {exc}") from exc
+        return _run_of(found) if found else None
+
+    def runs(
+        self, source_id: str | None = None, *, state: RunState | None = None, limit: int = 100
+    ) -> list[RunStatus]:
+        """Return runs newest first (of one source, in one state, when given)."""
+        kwargs: dict[str, Any] = {
+            "IndexName": "gsi1",
+            "KeyConditionExpression": "gsi1pk = :pk",
+            "ExpressionAttributeValues": {":pk": "RUNS"},
+            "ScanIndexForward": False,
+        }
+        found: list[RunStatus] = []
+        while len(found) < limit:
+            try:
+                page = self.table.query(**kwargs)
+            except (BotoCoreError, ClientError) as exc:
+                raise StorageError(f"DynamoDB query runs failed: {exc}") from exc
+            for item in page.get("Items", []):
+                if source_id is not None and item.get("source_id") != source_id:
+                    continue
+                if state is not None and item.get("state") != state.value:
+                    continue
+                # The index may lag: the run's own item has the latest counters.
+                run = self.get_run(str(item["run_id"]))
+                if run is not None:
+                    found.append(run)
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found[:limit]
+
+    def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
+        """Note that ``urls`` enter the run; return those new to it or entered by ``step``.
+
+        Each chunk of URLs goes in one transaction with the ``entered`` count, so the count is
+        never behind the items. A URL already in the run cancels the transaction; it is taken
+        out (and handed on only when this same step entered it) and the rest is tried again.
+        """
+        handed: list[str] = []
+        pending = list(dict.fromkeys(urls))
+        while pending:
+            chunk, pending = pending[: _TRANSACTION_ITEMS - 1], pending[_TRANSACTION_ITEMS - 1 :]
+            while chunk:
+                taken = self._enter_chunk(run_id, chunk, step)
+                if taken is None:
+                    handed.extend(chunk)
+                    break
+                for url in taken:
+                    chunk.remove(url)
+                    if self._entered_by(run_id, url) == step:
+                        handed.append(url)
+        order = {url: index for index, url in enumerate(urls)}
+        return sorted(set(handed), key=order.__getitem__)
+
+    def _enter_chunk(self, run_id: str, chunk: list[str], step: str) -> list[str] | None:
+        """Enter ``chunk`` in one transaction; None when it went through, else the URLs that
+        were already in the run (which cancelled it)."""
+        table = self.table.name
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": {
+                        "pk": f"RUN#{run_id}",
+                        "sk": f"URL#{url_hash(url)}",
+                        "url": url,
+                        "outcome": QUEUED,
+                        "step": step,
+                    },
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for url in chunk
+        ]
+        items.append(
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": _run_key(run_id),
+                    "UpdateExpression": "ADD entered :n",
+                    "ExpressionAttributeValues": {":n": len(chunk)},
+                }
+            }
+        )
+        try:
+            self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons")
+            if not reasons:
+                raise StorageError(f"DynamoDB enter URLs of run {run_id} failed: {exc}") from exc
+            return [
+                url
+                for url, reason in zip(chunk, reasons, strict=False)
+                if reason.get("Code") == "ConditionalCheckFailed"
+            ]
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB enter URLs of run {run_id} failed: {exc}") from exc
+        return None
+
+    def _entered_by(self, run_id: str, url: str) -> str | None:
+        key = {"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"}
+        try:
+            found = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB get {key['pk']} failed: {exc}") from exc
+        if not found or found.get("outcome") != QUEUED:
+            return None
+        return str(found.get("step") or "") or None
+
+    def count_sitemaps(
+        self, run_id: str, delta: int, *, step: str, sitemap: str | None = None
+    ) -> RunStatus | None:
+        """Add ``delta`` to the pending sitemap jobs, once per ``step`` (one transaction with
+        the step's marker)."""
+        marker: dict[str, Any] = {"pk": f"RUN#{run_id}", "sk": f"STEP#{step}"}
+        if sitemap is not None:
+            marker["sitemap"] = sitemap
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.table.name,
+                    "Item": marker,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table.name,
+                    "Key": _run_key(run_id),
+                    "UpdateExpression": "ADD sitemaps :n",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeValues": {":n": delta},
+                }
+            },
+        ]
+        try:
+            self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+        except ClientError as exc:
+            if not exc.response.get("CancellationReasons"):
+                raise StorageError(f"DynamoDB count sitemaps of {run_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB count sitemaps of {run_id} failed: {exc}") from exc
+        return self.get_run(run_id)
+
+    def run_sitemaps(self, run_id: str) -> list[str]:
+        """Return the sitemaps the run has read, sorted."""
+        items = self._run_items(run_id, "STEP#")
+        return sorted({str(item["sitemap"]) for item in items if item.get("sitemap")})
+
+    def finish_run(self, run_id: str, *, at: str, state: RunState = RunState.FINISHED) -> bool:
+        """Mark a running or stalled run ``state``; True for the one call that did."""
+        field_name = "finished_at" if state is RunState.FINISHED else "updated_at"
+        try:
+            self.table.update_item(
+                Key=_run_key(run_id),
+                UpdateExpression="SET #s = :s, #t = :t",
+                ConditionExpression="attribute_exists(pk) AND #s <> :s AND #s <> :finished",
+                ExpressionAttributeNames={"#s": "state", "#t": field_name},
+                ExpressionAttributeValues={
+                    ":s": state.value,
+                    ":t": at,
+                    ":finished": RunState.FINISHED.value,
+                },
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return False
+            raise StorageError(f"DynamoDB finish run {run_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB finish run {run_id} failed: {exc}") from exc
+        return True
+
+    def close_run(self, run_id: str, *, at: str, report_key: str | None) -> None:
+        """Note that the end of the run was dealt with."""
+        values: dict[str, Any] = {":at": at}
+        expression = "SET closed_at = :at"
+        if report_key is not None:
+            expression += ", report_key = :report"
+            values[":report"] = report_key
+        self._update_run(run_id, expression, values)
+
+    def recount_run(self, run_id: str, *, at: str) -> RunStatus | None:
+        """Set the run's URL counters from its URL items."""
+        if self.get_run(run_id) is None:
+            return None
+        counts: dict[str, int] = {}
+        entered = 0
+        for item in self._run_items(run_id, "URL#"):
+            entered += 1
+            outcome = str(item.get("outcome"))
+            if outcome != QUEUED:
+                counts[outcome] = counts.get(outcome, 0) + 1
+        values: dict[str, Any] = {
+            ":entered": entered,
+            ":settled": sum(counts.values()),
+            ":at": at,
+            **{f":n{i}": counts.get(kind.value, 0) for i, kind in enumerate(Outcome)},
+        }
+        assignments = ", ".join(f"n_{_attr(kind.value)} = :n{i}" for i, kind in enumerate(Outcome))
+        self._update_run(
+            run_id,
+            f"SET entered = :entered, settled = :settled, updated_at = :at, {assignments}",
+            values,
+        )
+        return self.get_run(run_id)
+
+    def _settle(self, run_id: str, old: str | None, new: str, at: str) -> RunStatus | None:
+        """Move the run's counters for one URL whose item went from ``old`` to ``new``."""
+        if old == new:
+            return self.get_run(run_id)
+        adds = {f"n_{_attr(new)}": 1}
+        if old is None:
+            adds.update(entered=1, settled=1)
+        elif old == QUEUED:
+            adds["settled"] = 1
+        else:
+            adds[f"n_{_attr(old)}"] = -1
+        names = {f"#c{i}": name for i, name in enumerate(adds)}
+        values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
+        values[":at"] = at
+        try:
+            response = self.table.update_item(
+                Key=_run_key(run_id),
+                UpdateExpression="ADD "
+                + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
+                + " SET updated_at = :at",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return None  # a run that is not tracked
+            raise StorageError(f"DynamoDB count outcome of {run_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB count outcome of {run_id} failed: {exc}") from exc
+        return _run_of(response["Attributes"])
+
+    def _update_run(self, run_id: str, expression: str, values: Mapping[str, Any]) -> None:
+        try:
+            self.table.update_item(
+                Key=_run_key(run_id),
+                UpdateExpression=expression,
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues=dict(values),
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise StorageError(f"DynamoDB update run {run_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB update run {run_id} failed: {exc}") from exc
+
+    def _run_items(self, run_id: str, prefix: str) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": f"RUN#{run_id}", ":prefix": prefix},
+            "ConsistentRead": True,
+        }
+        items: list[dict[str, Any]] = []
+        while True:
+            try:
+                page = self.table.query(**kwargs)
+            except (BotoCoreError, ClientError) as exc:
+                raise StorageError(f"DynamoDB query run {run_id} failed: {exc}") from exc
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+class DynamoSources:
+    """Source items (a mixin of :class:`~cdif_harvester.adapters.aws.DynamoCatalog`)."""
+
+    table: Table
+
+    def put_source(self, source: Source) -> None:
+        """Insert or replace ``source`` (its run under way is kept as the registry holds it)."""
+        try:
+            self.table.update_item(
+                Key=_source_key(source.source_id),
+                UpdateExpression="SET body = :body, gsi1pk = :pk, gsi1sk = :id",
+                ExpressionAttributeValues={
+                    ":body": json.dumps(source_to_dict(source), sort_keys=True),
+                    ":pk": "SOURCES",
+                    ":id": source.source_id,
+                },
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB put source {source.source_id} failed: {exc}") from exc
+
+    def get_source(self, source_id: str) -> Source | None:
+        """Return the source named ``source_id``, or None."""
+        try:
+            found = self.table.get_item(Key=_source_key(source_id), ConsistentRead=True)
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB get source {source_id} failed: {exc}") from exc
+        item = found.get("Item")
+        return _source_of(item) if item else None
+
+    def sources(self) -> list[Source]:
+        """Return every registered source, by id."""
+        kwargs: dict[str, Any] = {
+            "IndexName": "gsi1",
+            "KeyConditionExpression": "gsi1pk = :pk",
+            "ExpressionAttributeValues": {":pk": "SOURCES"},
+        }
+        found: list[Source] = []
+        while True:
+            try:
+                page = self.table.query(**kwargs)
+            except (BotoCoreError, ClientError) as exc:
+                raise StorageError(f"DynamoDB query sources failed: {exc}") from exc
+            for item in page.get("Items", []):
+                source = self.get_source(str(item["gsi1sk"]))
+                if source is not None:
+                    found.append(source)
+            if "LastEvaluatedKey" not in page:
+                return sorted(found, key=lambda s: s.source_id)
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def delete_source(self, source_id: str) -> bool:
+        """Remove a source; False when there was none."""
+        try:
+            response = self.table.delete_item(Key=_source_key(source_id), ReturnValues="ALL_OLD")
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"DynamoDB delete source {source_id} failed: {exc}") from exc
+        return bool(response.get("Attributes"))
+
+    def claim_source(self, source_id: str, run_id: str, *, at: str) -> bool:
+        """Make ``run_id`` the source's run under way unless another one is (conditional)."""
+        try:
+            self.table.update_item(
+                Key=_source_key(source_id),
+                UpdateExpression="SET active_run = :run, last_run_id = :run, last_run_at = :at",
+                ConditionExpression="attribute_exists(pk) AND "
+                "(attribute_not_exists(active_run) OR active_run = :run)",
+                ExpressionAttributeValues={":run": run_id, ":at": at},
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return False
+            raise StorageError(f"DynamoDB claim source {source_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB claim source {source_id} failed: {exc}") from exc
+        return True
+
+    def release_source(self, source_id: str, run_id: str) -> None:
+        """End ``run_id`` as the source's run under way."""
+        try:
+            self.table.update_item(
+                Key=_source_key(source_id),
+                UpdateExpression="REMOVE active_run",
+                ConditionExpression="active_run = :run",
+                ExpressionAttributeValues={":run": run_id},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise StorageError(f"DynamoDB release source {source_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB release source {source_id} failed: {exc}") from exc
+
+
+def _run_key(run_id: str) -> dict[str, str]:
+    return {"pk": f"RUN#{run_id}", "sk": "RUN"}
+
+
+def _source_key(source_id: str) -> dict[str, str]:
+    return {"pk": f"SOURCE#{source_id}", "sk": "SOURCE"}
+
+
+def _attr(outcome: str) -> str:
+    """The counter attribute suffix of an outcome (``no-metadata`` -> ``no_metadata``)."""
+    return outcome.replace("-", "_")
+
+
+def _run_of(item: Mapping[str, Any]) -> RunStatus:
+    data: dict[str, Any] = json.loads(str(item.get("body") or "{}"))
+    data.update(
+        run_id=item["run_id"],
+        state=item.get("state", RunState.RUNNING.value),
+        entered=int(item.get("entered", 0)),
+        settled=int(item.get("settled", 0)),
+        sitemaps=int(item.get("sitemaps", 0)),
+        outcomes={kind.value: int(item.get(f"n_{_attr(kind.value)}", 0)) for kind in Outcome},
+    )
+    for name in ("updated_at", "finished_at", "closed_at", "report_key", "source_id"):
+        if item.get(name) is not None:
+            data[name] = str(item[name])
+    return run_from_dict(data)
+
+
+def _source_of(item: Mapping[str, Any]) -> Source:
+    data: dict[str, Any] = json.loads(str(item["body"]))
+    for name in ("active_run", "last_run_id", "last_run_at"):
+        data[name] = str(item[name]) if item.get(name) is not None else None
+    return source_from_dict(data)
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
