@@ -302,7 +302,7 @@ def source_to_dict(source: Source) -> dict[str, Any]:
 
 def source_from_dict(data: dict[str, Any]) -> Source:
     """Inverse of :func:`source_to_dict` (lists become tuples; unknown keys are ignored)."""
-    known = {
+    known: dict[str, Any] = {
         key: tuple(value) if isinstance(value, list) else value
         for key, value in data.items()
         if key in _SOURCE_FIELDS
