@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
@@ -93,6 +94,16 @@ _QUEUE_OF: dict[type[Any], str] = {
     DocumentJob: DOCUMENT_QUEUE,
     IndexJob: INDEX_QUEUE,
 }
+
+# The stage each job kind feeds: the ``Stage`` dimension of every metric and the ``stage`` log
+# key (the same names as the functions' log groups, /aws/lambda/<stack>/<stage>).
+_STAGE_OF: dict[type[Any], str] = {
+    SitemapJob: "sitemap-expander",
+    UrlJob: "url-resolver",
+    DocumentJob: "extractor",
+    IndexJob: "indexer",
+}
+CROSSWALK_STAGE = "crosswalk"
 
 
 class ConfigError(RuntimeError):
@@ -229,21 +240,32 @@ def handle_sqs_batch(
     permanent errors become the URL's outcome; retryable errors fail only that record, which SQS
     redelivers and finally dead-letters. Raises ContractError when ``event`` is not an SQS
     event at all (a dict without ``Records`` is not an empty batch).
+
+    Every metric of the invocation carries the dimension ``Stage``; each job's outcome is
+    counted in ``Outcomes`` (dimensions ``Stage`` and ``Outcome``); every log line of a job
+    carries its ``run_id`` (also the correlation id), ``url`` and ``message_id``.
     """
+    stage_name = _STAGE_OF.get(contract, contract.__name__)
+    _label_stage(stage_name)
     _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
     bundle = ports()
+    outcomes: Counter[str] = Counter()
 
     def record_handler(record: SQSRecord) -> None:
+        # The keys of the batch's previous record must not leak into this record's lines.
+        logger.append_keys(message_id=record.message_id, run_id=None, url=None)
+        logger.set_correlation_id(None)
         try:
             job = decode(record.body, contract)
         except ContractError as exc:
-            logger.error(
-                "message breaks its contract", message_id=record.message_id, error=str(exc)
-            )
+            logger.error("message breaks its contract", error=str(exc))
             metrics.add_metric(name="BadMessages", unit=MetricUnit.Count, value=1)
             return
-        logger.append_keys(run_id=getattr(job, "run_id", None), url=getattr(job, "url", None))
+        run_id = getattr(job, "run_id", None)
+        logger.append_keys(run_id=run_id, url=getattr(job, "url", None))
+        # The run id is the correlation id: one filter follows a harvest through every stage.
+        logger.set_correlation_id(run_id)
         resume = record.message_attributes.get(RESUME_ATTRIBUTE) is not None
 
         def run() -> dict[str, Any]:
@@ -258,19 +280,58 @@ def handle_sqs_batch(
             metrics.add_metric(name="Deferred", unit=MetricUnit.Count, value=1)
             return
         except RetryableError as error:
+            logger.warning(
+                "job failed; SQS redelivers it", error=str(error), retry_after=error.retry_after
+            )
             if error.retry_after is not None:
                 _retry_later(bundle, contract, record, error.retry_after)
             raise
+        except Exception:  # a bug, not the data: Powertools would log it only at DEBUG
+            logger.exception("job failed unexpectedly; SQS redelivers it")
+            raise
         outcome = done.get("outcome")
         if outcome is not None:
-            metrics.add_metric(name=f"Outcome_{outcome}", unit=MetricUnit.Count, value=1)
+            outcomes[outcome] += 1
+        logger.info("job done", outcome=outcome)
         metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
 
     metrics.add_metric(name="Batches", unit=MetricUnit.Count, value=1)
-    response = process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    try:
+        response = process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+    finally:
+        _count_batch(stage_name, processor, outcomes)
     return dict(response)
+
+
+def _label_stage(stage_name: str) -> None:
+    """Name the stage on every metric of this invocation and on every log line.
+
+    A function runs one stage, so a dimension that holds for the whole invocation is right;
+    Powertools clears it with the other dimensions when ``log_metrics`` flushes.
+    """
+    metrics.add_dimension(name="Stage", value=stage_name)
+    logger.append_keys(stage=stage_name)
+
+
+def _count_batch(stage_name: str, processor: BatchProcessor, outcomes: Counter[str]) -> None:
+    """Emit the batch's failed records and its outcomes, one EMF document per outcome kind.
+
+    ``Outcomes`` needs a dimension (``Outcome``) that differs between the records of one batch,
+    which the invocation's shared dimension set cannot hold: each kind gets its own document.
+    """
+    metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=len(processor.fail_messages))
+    for outcome, count in sorted(outcomes.items()):
+        with single_metric(
+            name="Outcomes",
+            unit=MetricUnit.Count,
+            value=count,
+            namespace=metrics.namespace,
+            default_dimensions=dict(metrics.default_dimensions),
+        ) as metric:
+            metric.add_dimension(name="Stage", value=stage_name)
+            metric.add_dimension(name="Outcome", value=outcome)
 
 
 def work_key(job: Any) -> str:
@@ -363,29 +424,45 @@ def handle_s3_notifications(
     """Run ``stage`` on every object key of the S3 notifications carried by an SQS batch.
 
     A notification that names no record (the ``s3:TestEvent``, a key outside ``records/``) is
-    logged and consumed.
+    logged and consumed. Metrics carry ``Stage=crosswalk``; every log line of a key carries it
+    (``key``) and the SQS ``message_id``.
     """
+    _label_stage(CROSSWALK_STAGE)
     _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
     bundle = ports()
 
     def record_handler(record: SQSRecord) -> None:
+        logger.append_keys(message_id=record.message_id, key=None)
         try:
             notification = json.loads(record.body)
         except ValueError:
-            logger.error("notification is not JSON", message_id=record.message_id)
+            logger.error("notification is not JSON")
             return
-        for key in keys_from_s3_event(notification):
+        keys = keys_from_s3_event(notification)
+        if not keys:  # the s3:TestEvent sent when the notification was set up
+            event_name = notification.get("Event") if isinstance(notification, dict) else None
+            logger.info("notification names no object", event=event_name)
+        for key in keys:
+            logger.append_keys(key=key)
             try:
-                stage(bundle, key)
+                views = stage(bundle, key)
             except PermanentError as exc:
-                logger.warning("record not crosswalked", key=key, error=str(exc))
+                logger.warning("record not crosswalked", error=str(exc))
+                continue
+            except Exception:
+                logger.exception("crosswalk failed; SQS redelivers the notification")
+                raise
+            logger.info("record crosswalked", views=len(views) if isinstance(views, dict) else None)
         metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
 
     metrics.add_metric(name="Batches", unit=MetricUnit.Count, value=1)
-    response = process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    try:
+        response = process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+    finally:
+        _count_batch(CROSSWALK_STAGE, processor, Counter())
     return dict(response)
 
 
