@@ -10,7 +10,7 @@ SAM_VENV := .tools/sam
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo-out
 
-.PHONY: setup demo test lint typecheck pytest check-template sam-tools clean
+.PHONY: setup demo test lint typecheck pytest check-template sam-tools clean browser report-screenshot
 
 $(VENV)/.installed: pyproject.toml layers/core/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,26 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup
+pytest: setup browser
 	$(BIN)/pytest -q
+
+# The publisher report is tested in a real browser: Debian's chromium, installed when missing.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; \
+	elif command -v sudo >/dev/null 2>&1; then \
+		sudo DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
+		{ sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; \
+	else \
+		echo "chromium is needed by the browser test of the publisher report:" >&2; \
+		echo "install Debian's chromium package (apt-get install chromium, as root)." >&2; \
+		exit 1; \
+	fi
+
+report-screenshot: setup browser
+	$(BIN)/python -m tests.support.browser docs/report.png
 
 check-template: setup sam-tools
 	SAM=$(SAM_VENV)/bin/sam CFN_LINT=$(BIN)/cfn-lint bash infrastructure/scripts/check-template.sh

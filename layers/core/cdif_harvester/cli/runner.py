@@ -144,7 +144,7 @@ class HarvestSummary:
             "crosswalk_errors": self.crosswalk_errors,
             "withdrawn": self.withdrawn,
             "signmaps": self.signmaps,
-            "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE},
+            "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE, "report": "report.html"},
         }
 
 
@@ -519,12 +519,19 @@ class LocalHarvester:
             json.dumps(_outcome_line(o), ensure_ascii=False, sort_keys=True) + "\n"
             for o in outcomes
         )
-        summary_text = json.dumps(summary.to_dict(), indent=2) + "\n"
+        written = summary.to_dict()
+        summary_text = json.dumps(written, indent=2) + "\n"
+        # The publisher report is made from exactly what summary.json and outcomes.jsonl say.
+        from cdif_harvester.domain.report import render_report  # noqa: PLC0415 - end of run only
+
+        report = render_report(written, [outcome_to_dict(o) for o in outcomes])
         run_dir = self.out_dir / "runs" / summary.run_id
         run_dir.mkdir(parents=True, exist_ok=True)
         for folder in (self.out_dir, run_dir):
             (folder / OUTCOMES_FILE).write_text(lines, encoding="utf-8")
             (folder / SUMMARY_FILE).write_text(summary_text, encoding="utf-8")
+            (folder / written["files"]["report"]).write_text(report, encoding="utf-8")
+        self._say(f"  report for publishers: {self.out_dir / written['files']['report']}")
         # The hand-over objects served their purpose (on AWS a lifecycle rule expires them).
         staging = self.out_dir / "staging"
         shutil.rmtree(staging / summary.run_id, ignore_errors=True)

@@ -843,7 +843,7 @@ th, td { text-align: left; vertical-align: top; padding: 5px 8px; border-bottom:
   var(--line); }
 th { background: var(--panel); font-weight: 600; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.url { overflow-wrap: anywhere; max-width: 420px; }
+td.url { overflow-wrap: anywhere; width: 38%; }
 td.why { overflow-wrap: anywhere; color: #333; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
   margin-right: 6px; }
@@ -1209,7 +1209,7 @@ def _urls_section(outcomes: Sequence[Mapping[str, Any]]) -> str:
     else:
         rows = "".join(
             f'<tr><td class="url">{_link(str(o.get("url") or ""))}</td>'
-            f'<td><span class="outcome">{_e(o.get("outcome") or "")}</span></td>'
+            f'<td class="kind"><span class="outcome">{_e(o.get("outcome") or "")}</span></td>'
             f'<td class="why">{_e(_why(o))}</td></tr>'
             for o in listed[:MAX_URL_ROWS]
         )

@@ -1,0 +1,159 @@
+"""The publisher report in a real browser: the demo site harvested locally, report.html opened
+in headless Chromium over the DevTools Protocol.
+
+Chromium is required, not optional: without it these tests fail and say how to install it
+(``make browser``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdif_harvester.cli.runner import LocalHarvester
+from cdif_harvester.demo.server import PublisherSite
+from tests.support.browser import Browser, BrowserMissing, Page, chromium_binary
+
+pytestmark = pytest.mark.network
+
+# Read back by the test: the title, the chart's box, every data-count element, and whatever
+# markup a publisher's text must never have turned into.
+_READ_PAGE = """(() => {
+  const chart = document.getElementById('outcome-chart');
+  const box = chart ? chart.getBoundingClientRect() : {width: 0, height: 0};
+  return {
+    title: document.title,
+    chart: {width: box.width, height: box.height},
+    bars: Array.from(document.querySelectorAll('#outcome-chart rect'),
+                     r => r.getBoundingClientRect().width),
+    counts: Array.from(document.querySelectorAll('[data-count]'),
+                       e => [e.dataset.count, e.textContent.trim()]),
+    scripts: document.querySelectorAll('script').length,
+    images: document.querySelectorAll('img').length,
+    handlers: Array.from(document.querySelectorAll('*'))
+      .filter(e => Array.from(e.attributes).some(a => a.name.startsWith('on'))).length,
+    text: document.body.innerText,
+  };
+})()"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium for the module; a missing Chromium fails the tests."""
+    try:
+        binary = chromium_binary()
+    except BrowserMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    with Browser(binary) as running:
+        yield running
+
+
+@contextmanager
+def _opened(browser: Browser, report: Path) -> Iterator[tuple[Page, dict[str, Any]]]:
+    """The report open in a new tab, with what _READ_PAGE read from it."""
+    with browser.page() as page:
+        page.open(report.resolve().as_uri())
+        yield page, page.evaluate(_READ_PAGE)
+
+
+def _numbers(read: dict[str, Any]) -> dict[str, int]:
+    """The data-count numbers; a name shown in several places must read the same in each."""
+    seen: dict[str, set[str]] = {}
+    for name, text in read["counts"]:
+        seen.setdefault(name, set()).add(text)
+    assert all(len(texts) == 1 for texts in seen.values()), seen
+    return {name: int(texts.pop()) for name, texts in seen.items() if name != "elapsed-seconds"}
+
+
+def test_the_demo_report_renders_in_chromium_with_summary_json_figures(
+    site: PublisherSite, tmp_path: Path, browser: Browser
+) -> None:
+    out = tmp_path / "out"
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        summary = harvester.harvest(site.url("/robots.txt"))
+    written = json.loads((out / "summary.json").read_text())
+    report = out / written["files"]["report"]
+    kept = out / "runs" / summary.run_id / "report.html"
+    assert report.is_file() and kept.read_text() == report.read_text()
+
+    with _opened(browser, report) as (page, read):
+        assert page.errors == []
+        # nothing but the file itself was loaded
+        assert page.requests == [report.resolve().as_uri()]
+
+    assert read["title"].startswith("Harvest report: ")
+    assert summary.run_id in read["title"]
+    assert read["chart"]["width"] > 0 and read["chart"]["height"] > 0
+    assert max(read["bars"]) > 0  # the bars are drawn
+    assert read["scripts"] == 0
+
+    numbers = _numbers(read)
+    assert numbers["urls"] == written["urls"] == 8
+    for kind, count in written["outcomes"].items():
+        assert numbers[f"outcome-{kind}"] == count, kind
+        assert numbers[f"chart-outcome-{kind}"] == count, kind
+    shown_patterns = {name for name in numbers if name.startswith("pattern-")}
+    assert shown_patterns == {f"pattern-{p}" for p in written["patterns"]}
+    for pattern, count in written["patterns"].items():
+        assert numbers[f"pattern-{pattern}"] == count, pattern
+    assert numbers["records"] == written["records"]
+    assert numbers["valid-records"] == written["valid_records"]
+    assert numbers["invalid-records"] == written["invalid_records"]
+    assert numbers["withdrawn"] == len(written["withdrawn"])
+    # the demo's draft record lacks dateModified and a licence; one page is gone
+    assert numbers["problem-required:schema:dateModified-records"] == 1
+    assert numbers["problem-required:schema:license-records"] == 1
+    assert numbers["problem-http-404-urls"] == 1
+    assert numbers["signposting-level-0"] == written["patterns"]["embedded-script"]
+    assert "To reach level 1" in read["text"]
+
+
+_HOSTILE = "<img src=x onerror=console.error('img')><script>console.error('script')</script>"
+
+
+def test_hostile_publisher_text_stays_text_in_chromium(
+    site: PublisherSite, tmp_path: Path, browser: Browser
+) -> None:
+    dataset = {
+        "@context": "https://schema.org/",
+        "@type": "Dataset",
+        "@id": "https://doi.org/10.5072/hostile",
+        "name": ["a name", _HOSTILE],
+        "description": "d",
+        "license": "https://creativecommons.org/licenses/by/4.0/",
+        "url": "{{BASE}}/datasets/hostile.html",
+    }
+    block = json.dumps(dataset).replace("</", "<\\/")
+    site.add_route(
+        "/datasets/hostile.html",
+        headers={"Content-Type": "text/html"},
+        body=f'<html><head><script type="application/ld+json">{block}</script></head></html>',
+    )
+    site.add_route(
+        "/hostile.xml",
+        headers={"Content-Type": "application/xml"},
+        body=(
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            "<url><loc>{{BASE}}/datasets/hostile.html</loc></url>"
+            "<url><loc>{{BASE}}/gone.html?q=&quot;&gt;&lt;script&gt;console.error(1)"
+            "&lt;/script&gt;</loc></url></urlset>"
+        ),
+    )
+    out = tmp_path / "out"
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        harvester.harvest(site.url("/hostile.xml"))
+    lines = (out / "outcomes.jsonl").read_text()
+    assert "<script>console.error(1)</script>" in lines  # the hostile text did reach the report
+    assert "onerror=console.error('img')" in lines
+
+    with _opened(browser, out / "report.html") as (page, read):
+        assert page.errors == []  # no injected script or handler ran
+
+    assert read["scripts"] == 0 and read["images"] == 0 and read["handlers"] == 0
+    assert "<script>console.error(1)</script>" in read["text"]  # shown as text
+    assert "onerror=console.error('img')" in read["text"]
