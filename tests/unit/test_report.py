@@ -407,6 +407,17 @@ def test_unknown_messages_are_grouped_without_their_specific_parts() -> None:
     two = classify_error("odd thing at https://b.example/2 with 'y' and 3 items")
     assert one.key == two.key == "other:odd thing at <URL> with <value> and <n> items"
     assert one.fix == FIXES["other"]
+    assert classify_reason("odd-code: at https://a.example/1", "failed").key == (
+        "other-reason:odd-code: at <URL>"
+    )
+
+
+def test_a_message_quoting_a_huge_value_is_still_classified_cheaply() -> None:
+    huge = "x" * 1_000_000
+    kind = classify_error(f"schema:name: '{huge}' is not of type 'string' (Title, 1)")
+    assert kind.key == "type:schema:name"
+    odd = classify_error(f"odd {huge}")
+    assert odd.key.startswith("other:odd x") and len(odd.key) < 200
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,8 @@ MAX_PROBLEM_KINDS = 40
 MAX_EXAMPLES = 3
 _MAX_TEXT = 400  # characters of one reason or message shown (the rest is in outcomes.jsonl)
 _MAX_WITHDRAWN_ROWS = 50
+_MAX_MESSAGE = 4000  # characters of a message classified
+_MAX_KEY = 160  # characters of the key of a kind of no known form
 
 # The README's outcomes table, in its order.
 OUTCOME_MEANINGS: Mapping[str, str] = {
@@ -555,6 +557,10 @@ def classify_error(message: str) -> ProblemKind:
     with its record-specific parts (URLs, quoted values, numbers) taken out.
     """
     text = _clean(message).strip()
+    if len(text) > _MAX_MESSAGE:
+        # A message quoting a huge value: its start (the path) and end (the content item) are
+        # what classify it, and the rules then stay cheap.
+        text = text[: _MAX_MESSAGE // 2] + " … " + text[-_MAX_MESSAGE // 4 :]
     found = _ITEM_RE.search(text)
     item = found.group("item") if found else ""
     core = text[: found.start()] if found else text
@@ -593,7 +599,7 @@ def classify_error(message: str) -> ProblemKind:
         return ProblemKind(
             key, _title(kind, path, item, types), _fix_for(key, kind, **values), "record"
         )
-    general = _generalise(core)
+    general = _generalise(core)[:_MAX_KEY]
     return ProblemKind(f"other:{general}", general, _fix_for("", "other"), "record")
 
 
@@ -639,8 +645,8 @@ def classify_reason(reason: str | None, outcome: str) -> ProblemKind:
     elif outcome in ("blocked", "disallowed", "no-metadata"):
         kind = {"blocked": "blocked", "disallowed": "robots-txt"}.get(outcome, "no-metadata")
     else:
-        general = _generalise(text) or outcome
-        return ProblemKind(f"other:{general}", general, FIXES["other"], "url")
+        general = _generalise(text[:_MAX_MESSAGE])[:_MAX_KEY] or outcome
+        return ProblemKind(f"other-reason:{general}", general, FIXES["other"], "url")
     return ProblemKind(kind, _KIND_TITLES.get(kind, kind), FIXES.get(kind, FIXES["other"]), "url")
 
 
