@@ -22,6 +22,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,7 @@ class Browser:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
+            start_new_session=True,  # its own process group, so its helpers can be ended too
         )
         log.close()
         port, path = self._wait_for_port(profile)
@@ -177,7 +179,9 @@ class Browser:
             try:
                 self._process.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self._process.kill()
+                # The group is the one this browser was started in: it and its helpers only.
+                with suppress(ProcessLookupError):
+                    os.killpg(self._process.pid, signal.SIGKILL)
                 self._process.wait(timeout=5)
             self._process = None
         if self._profile is not None:
