@@ -110,7 +110,9 @@ def test_every_dead_letter_queue_has_an_alarm_on_its_first_message() -> None:
                 ("GreaterThanOrEqualToThreshold", 1),
             }, lid
             assert alarm["Statistic"] == "Maximum", lid
-            assert alarm["TreatMissingData"] == "notBreaching", lid
+            # SQS stops reporting a queue untouched for six hours, even a full one: missing
+            # data must not end the alarm.
+            assert alarm["TreatMissingData"] == "ignore", lid
 
 
 def test_every_function_has_an_error_rate_alarm_and_a_throttle_alarm() -> None:
