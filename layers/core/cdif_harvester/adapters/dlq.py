@@ -105,7 +105,8 @@ class RedriveResult:
     """What a redrive did.
 
     ``moved``: sent to the target and deleted from the dead-letter queue. ``failed``: not sent,
-    still in the dead-letter queue. ``not_deleted``: sent, but the delete failed, so the message
+    still in the dead-letter queue (a message refused again after its :data:`VISIBILITY_TIMEOUT`,
+    in a long redrive, counts again). ``not_deleted``: sent, but the delete failed, so the message
     is in both queues (harmless: redelivery is idempotent). ``stopped``: ``empty`` (several
     empty receives), ``max`` (``max_messages`` reached) or ``send-error`` (a whole batch failed).
     """
