@@ -31,7 +31,7 @@ RECORD_PAGES = {
     "/datasets/tide-gauge-records-1990s.html",
     "/datasets/sediment-cores-draft.html",
 }
-_RUN_FILES = ("catalog.sqlite", "summary.json", "outcomes.jsonl", "runs/")
+_RUN_FILES = ("catalog.sqlite", "summary.json", "report.html", "outcomes.jsonl", "runs/")
 
 
 @pytest.fixture

@@ -184,3 +184,10 @@ def test_sources_registry(catalog: Any) -> None:
     assert catalog.delete_source("beta")
     assert not catalog.delete_source("beta")
     assert catalog.get_source("beta") is None
+
+
+def test_untracked_run_hands_every_url_on_and_counts_nothing(catalog: Any) -> None:
+    urls = ["https://a.org/1", "https://a.org/2", "https://a.org/1"]
+    assert catalog.enter_urls("untracked", urls, step="p") == ["https://a.org/1", "https://a.org/2"]
+    assert catalog.count_sitemaps("untracked", -1, step="done") is None
+    assert catalog.get_run("untracked") is None

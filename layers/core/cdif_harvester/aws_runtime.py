@@ -212,13 +212,15 @@ def ports() -> Ports:
         journal_store=store,
         max_retry_after=settings.max_retry_after,
     )
+    catalog = DynamoCatalog(table)
     bundle = Ports(
         store=store,
-        catalog=DynamoCatalog(table),
+        catalog=catalog,
         queue=SqsQueue(boto3.client("sqs"), config.queue_urls),
         fetcher=fetcher,
         clock=SystemClock(),
         settings=settings,
+        sources=catalog,
     )
     # A Crawl-delay read by the expander is recorded on the host's gate item, where every
     # resolver sees it.

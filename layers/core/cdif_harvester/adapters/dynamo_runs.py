@@ -141,6 +141,8 @@ class DynamoRuns:
                 if taken is None:
                     handed.extend(chunk)
                     break
+                if not taken:  # the run is not tracked: nothing to count, hand everything on
+                    return list(dict.fromkeys(urls))
                 for url in taken:
                     chunk.remove(url)
                     if self._entered_by(run_id, url) == step:
@@ -150,7 +152,7 @@ class DynamoRuns:
 
     def _enter_chunk(self, run_id: str, chunk: list[str], step: str) -> list[str] | None:
         """Enter ``chunk`` in one transaction; None when it went through, else the URLs that
-        were already in the run (which cancelled it)."""
+        were already in the run (which cancelled it): none when the run is not tracked."""
         table = self.table.name
         items: list[dict[str, Any]] = [
             {
@@ -174,6 +176,7 @@ class DynamoRuns:
                     "TableName": table,
                     "Key": _run_key(run_id),
                     "UpdateExpression": "ADD entered :n",
+                    "ConditionExpression": "attribute_exists(pk)",
                     "ExpressionAttributeValues": {":n": len(chunk)},
                 }
             }
@@ -184,6 +187,8 @@ class DynamoRuns:
             reasons = exc.response.get("CancellationReasons")
             if not reasons:
                 raise StorageError(f"DynamoDB enter URLs of run {run_id} failed: {exc}") from exc
+            if reasons[-1].get("Code") == "ConditionalCheckFailed":
+                return []  # the run item does not exist
             return [
                 url
                 for url, reason in zip(chunk, reasons, strict=False)
@@ -473,7 +478,7 @@ def _attr(outcome: str) -> str:
 def _run_of(item: Mapping[str, Any]) -> RunStatus:
     data: dict[str, Any] = json.loads(str(item.get("body") or "{}"))
     data.update(
-        run_id=item["run_id"],
+        run_id=item.get("run_id") or str(item["pk"]).removeprefix("RUN#"),
         state=item.get("state", RunState.RUNNING.value),
         entered=int(item.get("entered", 0)),
         settled=int(item.get("settled", 0)),
@@ -488,8 +493,12 @@ def _run_of(item: Mapping[str, Any]) -> RunStatus:
 
 def _source_of(item: Mapping[str, Any]) -> Source:
     data: dict[str, Any] = json.loads(str(item["body"]))
-    for name in ("active_run", "last_run_id", "last_run_at"):
-        data[name] = str(item[name]) if item.get(name) is not None else None
+    # The run under way and the last run are kept as attributes of their own (claimed and
+    # released atomically); a source imported with a last run keeps it in its body.
+    data["active_run"] = str(item["active_run"]) if item.get("active_run") else None
+    for name in ("last_run_id", "last_run_at"):
+        if item.get(name) is not None:
+            data[name] = str(item[name])
     return source_from_dict(data)
 
 

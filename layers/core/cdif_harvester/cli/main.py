@@ -8,6 +8,11 @@ Commands:
   output layout, politeness, incremental harvesting).
 * ``cdif-harvest catalog --out DIR record ID | records [--source S] [--changed-since DATE] |
   urls --source S [--outcome O]``: query the catalogue of DIR (JSON lines).
+* ``cdif-harvest harvest --source ID --out DIR [URL]``: harvest a registered source.
+* ``cdif-harvest source add|update|list|show|remove``, ``run status|list``, ``schedule``: the
+  sources registry, harvest runs and scheduled harvests of DIR (see :mod:`.sources`).
+* ``cdif-harvest dlq redrive --queue STAGE --stack NAME``: move a stage's dead-lettered jobs back
+  to its queue on AWS (see :mod:`.dlq` and docs/deploy.md).
 * ``cdif-harvest demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and
   harvest it.
 
@@ -26,6 +31,7 @@ from typing import Any
 
 from cdif_harvester import __version__
 from cdif_harvester.adapters.local import SqliteCatalog
+from cdif_harvester.cli import dlq
 from cdif_harvester.cli.runner import (
     CATALOG_FILE,
     DEFAULT_WORKERS,
@@ -33,8 +39,12 @@ from cdif_harvester.cli.runner import (
     LocalHarvester,
     default_progress,
 )
+from cdif_harvester.cli.sources import add_parsers as add_source_parsers
+from cdif_harvester.cli.sources import run_command as run_source_command
+from cdif_harvester.cli.sources import source_harvest_settings
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.domain.shacl import ShaclUnavailable
+from cdif_harvester.errors import PermanentError
 from cdif_harvester.model import Outcome, entry_to_dict, url_state_to_dict
 from cdif_harvester.stages import Settings
 from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions
@@ -59,9 +69,15 @@ def _parser() -> argparse.ArgumentParser:
     harvest.add_argument(
         "urls",
         metavar="URL",
-        nargs="+",
+        nargs="*",
         help="robots.txt, sitemap (index) or landing page URL; several are harvested together "
         "in one run",
+    )
+    harvest.add_argument(
+        "--source",
+        metavar="ID",
+        help="harvest this registered source of --out (see 'cdif-harvest source'); a URL given "
+        "as well must be on one of its hosts and is harvested instead of its entry URL",
     )
     harvest.add_argument("--out", required=True, type=Path, help="output directory")
     harvest.add_argument(
@@ -140,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
     urls.add_argument("--source", required=True, help="the source (host, or host_port)")
     urls.add_argument("--outcome", choices=[o.value for o in Outcome], help="latest outcome")
 
+    add_source_parsers(commands)
+    dlq.add_parser(commands)
+
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="output directory")
     demo.add_argument(
@@ -175,27 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     progress = None if getattr(args, "quiet", True) else default_progress()
     if args.command == "harvest":
-        try:
-            with LocalHarvester(
-                args.out,
-                allow_loopback=args.allow_loopback,
-                progress=progress,
-                workers=args.workers,
-                requests_per_host=args.per_host,
-                host_overrides=dict(args.host_slots),
-                trusted_contexts=args.trust_context,
-                incremental=not args.full_refresh,
-                shacl=args.shacl,
-            ) as harvester:
-                options = {"format_parameter": args.format_parameter}
-                summary = harvester.harvest(
-                    args.urls, options=options if args.format_parameter else None
-                )
-        except (InvalidEntryUrl, InvalidOptions, ShaclUnavailable) as exc:
-            print(f"cdif-harvest: {exc}", file=sys.stderr)
-            return 2
-        _print_summary(summary, args.out)
-        return 0
+        return _harvest(args, progress)
+    if args.command in ("source", "run", "schedule"):
+        return run_source_command(args)
+    if args.command == dlq.COMMAND:
+        return dlq.run(args)
     if args.command == "catalog":
         return _query_catalog(args)
     if args.command == "demo":
@@ -215,6 +218,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_summary(summary, args.out)
         return 0
     return 2  # pragma: no cover - argparse enforces the commands
+
+
+def _harvest(args: argparse.Namespace, progress: Any) -> int:
+    """``harvest``: entry URLs, or a registered source (with its politeness and options)."""
+    if not args.urls and not args.source:
+        print("cdif-harvest: give at least one URL, or --source ID", file=sys.stderr)
+        return 2
+    if args.source and len(args.urls) > 1:
+        print("cdif-harvest: --source takes at most one URL", file=sys.stderr)
+        return 2
+    source_settings: dict[str, Any] = {}
+    if args.source:
+        catalog = SqliteCatalog(args.out / CATALOG_FILE)
+        try:
+            source = catalog.get_source(args.source)
+        finally:
+            catalog.close()
+        if source is None:
+            print(f"cdif-harvest: no source {args.source!r} in {args.out}", file=sys.stderr)
+            return 2
+        source_settings = source_harvest_settings(source)
+    overrides = {**source_settings.pop("host_overrides", {}), **dict(args.host_slots)}
+    try:
+        with LocalHarvester(
+            args.out,
+            allow_loopback=args.allow_loopback,
+            progress=progress,
+            workers=args.workers,
+            requests_per_host=args.per_host,
+            host_overrides=overrides,
+            trusted_contexts=args.trust_context,
+            incremental=not args.full_refresh,
+            shacl=args.shacl,
+            **source_settings,
+        ) as harvester:
+            if args.source:
+                summary = harvester.harvest_source(
+                    args.source, entry_url=args.urls[0] if args.urls else None
+                )
+            else:
+                options = {"format_parameter": args.format_parameter}
+                summary = harvester.harvest(
+                    args.urls, options=options if args.format_parameter else None
+                )
+    except (InvalidEntryUrl, InvalidOptions, ShaclUnavailable, PermanentError) as exc:
+        print(f"cdif-harvest: {exc}", file=sys.stderr)
+        return 2
+    _print_summary(summary, args.out)
+    return 0
 
 
 def _query_catalog(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from dataclasses import replace as replace_fields
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
 from cdif_harvester.adapters.httpcache import RevalidatingFetcher
@@ -58,23 +59,19 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.domain.shacl import check_shacl_available
 from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
-from cdif_harvester.keys import RECORDS_PREFIX, origin_of, signmap_key, source_of
-from cdif_harvester.model import Outcome, UrlOutcome, outcome_to_dict
+from cdif_harvester.keys import RECORDS_PREFIX, origin_of
+from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages import Ports, Settings, run_job, settle
-from cdif_harvester.stages.crosswalk import build_source_signmap, build_views, keys_from_s3_event
+from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
-from cdif_harvester.stages.finish import withdraw_vanished
+from cdif_harvester.stages.finish import close_run
 from cdif_harvester.stages.index import index_records
-from cdif_harvester.stages.intake import (
-    InvalidEntryUrl,
-    check_entry_url,
-    check_options,
-    new_run_id,
-    start_harvest,
-)
+from cdif_harvester.stages.intake import new_run_id, start_run
 from cdif_harvester.stages.resolve import resolve_url
+from cdif_harvester.stages.runs import sitemap_done
+from cdif_harvester.stages.sources import claim_source_run
 
 __all__ = ["HarvestSummary", "LocalHarvester"]
 
@@ -217,6 +214,7 @@ class LocalHarvester:
         trusted_contexts: Sequence[str] = (),
         incremental: bool = True,
         shacl: bool = False,
+        crawl_delays: Mapping[str, float] | None = None,
     ) -> None:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -261,10 +259,19 @@ class LocalHarvester:
             ),
             clock=SystemClock(),
             settings=settings,
+            sources=self.catalog,
         )
-        # The Crawl-delay of every robots.txt the expander reads goes to the gate at once.
+        floors = dict(crawl_delays or {})
+
+        def floor_of(origin: str) -> float:
+            return max(floors.get(origin, 0.0), floors.get(urlsplit(origin).hostname or "", 0.0))
+
+        # The Crawl-delay of every robots.txt the expander reads goes to the gate at once (never
+        # below a registered source's own delay for that host).
         self.ports.robots.subscribe(
-            lambda origin, policy: self.gate.set_interval(origin, settings.crawl_delay_of(policy))
+            lambda origin, policy: self.gate.set_interval(
+                origin, max(settings.crawl_delay_of(policy), floor_of(origin))
+            )
         )
         self.progress = progress
         self.max_attempts = max_attempts
@@ -275,7 +282,6 @@ class LocalHarvester:
         self._running: dict[Future[Any], _Work] = {}
         self._delayed: list[tuple[float, int, _Work]] = []
         self._delayed_seq = 0
-        self._sitemaps: set[str] = set()  # every sitemap a job of the current run read
 
     def close(self) -> None:
         """Release the catalogue and the fetcher's connections."""
@@ -290,24 +296,33 @@ class LocalHarvester:
         self.close()
 
     def harvest(
-        self, entry_urls: str | Sequence[str], *, options: Mapping[str, str] | None = None
+        self,
+        entry_urls: str | Sequence[str],
+        *,
+        options: Mapping[str, str] | None = None,
+        trigger: str = "manual",
+        source_id: str | None = None,
+        run_id: str | None = None,
     ) -> HarvestSummary:
         """Harvest robots.txt, sitemap or page URLs together in one run (one run id); write
         summary.json and outcomes.jsonl.
 
-        ``options`` are resolution options for every URL of the run (``format_parameter``).
+        ``options`` are resolution options for every URL of the run (``format_parameter``);
+        ``source_id`` names the registered source harvested (whose run ``run_id`` was claimed).
         Raises InvalidEntryUrl when a URL can never be harvested and InvalidOptions for unusable
         options (before anything is fetched).
         """
         urls = [entry_urls] if isinstance(entry_urls, str) else list(entry_urls)
-        if not urls:
-            raise InvalidEntryUrl("no entry URL given")
-        for url in urls:
-            check_entry_url(url)
-        checked = check_options(options)
         started = time.monotonic()
-        run_id = new_run_id(self.ports.clock)
-        jobs = [start_harvest(self.ports, url, run_id=run_id, options=checked) for url in urls]
+        run, jobs = start_run(
+            self.ports,
+            urls,
+            run_id=run_id or new_run_id(self.ports.clock),
+            options=options,
+            trigger=trigger,
+            source_id=source_id,
+        )
+        run_id = run.run_id
         summary = HarvestSummary(
             run_id=run_id,
             entry_url=jobs[0].url,
@@ -328,25 +343,44 @@ class LocalHarvester:
                         break
                     self._pause()
                 self._report_progress(run_id)
-        summary.withdrawn = withdraw_vanished(
-            self.ports, run_id, sitemaps=self._sitemaps, entry_urls=summary.entry_urls
-        )
-        self._sitemaps.clear()
+        self._check_finished(run_id)
+        # Tombstones, the Signmaps of the sources whose records changed, the source freed.
+        closure = close_run(self.ports, run_id, publish=False)
+        summary.withdrawn = closure.withdrawn
+        summary.signmaps = closure.signmaps
+        summary.crosswalk_errors.extend(closure.errors)
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
-        outcomes = list(self.catalog.outcomes(run_id))
-        # The Signmap of each source whose records changed (new, rewritten or withdrawn).
-        changed = {o.source for o in outcomes if o.outcome is Outcome.RECORD}
-        changed |= {source_of(url) for url in summary.withdrawn}
-        with_records = {o.source for o in outcomes if o.records} - changed
-        changed |= {s for s in with_records if not self.ports.store.exists(signmap_key(s))}
-        for source in sorted(changed):
-            try:
-                summary.signmaps.append(build_source_signmap(self.ports, source))
-            except HarvestError as exc:
-                summary.crosswalk_errors.append(f"signmap of {source}: {exc}")
-        self._finish(summary, outcomes, views, started)
+        self._finish(summary, closure.outcomes, views, started)
         return summary
+
+    def harvest_source(
+        self, source_id: str, *, trigger: str = "manual", entry_url: str | None = None
+    ) -> HarvestSummary:
+        """Harvest a registered source of this directory (from its entry URL, or from
+        ``entry_url`` on one of its hosts) with its resolution options, as one run that holds
+        the source until it ends. Raises UnknownSource, HostNotAllowed or SourceBusy."""
+        source, url, run_id = claim_source_run(self.ports, source_id, entry_url=entry_url)
+        try:
+            return self.harvest(
+                [url], options=source.options, trigger=trigger, source_id=source_id, run_id=run_id
+            )
+        finally:
+            # (closing the run frees the source; this covers a harvest that raised)
+            self.catalog.release_source(source_id, run_id)
+
+    def _check_finished(self, run_id: str) -> None:
+        """Every queue is empty: the run's counters must say it finished. If they do not (a
+        bug in the counting), say so and mark it finished: the work really is done."""
+        run = self.catalog.get_run(run_id)
+        if run is None or run.state is RunState.FINISHED:
+            return
+        self._say(
+            f"  warning: run counters say {run.entered} URLs entered, {run.settled} settled, "
+            f"{run.sitemaps} sitemap jobs left; marking the run finished"
+        )
+        self.catalog.recount_run(run_id, at=self.ports.clock.now().isoformat(timespec="seconds"))
+        self.catalog.finish_run(run_id, at=self.ports.clock.now().isoformat(timespec="seconds"))
 
     # -- the main thread's work -----------------------------------------------------------------
 
@@ -367,13 +401,10 @@ class LocalHarvester:
             job = decode(body, contract)
         except ContractError as exc:  # our own queue: a broken message is a bug, say so
             raise RuntimeError(f"internal message broke its contract: {exc}") from exc
-        if contract is SitemapJob:
-            self._sitemaps.add(job.url)
         return _Work(body=body, job=job, contract=contract, stage=stage, host=origin_of(job.url))
 
     def _after_failure(self, work: _Work, exc: BaseException) -> None:
         """Decide what becomes of a job that raised: later turn, retry, or recorded outcome."""
-        job = work.job
         if isinstance(exc, Deferred):  # not an attempt: back in line after the delay
             self._delayed_seq += 1
             ready = time.monotonic() + exc.delay
@@ -383,12 +414,19 @@ class LocalHarvester:
             if self._attempts[work.body] < self.max_attempts:
                 self.queue.send(self._queue_of(work.contract), [work.body])
             else:
-                settle(self.ports, run_id=job.run_id, source=job.source, url=job.url, error=exc)
+                self._give_up(work, exc)
         elif isinstance(exc, Exception):  # a bug must not lose the URL or stop the run
             error = HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
-            settle(self.ports, run_id=job.run_id, source=job.source, url=job.url, error=error)
+            self._give_up(work, error)
         else:
             raise exc
+
+    def _give_up(self, work: _Work, error: HarvestError) -> None:
+        """Record the URL's outcome; a sitemap job given up on is done in its run too."""
+        job = work.job
+        settle(self.ports, run_id=job.run_id, source=job.source, url=job.url, error=error)
+        if work.contract is SitemapJob:
+            sitemap_done(self.ports, job)
 
     @staticmethod
     def _queue_of(contract: type[Any]) -> str:

@@ -23,14 +23,22 @@ from urllib.parse import urlsplit
 from cdif_harvester.domain.resolution import parse_retry_after
 from cdif_harvester.domain.robots import RobotsPolicy
 from cdif_harvester.errors import HarvestError, PermanentError
-from cdif_harvester.model import FetchResponse, Outcome, UrlOutcome
-from cdif_harvester.ports import CatalogIndex, Clock, Fetcher, JobQueue, ObjectStore
+from cdif_harvester.model import FetchResponse, Outcome, RunState, RunStatus, UrlOutcome
+from cdif_harvester.ports import (
+    CatalogIndex,
+    Clock,
+    Fetcher,
+    JobQueue,
+    ObjectStore,
+    SourceRegistry,
+)
 
 __all__ = [
     "retry_after_of",
     "Ports",
     "RobotsCache",
     "Settings",
+    "finish_if_done",
     "job_key",
     "record_outcome",
     "run_job",
@@ -124,7 +132,8 @@ class RobotsCache(dict[str, RobotsPolicy]):
 
 @dataclass
 class Ports:
-    """Everything a stage talks to. ``robots`` caches parsed robots.txt by origin."""
+    """Everything a stage talks to. ``robots`` caches parsed robots.txt by origin;
+    ``sources`` is the registry of publishers (None where no registry is used)."""
 
     store: ObjectStore
     catalog: CatalogIndex
@@ -133,6 +142,7 @@ class Ports:
     clock: Clock
     settings: Settings = field(default_factory=Settings)
     robots: RobotsCache = field(default_factory=RobotsCache)
+    sources: SourceRegistry | None = None
 
 
 def record_outcome(
@@ -155,8 +165,19 @@ def record_outcome(
         pattern=pattern,
         recorded_at=ports.clock.now().isoformat(timespec="seconds"),
     )
-    ports.catalog.put_outcome(result)
+    finish_if_done(ports, ports.catalog.put_outcome(result))
     return result
+
+
+def finish_if_done(ports: Ports, status: RunStatus | None) -> bool:
+    """Mark the run finished when ``status`` (the run's counters just written) says every URL
+    that entered has its outcome and no sitemap job is left; True only for the one caller
+    that marked it (see :mod:`cdif_harvester.stages.runs`)."""
+    if status is None or status.state is RunState.FINISHED or not status.done:
+        return False
+    return ports.catalog.finish_run(
+        status.run_id, at=ports.clock.now().isoformat(timespec="seconds")
+    )
 
 
 def settle(ports: Ports, *, run_id: str, source: str, url: str, error: HarvestError) -> UrlOutcome:

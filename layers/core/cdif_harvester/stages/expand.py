@@ -39,8 +39,9 @@ from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
 from cdif_harvester.domain.sitemap import SitemapEntry, SitemapStream, iter_sitemap
 from cdif_harvester.errors import FetchFailed, PermanentError
 from cdif_harvester.keys import origin_of, sitemap_part_key
-from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome, TypedLink
-from cdif_harvester.stages import Ports, record_outcome, retry_after_of
+from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome, TypedLink, UrlOutcome
+from cdif_harvester.stages import Ports, record_outcome, retry_after_of, settle
+from cdif_harvester.stages.runs import enter_urls, expect_sitemaps, sitemap_done
 
 __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
 
@@ -63,12 +64,23 @@ class ExpansionResult:
     follow_up: bool = False
 
 
-def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult:
+def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult | UrlOutcome:
     """Expand one robots.txt, sitemap, sitemap index, or single page into queued jobs.
 
-    Raises SitemapFetchError or SitemapError (permanent) when the document is unusable,
-    FetchFailed (retryable) on a 5xx answer, and whatever the fetcher raises.
+    A document that is unusable (a permanent error: 4xx, not a sitemap, too deep...) ends in
+    the sitemap URL's recorded outcome, which is returned. Either way the job counts as done
+    in its run (:mod:`cdif_harvester.stages.runs`). Raises FetchFailed (retryable) on a 5xx
+    answer, and whatever retryable error the fetcher raises: the job is then tried again.
     """
+    try:
+        result: ExpansionResult | UrlOutcome = _expand(ports, job)
+    except PermanentError as error:
+        result = settle(ports, run_id=job.run_id, source=job.source, url=job.url, error=error)
+    sitemap_done(ports, job)
+    return result
+
+
+def _expand(ports: Ports, job: SitemapJob) -> ExpansionResult:
     if job.body_key is not None:
         return _expand_part(ports, job, job.body_key)
     if urlsplit(job.url).path == "/robots.txt":
@@ -113,7 +125,7 @@ def _expand_robots(ports: Ports, job: SitemapJob) -> ExpansionResult:
             f"{job.url} announces no Sitemap: lines", reason="no-sitemaps-in-robots"
         )
     children = [_child(job, url, cdif_agent=url in policy.cdif_sitemaps) for url in policy.sitemaps]
-    ports.queue.send(SITEMAP_QUEUE, [encode(child) for child in children])
+    _send_sitemaps(ports, job, children, what="children")
     return ExpansionResult(sitemap_jobs=len(children))
 
 
@@ -143,8 +155,16 @@ def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionR
         for url in dict.fromkeys(urls)
         if url not in lineage  # an index listing one of its ancestors would never end
     ]
-    ports.queue.send(SITEMAP_QUEUE, [encode(child) for child in children])
+    _send_sitemaps(ports, job, children, what="children")
     return ExpansionResult(sitemap_jobs=len(children))
+
+
+def _send_sitemaps(ports: Ports, job: SitemapJob, jobs: list[SitemapJob], *, what: str) -> None:
+    """Send sitemap jobs, counted in the run first (so the run cannot look finished while
+    they are on their way)."""
+    expect_sitemaps(ports, job, len(jobs), what=what)
+    if jobs:
+        ports.queue.send(SITEMAP_QUEUE, [encode(item) for item in jobs])
 
 
 def _emit_in_parts(ports: Ports, job: SitemapJob, stream: SitemapStream) -> ExpansionResult:
@@ -179,7 +199,7 @@ def _emit_in_parts(ports: Ports, job: SitemapJob, stream: SitemapStream) -> Expa
     if not written:
         return result
     follow_up = replace(job, offset=len(first), body_key=sitemap_part_key(job.run_id, job.url, 1))
-    ports.queue.send(SITEMAP_QUEUE, [encode(follow_up)])
+    _send_sitemaps(ports, job, [follow_up], what="follow-up")
     return replace(result, sitemap_jobs=1, follow_up=True)
 
 
@@ -222,7 +242,7 @@ def _expand_part(ports: Ports, job: SitemapJob, key: str) -> ExpansionResult:
         return result
     follow_up = replace(job, offset=job.offset + len(entries), body_key=part["next"])
     # Sent after this part's URL jobs: a redelivered job repeats only its own part.
-    ports.queue.send(SITEMAP_QUEUE, [encode(follow_up)])
+    _send_sitemaps(ports, job, [follow_up], what="follow-up")
     return replace(result, sitemap_jobs=1, follow_up=True)
 
 
@@ -235,6 +255,7 @@ def _emit_urls(
     per_origin: Counter[str] = Counter()
     disallowed = 0
     seen: set[str] = set()
+    allowed: list[tuple[SitemapEntry, RobotsPolicy]] = []
     for entry in entries:
         if entry.loc in seen:
             continue
@@ -251,6 +272,12 @@ def _emit_urls(
                 outcome=Outcome.DISALLOWED,
                 reason=refusal,
             )
+            continue
+        allowed.append((entry, policy))
+    # A URL another sitemap of the run already handed on is not sent again.
+    to_send = enter_urls(ports, job, [entry.loc for entry, _ in allowed])
+    for entry, policy in allowed:
+        if entry.loc not in to_send:
             continue
         origin = origin_of(entry.loc)
         delay = min(policy.crawl_delay(settings.robots_user_agent) or 0.0, settings.max_crawl_delay)

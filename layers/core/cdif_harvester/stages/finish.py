@@ -1,4 +1,12 @@
-"""The end of a harvest run: URLs that vanished from a source's sitemaps become tombstones.
+"""The end of a harvest run: tombstones, the sources' Signmaps, the run's summary and report.
+
+:func:`close_run` deals with a finished run once (the local runner at once, the scheduler's
+tick on AWS): it withdraws what vanished, rewrites the Signmap of each source whose records
+changed, writes ``runs/<run id>/summary.json``, ``outcomes.jsonl`` and the publisher report
+``report.html`` (on AWS; the local runner writes its own, richer summary), frees the registered
+source for its next run, and notes the run closed.
+
+URLs that vanished from a source's sitemaps become tombstones.
 
 A URL is *withdrawn* (``withdrawn_at`` set on its state, on the catalogue entries of its
 records and in their validation reports, which is how the source's Signmap leaves them out;
@@ -18,15 +26,137 @@ never withdrawn this way.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import replace
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
-from cdif_harvester.keys import source_of
-from cdif_harvester.model import Outcome
+from cdif_harvester.errors import HarvestError
+from cdif_harvester.keys import signmap_key, source_of
+from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, outcome_to_dict
 from cdif_harvester.stages import Ports
+from cdif_harvester.stages.crosswalk import build_source_signmap
 
-__all__ = ["withdraw_vanished"]
+__all__ = [
+    "RunClosure",
+    "close_run",
+    "run_files_prefix",
+    "run_summary",
+    "withdraw_vanished",
+]
+
+SUMMARY_NAME = "summary.json"
+OUTCOMES_NAME = "outcomes.jsonl"
+REPORT_NAME = "report.html"
+
+
+def run_files_prefix(run_id: str) -> str:
+    """The key prefix of a run's summary, outcomes and report: ``runs/<run id>/``."""
+    return f"runs/{run_id}/"
+
+
+@dataclass
+class RunClosure:
+    """What closing a run did."""
+
+    run_id: str
+    withdrawn: list[str] = field(default_factory=list)
+    signmaps: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    report_key: str | None = None
+    outcomes: list[UrlOutcome] = field(default_factory=list)
+
+
+def close_run(ports: Ports, run_id: str, *, publish: bool = True) -> RunClosure:
+    """Deal with the end of a finished run (see the module docstring); return what was done.
+
+    With ``publish`` the run's summary, outcomes and publisher report are written to the object
+    store under :func:`run_files_prefix`. A Signmap that cannot be written is reported in
+    ``errors``, never raised: the rest of the closing still happens.
+    """
+    run = ports.catalog.get_run(run_id)
+    entry_urls: Sequence[str] = run.entry_urls if run else ()
+    closure = RunClosure(run_id=run_id)
+    closure.withdrawn = withdraw_vanished(
+        ports, run_id, sitemaps=ports.catalog.run_sitemaps(run_id), entry_urls=entry_urls
+    )
+    closure.outcomes = list(ports.catalog.outcomes(run_id))
+    for source in _changed_sources(ports, closure.outcomes, closure.withdrawn):
+        try:
+            closure.signmaps.append(build_source_signmap(ports, source))
+        except HarvestError as exc:
+            closure.errors.append(f"signmap of {source}: {exc}")
+    now = ports.clock.now().isoformat(timespec="seconds")
+    if publish and run is not None:
+        closure.report_key = _publish(ports, run, closure)
+    if run is not None and run.source_id and ports.sources is not None:
+        ports.sources.release_source(run.source_id, run_id)
+    ports.catalog.close_run(run_id, at=now, report_key=closure.report_key)
+    return closure
+
+
+def _changed_sources(ports: Ports, outcomes: list[UrlOutcome], withdrawn: list[str]) -> list[str]:
+    """Sources whose Signmap must be (re)written: records new or rewritten, URLs withdrawn,
+    or records but no Signmap yet."""
+    changed = {o.source for o in outcomes if o.outcome is Outcome.RECORD}
+    changed |= {source_of(url) for url in withdrawn}
+    with_records = {o.source for o in outcomes if o.records} - changed
+    changed |= {s for s in with_records if not ports.store.exists(signmap_key(s))}
+    return sorted(changed)
+
+
+def run_summary(
+    run: RunStatus, outcomes: Sequence[UrlOutcome], closure: RunClosure | None = None
+) -> dict[str, Any]:
+    """The summary of a run, in the shape of the local runner's ``summary.json``."""
+    counts = Counter(o.outcome.value for o in outcomes)
+    records = [r for o in outcomes for r in o.records]
+    valid = sum(1 for r in records if r.valid)
+    return {
+        "run_id": run.run_id,
+        "source_id": run.source_id,
+        "trigger": run.trigger,
+        "entry_url": run.entry_urls[0] if run.entry_urls else "",
+        "entry_urls": list(run.entry_urls),
+        "started_at": run.started_at,
+        "finished_at": run.finished_at or "",
+        "urls": len(outcomes),
+        "outcomes": {kind.value: counts.get(kind.value, 0) for kind in Outcome},
+        "patterns": dict(sorted(Counter(o.pattern for o in outcomes if o.pattern).items())),
+        "records": len(records),
+        "valid_records": valid,
+        "invalid_records": len(records) - valid,
+        "crosswalk_errors": list(closure.errors) if closure else [],
+        "withdrawn": list(closure.withdrawn) if closure else [],
+        "signmaps": list(closure.signmaps) if closure else [],
+        "files": {"outcomes": OUTCOMES_NAME, "report": REPORT_NAME},
+    }
+
+
+def _publish(ports: Ports, run: RunStatus, closure: RunClosure) -> str:
+    """Write the run's summary, outcomes and report; return the report's key."""
+    from cdif_harvester.domain.report import render_report  # noqa: PLC0415 - only when closing
+
+    prefix = run_files_prefix(run.run_id)
+    summary = run_summary(run, closure.outcomes, closure)
+    lines = [outcome_to_dict(o) for o in closure.outcomes]
+    ports.store.put(
+        prefix + SUMMARY_NAME,
+        (json.dumps(summary, indent=2) + "\n").encode("utf-8"),
+        content_type="application/json",
+    )
+    ports.store.put(
+        prefix + OUTCOMES_NAME,
+        "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8"),
+        content_type="application/x-ndjson",
+    )
+    report = render_report(summary, lines)
+    ports.store.put(
+        prefix + REPORT_NAME, report.encode("utf-8"), content_type="text/html; charset=utf-8"
+    )
+    return prefix + REPORT_NAME
+
 
 _SITEMAP_FAILURES = frozenset({Outcome.FAILED, Outcome.BLOCKED, Outcome.DISALLOWED})
 

@@ -23,7 +23,7 @@ from cdif_harvester.domain.incremental import fingerprint, record_digest
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import record_key, records_key, report_key, version_key, view_keys
 from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState
-from cdif_harvester.stages import Ports
+from cdif_harvester.stages import Ports, finish_if_done
 
 __all__ = ["index_records"]
 
@@ -71,7 +71,7 @@ def index_records(ports: Ports, job: IndexJob) -> UrlOutcome:
         records=refs,
         recorded_at=now,
     )
-    ports.catalog.put_outcome(outcome)
+    finish_if_done(ports, ports.catalog.put_outcome(outcome))
     return outcome
 
 

@@ -1,25 +1,31 @@
-"""Stage 1: the scheduler and the intake API put sitemap jobs on the sitemap queue."""
+"""Stage 1: starting harvest runs.
+
+The scheduler, the intake API and the local runner record a run and put its sitemap jobs on the
+sitemap queue (registered sources: :mod:`cdif_harvester.stages.sources`).
+"""
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import RESOLUTION_OPTIONS, SITEMAP_QUEUE, SitemapJob, encode
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import source_of
+from cdif_harvester.model import RunStatus
 from cdif_harvester.ports import Clock
 from cdif_harvester.stages import Ports
+from cdif_harvester.stages.runs import begin_run
 
 __all__ = [
     "InvalidEntryUrl",
     "InvalidOptions",
     "check_options",
     "new_run_id",
-    "schedule_harvests",
     "start_harvest",
+    "start_run",
 ]
 
 
@@ -75,42 +81,44 @@ def check_entry_url(url: str) -> str:
     return text
 
 
+def start_run(
+    ports: Ports,
+    entry_urls: Sequence[str],
+    *,
+    run_id: str | None = None,
+    options: Mapping[str, str] | None = None,
+    trigger: str = "manual",
+    source_id: str | None = None,
+) -> tuple[RunStatus, list[SitemapJob]]:
+    """Start one harvest run of robots.txt, sitemap or page URLs: record the run, then queue
+    one sitemap job per entry URL (all under one run id).
+
+    ``options`` are the resolution options (``format_parameter``), carried to every URL job.
+    Raises InvalidEntryUrl for a URL that can never be harvested and InvalidOptions for
+    unusable options, before anything is recorded or queued.
+    """
+    urls = [check_entry_url(url) for url in entry_urls]
+    if not urls:
+        raise InvalidEntryUrl("no entry URL given")
+    checked = check_options(options)
+    run_id = run_id or new_run_id(ports.clock)
+    jobs = [
+        SitemapJob(run_id=run_id, source=source_of(url), url=url, options=checked) for url in urls
+    ]
+    run = begin_run(ports, run_id, urls, trigger=trigger, source_id=source_id)
+    ports.queue.send(SITEMAP_QUEUE, [encode(job) for job in jobs])
+    return run, jobs
+
+
 def start_harvest(
     ports: Ports,
     entry_url: str,
     *,
     run_id: str | None = None,
     options: Mapping[str, str] | None = None,
+    trigger: str = "manual",
 ) -> SitemapJob:
-    """Start a harvest of a robots.txt, sitemap or single page URL: queue its sitemap job.
-
-    ``options`` are the source's resolution options (``format_parameter``), carried to every
-    URL job of the run. Raises InvalidEntryUrl for a URL that can never be harvested and
-    InvalidOptions for unusable options.
-    """
-    url = check_entry_url(entry_url)
-    job = SitemapJob(
-        run_id=run_id or new_run_id(ports.clock),
-        source=source_of(url),
-        url=url,
-        options=check_options(options),
-    )
-    ports.queue.send(SITEMAP_QUEUE, [encode(job)])
-    return job
-
-
-def schedule_harvests(ports: Ports, entry_urls: Iterable[str]) -> list[SitemapJob]:
-    """Start one run per configured entry URL (the EventBridge schedule's work).
-
-    An unusable URL in the configuration is skipped (and reported by the caller's log), so one
-    bad entry never stops the others.
-    """
-    jobs = []
-    for url in entry_urls:
-        if not url.strip():
-            continue
-        try:
-            jobs.append(start_harvest(ports, url))
-        except InvalidEntryUrl:
-            continue
-    return jobs
+    """Start a harvest run of one robots.txt, sitemap or single page URL (see
+    :func:`start_run`); return its sitemap job."""
+    _run, jobs = start_run(ports, [entry_url], run_id=run_id, options=options, trigger=trigger)
+    return jobs[0]

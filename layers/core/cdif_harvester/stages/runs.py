@@ -1,0 +1,89 @@
+"""Harvest runs: one run id through every stage, counted as it goes, finished exactly once.
+
+A run starts with one sitemap job per entry URL. Every stage keeps the run's counters in the
+catalogue (atomic, whichever worker writes, :class:`~cdif_harvester.ports.CatalogIndex`):
+
+* a sitemap job announces the sitemap jobs it sends (children, a follow-up part) before sending
+  them, and counts itself done at its end, whatever became of it;
+* the URLs it hands on *enter* the run first (each URL once per run, however many sitemaps list
+  it: a URL already on its way is not sent again);
+* every recorded outcome *settles* its URL.
+
+The run is finished when no sitemap job is left and every URL that entered has its outcome. The
+worker whose write makes that true marks it finished (a conditional write: exactly one does);
+the end of the run (tombstones, the source's Signmap, the publisher report, freeing the source
+for its next run) is then dealt with by :func:`cdif_harvester.stages.finish.close_run`: at once by
+the local runner, on the next scheduler tick on AWS.
+
+Steps are keyed on the work (the sitemap, its part), so a job that runs twice after a crash or
+a redelivery counts once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from cdif_harvester.contracts import SitemapJob
+from cdif_harvester.model import RunStatus
+from cdif_harvester.stages import Ports, finish_if_done
+
+__all__ = [
+    "begin_run",
+    "enter_urls",
+    "expect_sitemaps",
+    "sitemap_done",
+    "sitemap_step",
+]
+
+
+def begin_run(
+    ports: Ports,
+    run_id: str,
+    entry_urls: Sequence[str],
+    *,
+    trigger: str = "manual",
+    source_id: str | None = None,
+) -> RunStatus:
+    """Record a new run that starts with one sitemap job per entry URL; return its status."""
+    now = ports.clock.now().isoformat(timespec="seconds")
+    run = RunStatus(
+        run_id=run_id,
+        entry_urls=tuple(entry_urls),
+        started_at=now,
+        source_id=source_id,
+        trigger=trigger,
+        sitemaps=len(entry_urls),
+        updated_at=now,
+    )
+    ports.catalog.start_run(run)
+    return run
+
+
+def sitemap_step(job: SitemapJob) -> str:
+    """The key of one sitemap job's work: its sitemap and the part it reads."""
+    text = f"{job.url}\n{job.offset}\n{job.body_key or ''}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def expect_sitemaps(ports: Ports, job: SitemapJob, count: int, *, what: str) -> None:
+    """Count ``count`` sitemap jobs that ``job`` is about to send (``what``: ``children`` or
+    ``follow-up``; each counted once per job, however often the job runs)."""
+    if count:
+        ports.catalog.count_sitemaps(job.run_id, count, step=f"{sitemap_step(job)}:{what}")
+
+
+def sitemap_done(ports: Ports, job: SitemapJob) -> bool:
+    """Count ``job`` done (and its sitemap read by the run); True when that finished the run."""
+    status = ports.catalog.count_sitemaps(
+        job.run_id, -1, step=f"{sitemap_step(job)}:done", sitemap=job.url
+    )
+    return finish_if_done(ports, status)
+
+
+def enter_urls(ports: Ports, job: SitemapJob, urls: Sequence[str]) -> set[str]:
+    """Enter ``urls`` into ``job``'s run; return those to send (new to the run, or entered by
+    this same job before)."""
+    if not urls:
+        return set()
+    return set(ports.catalog.enter_urls(job.run_id, urls, step=sitemap_step(job)))
