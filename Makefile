@@ -10,7 +10,7 @@ SAM_VENV := .tools/sam
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo-out
 
-.PHONY: setup demo test lint typecheck pytest check-template sam-tools clean browser report-screenshot
+.PHONY: setup demo test lint typecheck pytest check-template sam-tools openapi clean browser report-screenshot
 
 $(VENV)/.installed: pyproject.toml layers/core/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,9 @@ browser:
 
 report-screenshot: setup browser
 	$(BIN)/python -m tests.support.browser docs/report.png
+
+openapi: setup
+	$(BIN)/python -m cdif_harvester.api > docs/openapi.json
 
 check-template: setup sam-tools
 	SAM=$(SAM_VENV)/bin/sam CFN_LINT=$(BIN)/cfn-lint bash infrastructure/scripts/check-template.sh

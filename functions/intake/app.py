@@ -1,4 +1,4 @@
-"""Intake API Lambda handler: routes of the HTTP intake API (see cdif_harvester.api)."""
+"""Intake API Lambda handler: the routes of the HTTP intake API (see cdif_harvester.api)."""
 
 from typing import Any
 

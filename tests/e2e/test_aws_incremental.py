@@ -48,7 +48,9 @@ def puts() -> Iterator[list[str]]:
 def _harvest(stack: ProvisionedStack, site: PublisherSite) -> str:
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["body"] = json.dumps({"url": site.url("/robots.txt")})
-    response = invoke(stack, "IntakeFunction", event)
+    # POST /harvests is an operator's: the event file's key id is one (OPERATOR_API_KEY_IDS)
+    operator = event["requestContext"]["identity"]["apiKeyId"]
+    response = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
     assert response["statusCode"] == 202, response
     sqs = boto3.client("sqs", region_name=stack.region)
     stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")

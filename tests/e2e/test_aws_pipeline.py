@@ -41,6 +41,13 @@ def _api_post(path: str, body: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+def _intake(stack: ProvisionedStack, event: dict[str, Any]) -> dict[str, Any]:
+    """Invoke the intake function; POST /harvests is an operator's, and the event file's key
+    id is one (OPERATOR_API_KEY_IDS)."""
+    operator = event["requestContext"]["identity"]["apiKeyId"]
+    return invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
+
+
 def test_a_posted_sitemap_flows_through_all_six_stages(
     stack: ProvisionedStack, site: PublisherSite
 ) -> None:
@@ -49,9 +56,7 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
     # (The crosswalk queue starts with S3's s3:TestEvent, as on AWS: the handler must shrug it
     # off, which the "no batch item failed" check below covers.)
     # Given a publisher posting its robots.txt to the intake API
-    response = invoke(
-        stack, "IntakeFunction", _api_post("/harvests", {"url": site.url("/robots.txt")})
-    )
+    response = _intake(stack, _api_post("/harvests", {"url": site.url("/robots.txt")}))
     assert response["statusCode"] == 202, response
     run_id = json.loads(response["body"])["run_id"]
 
@@ -115,9 +120,7 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
 def test_loopback_is_refused_unless_the_deployment_allows_it(
     stack: ProvisionedStack, site: PublisherSite
 ) -> None:
-    response = invoke(
-        stack, "IntakeFunction", _api_post("/harvests", {"url": site.url("/robots.txt")})
-    )
+    response = _intake(stack, _api_post("/harvests", {"url": site.url("/robots.txt")}))
     run_id = json.loads(response["body"])["run_id"]
     stats = run_pipeline(
         boto3.client("sqs", region_name=stack.region), stack
@@ -134,11 +137,11 @@ def test_loopback_is_refused_unless_the_deployment_allows_it(
 
 @pytest.mark.parametrize(
     ("body", "fragment"),
-    [({"url": "ftp://example.org/sitemap.xml"}, "absolute http"), ({"nope": 1}, "request body")],
+    [({"url": "ftp://example.org/sitemap.xml"}, "absolute http"), ({"nope": 1}, "invalid-request")],
 )
 def test_intake_refuses_bad_input_with_400(
     stack: ProvisionedStack, body: dict[str, Any], fragment: str
 ) -> None:
-    response = invoke(stack, "IntakeFunction", _api_post("/harvests", body))
+    response = _intake(stack, _api_post("/harvests", body))
     assert response["statusCode"] == 400
     assert fragment in response["body"]

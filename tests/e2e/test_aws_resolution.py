@@ -35,7 +35,9 @@ def test_every_pattern_resolves_on_aws(stack: ProvisionedStack, publisher: Publi
     s3 = boto3.client("s3", region_name=stack.region)
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["body"] = json.dumps({"url": publisher.url("/robots.txt")})
-    response = invoke(stack, "IntakeFunction", event)
+    # POST /harvests is an operator's: the event file's key id is one (OPERATOR_API_KEY_IDS)
+    operator = event["requestContext"]["identity"]["apiKeyId"]
+    response = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
     assert response["statusCode"] == 202, response
     run_id = json.loads(response["body"])["run_id"]
 

@@ -1,0 +1,90 @@
+"""The HTTP intake API (API Gateway REST API, an API key on every route; docs/api.md).
+
+Routes (JSON unless said otherwise; who may call each in brackets):
+
+* ``POST /sources`` [operator]: register a source (201; 409 when it exists).
+* ``PUT /sources/{source_id}`` [operator]: create or replace a source (keeps when and how it
+  last ran, and its run under way).
+* ``GET /sources`` [operator], ``GET /sources/{source_id}`` [operator, its publisher],
+  ``DELETE /sources/{source_id}`` [operator] (204).
+* ``POST /sources/{source_id}/harvests`` [operator, its publisher]: start a run now, from the
+  source's entry URL or from ``{"url": ...}`` on one of its hosts (202 with ``Location``; 403
+  ``host-not-allowed``; 409 ``source-busy``).
+* ``GET /sources/{source_id}/signmap`` [operator, its publisher]: the Signmap (XML).
+* ``POST /harvests`` [operator]: an ad-hoc harvest of any URL (202).
+* ``GET /runs/{run_id}``, ``GET /runs/{run_id}/report`` (HTML), ``GET /runs/{run_id}/outcomes``
+  (paginated) [operator, the publisher of the run's source].
+* ``GET /records/{record_id}`` (the id percent-encoded), ``.../report``, ``.../pid-kernel``,
+  ``.../linkset`` (``application/linkset+json`` or ``application/linkset`` by ``Accept``)
+  [operator, the publisher of the record's host].
+
+Every input is validated (pydantic models, :mod:`cdif_harvester.api.models`); every refusal is
+``{"error": ..., "detail": ...}`` (:mod:`cdif_harvester.api.errors`, where exceptions become
+responses); who may do what is :mod:`cdif_harvester.api.access`.
+
+``python -m cdif_harvester.api`` prints the OpenAPI document (committed as docs/openapi.json).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from cdif_harvester import __version__
+from cdif_harvester.api.routes import build_api
+from cdif_harvester.stages import Ports
+
+__all__ = ["OPENAPI_TITLE", "build_api", "openapi_document"]
+
+OPENAPI_TITLE = "CDIF harvester intake API"
+_DESCRIPTION = (
+    "Register publishers (sources), start harvests, follow runs and read the harvested "
+    "records and their views. Every request needs an API key in the x-api-key header; the "
+    "key's id decides the caller's role (operator, or publisher of the sources that list it). "
+    'Errors are JSON: {"error": "<code>", "detail": ...}. See docs/api.md.'
+)
+
+
+def _unused_ports() -> Ports:
+    raise RuntimeError("the OpenAPI document is made without ports")
+
+
+def openapi_document() -> dict[str, Any]:
+    """Return the OpenAPI document of the intake API, as generated from its routes.
+
+    Powertools documents a 422 for request validation on every route; this API answers 400
+    (with the same detail), which every route documents itself, so the 422s are dropped.
+    """
+    from aws_lambda_powertools.event_handler.openapi.models import (  # noqa: PLC0415
+        APIKey,
+        SecurityScheme,
+    )
+
+    app = build_api(_unused_ports)
+    schemes: dict[str, SecurityScheme] = {
+        "apiKey": APIKey.model_validate({"type": "apiKey", "in": "header", "name": "x-api-key"})
+    }
+    document: dict[str, Any] = json.loads(
+        app.get_openapi_json_schema(
+            title=OPENAPI_TITLE,
+            version=__version__,
+            description=_DESCRIPTION,
+            security_schemes=schemes,
+            security=[{"apiKey": []}],
+        )
+    )
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    text = json.dumps(document["paths"])
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        if f"#/components/schemas/{name}" not in text:
+            schemas.pop(name, None)
+    return document
+
+
+def main(out: Callable[[str], Any] = print) -> None:
+    """Print the OpenAPI document (``python -m cdif_harvester.api > docs/openapi.json``)."""
+    out(json.dumps(openapi_document(), indent=2, sort_keys=True))

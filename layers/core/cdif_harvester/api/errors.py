@@ -1,0 +1,211 @@
+"""The intake API's errors, and the one place where every exception becomes a response.
+
+Every refusal is JSON, ``{"error": "<code>", "detail": ...}``: ``error`` is a short, stable code
+a client can branch on, ``detail`` says what was wrong in words (or, for a request that does not
+match its schema, lists the fields: ``[{"loc": [...], "type": "...", "msg": "..."}]``).
+
+=========================================== ====== ===========================================
+exception                                   status ``error``
+=========================================== ====== ===========================================
+request not matching its schema, bad JSON   400    ``invalid-request``
+InvalidEntryUrl, InvalidOptions,            400    ``invalid-entry-url``, ``invalid-options``,
+InvalidSource (domain checks)                      ``invalid-source``
+:class:`Unauthenticated`                    401    ``unauthenticated``
+:class:`Forbidden`                          403    ``forbidden``
+HostNotAllowed                              403    ``host-not-allowed``
+:class:`NotFound`, UnknownSource, no route  404    ``not-found``, ``unknown-source``
+:class:`NotAcceptable`                      406    ``not-acceptable``
+:class:`Conflict`, SourceBusy               409    ``source-exists``, ``source-busy``
+:class:`PayloadTooLarge`                    413    ``payload-too-large``
+a body that is not ``application/json``     415    ``unsupported-media-type``
+RetryableError (the store or table failed)  503    ``unavailable`` (with ``Retry-After``)
+anything else (a bug)                       500    ``internal-error`` (logged, no detail)
+=========================================== ====== ===========================================
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+
+from cdif_harvester.errors import PermanentError, RetryableError
+from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions
+from cdif_harvester.stages.sources import (
+    HostNotAllowed,
+    InvalidSource,
+    SourceBusy,
+    UnknownSource,
+)
+
+__all__ = [
+    "ApiError",
+    "Conflict",
+    "Forbidden",
+    "NotAcceptable",
+    "NotFound",
+    "PayloadTooLarge",
+    "Unauthenticated",
+    "error_response",
+    "register_error_handlers",
+]
+
+logger = Logger(child=True)
+
+#: Seconds a client is asked to wait after a 503 (a throttled table, a passing S3 fault).
+RETRY_AFTER_SECONDS = 5
+
+# Domain errors of the core, by the status they answer; ``error`` is the exception's reason.
+_DOMAIN_STATUS: dict[type[PermanentError], HTTPStatus] = {
+    InvalidEntryUrl: HTTPStatus.BAD_REQUEST,
+    InvalidOptions: HTTPStatus.BAD_REQUEST,
+    InvalidSource: HTTPStatus.BAD_REQUEST,
+    HostNotAllowed: HTTPStatus.FORBIDDEN,
+    UnknownSource: HTTPStatus.NOT_FOUND,
+    SourceBusy: HTTPStatus.CONFLICT,
+}
+
+
+class ApiError(Exception):
+    """A request the API refuses: ``status`` and ``error`` (a stable code) and ``detail``."""
+
+    status: HTTPStatus = HTTPStatus.BAD_REQUEST
+    error: str = "bad-request"
+
+    def __init__(self, detail: Any, *, error: str | None = None) -> None:
+        super().__init__(detail if isinstance(detail, str) else json.dumps(detail))
+        self.detail = detail
+        if error is not None:
+            self.error = error
+
+
+class Unauthenticated(ApiError):
+    """The request carries no API key identity (``requestContext.identity.apiKeyId``)."""
+
+    status = HTTPStatus.UNAUTHORIZED
+    error = "unauthenticated"
+
+
+class Forbidden(ApiError):
+    """The caller's key may not do this, or not to this resource."""
+
+    status = HTTPStatus.FORBIDDEN
+    error = "forbidden"
+
+
+class NotFound(ApiError):
+    """No such source, run, record or view (yet)."""
+
+    status = HTTPStatus.NOT_FOUND
+    error = "not-found"
+
+
+class NotAcceptable(ApiError):
+    """The request's ``Accept`` allows none of the media types the resource has."""
+
+    status = HTTPStatus.NOT_ACCEPTABLE
+    error = "not-acceptable"
+
+
+class Conflict(ApiError):
+    """The resource exists already, or is busy."""
+
+    status = HTTPStatus.CONFLICT
+    error = "conflict"
+
+
+class PayloadTooLarge(ApiError):
+    """The request body is larger than the API accepts (8 KiB)."""
+
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    error = "payload-too-large"
+
+
+def error_response(
+    status: HTTPStatus, error: str, detail: Any, *, headers: dict[str, str] | None = None
+) -> Response[str]:
+    """The JSON error response ``{"error": ..., "detail": ...}`` with ``status``."""
+    return Response(
+        status_code=status.value,
+        content_type="application/json",
+        body=json.dumps({"error": error, "detail": detail}),
+        headers=dict(headers or {}),
+    )
+
+
+def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
+    # Where and what only: pydantic's "input" and "ctx" would echo the request back, and its
+    # "url" points at pydantic's documentation, not at this API's.
+    return [
+        {"loc": list(item.get("loc", ())), "type": item.get("type"), "msg": item.get("msg")}
+        for item in exc.errors()
+    ]
+
+
+def register_error_handlers(app: APIGatewayRestResolver) -> None:
+    """Map every exception a route (or the request validation) can raise to its response."""
+
+    def api_error(exc: ApiError) -> Response[str]:
+        return error_response(exc.status, exc.error, exc.detail)
+
+    def domain_error(exc: PermanentError) -> Response[str]:
+        status = next(s for cls, s in _DOMAIN_STATUS.items() if isinstance(exc, cls))
+        return error_response(status, exc.reason, str(exc))
+
+    def unsupported_media_type(exc: RequestUnsupportedContentType) -> Response[str]:
+        return error_response(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "request bodies are JSON: send Content-Type: application/json",
+        )
+
+    def invalid_request(exc: RequestValidationError) -> Response[str]:
+        return error_response(HTTPStatus.BAD_REQUEST, "invalid-request", _validation_detail(exc))
+
+    def no_route(exc: NotFoundError) -> Response[str]:
+        event = app.current_event
+        return error_response(
+            HTTPStatus.NOT_FOUND,
+            "not-found",
+            f"no route {event.http_method} {event.path} (see the API's OpenAPI document)",
+        )
+
+    def unavailable(exc: RetryableError) -> Response[str]:
+        logger.warning("request failed on a passing fault", error=str(exc))
+        return error_response(
+            HTTPStatus.SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the catalogue or the object store did not answer; try again",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+
+    def internal_error(exc: Exception) -> Response[str]:
+        # A bug, not the request: log it whole, tell the client nothing about the internals.
+        logger.exception("request failed unexpectedly")
+        return error_response(
+            HTTPStatus.INTERNAL_SERVER_ERROR, "internal-error", "the request could not be served"
+        )
+
+    # (Powertools' decorator is untyped, so the handlers are registered by plain calls; the
+    # most specific class of an exception picks its handler.)
+    handlers: list[tuple[type[Exception] | list[type[Exception]], Callable[[Any], Response[str]]]]
+    handlers = [
+        (ApiError, api_error),
+        (list(_DOMAIN_STATUS), domain_error),
+        (RequestUnsupportedContentType, unsupported_media_type),
+        (RequestValidationError, invalid_request),
+        (NotFoundError, no_route),
+        (RetryableError, unavailable),
+        (Exception, internal_error),
+    ]
+    for exc_class, handler in handlers:
+        app.exception_handler(exc_class)(handler)
