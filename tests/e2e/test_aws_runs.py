@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from cdif_harvester.adapters.aws import DynamoCatalog
-from cdif_harvester.demo.server import PublisherSite
+from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.model import RunState, RunStatus, Source
 from tests.support.aws import ProvisionedStack
 from tests.support.pipeline import invoke, run_pipeline
@@ -132,3 +132,55 @@ def test_a_run_with_no_progress_is_recounted_then_marked_stalled(
     run = catalog.get_run("old-run")
     assert run.state is RunState.STALLED and run.entered == 1 and run.settled == 0
     assert catalog.get_source("stuck").active_run is None
+
+
+def test_a_vanished_url_becomes_a_tombstone_when_its_run_is_closed(
+    stack: ProvisionedStack, site: PublisherSite
+) -> None:
+    catalog = _catalog(stack)
+    sqs = boto3.client("sqs", region_name=stack.region)
+    s3 = boto3.client("s3", region_name=stack.region)
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    catalog.put_source(Source(source_id="demo", entry_url=site.url("/robots.txt"), schedule="1d"))
+    gulf = site.url("/datasets/gulf-sst-anomalies.html")
+
+    def harvest() -> str:
+        # make the source due, tick (start), deliver everything, tick (close)
+        table.update_item(
+            Key={"pk": "SOURCE#demo", "sk": "SOURCE"},
+            UpdateExpression="SET last_run_at = :old",
+            ExpressionAttributeValues={":old": "2020-01-01T00:00:00+00:00"},
+        )
+        (started,) = _tick(stack)["started"]
+        assert run_pipeline(sqs, stack, ALLOW_LOOPBACK="true").failures == []
+        assert _tick(stack)["closed"] == [started["run_id"]]
+        return str(started["run_id"])
+
+    harvest()
+    assert catalog.get_url(gulf).withdrawn_at is None
+    # Given the publisher drops one dataset from its sitemap
+    text = (demo_site_dir() / "sitemap-datasets.xml").read_text(encoding="utf-8")
+    start = text.index("  <url>\n    <loc>{{BASE}}/datasets/gulf-sst-anomalies.html")
+    end = text.index("</url>", start) + len("</url>\n")
+    site.add_route(
+        "/sitemap-datasets.xml",
+        headers={"Content-Type": "application/xml"},
+        body=text[:start] + text[end:],
+    )
+
+    # When the next scheduled run is closed
+    run_id = harvest()
+
+    # Then the URL is a tombstone: kept, marked withdrawn, out of the source's Signmap
+    assert catalog.get_url(gulf).withdrawn_at
+    entries = [e for e in catalog.records(f"127.0.0.1_{site.port}") if e.url == gulf]
+    assert entries and all(e.withdrawn_at for e in entries)
+    summary = json.loads(
+        s3.get_object(Bucket=stack.bucket_name, Key=f"runs/{run_id}/summary.json")["Body"].read()
+    )
+    assert summary["withdrawn"] == [gulf]
+    signmap = s3.get_object(
+        Bucket=stack.bucket_name, Key=f"views/127.0.0.1_{site.port}/signmap.xml"
+    )["Body"].read()
+    assert gulf.encode() not in signmap
+    assert site.url("/datasets/kelp-forest-survey.html").encode() in signmap
