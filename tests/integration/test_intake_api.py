@@ -723,6 +723,14 @@ def test_the_signmap_of_a_source(records: ProvisionedStack) -> None:
     call(records, "GET", "/sources/nothing-here/signmap").error(404, "unknown-source")
 
 
+def test_a_document_too_large_for_a_response_is_refused_clearly(records: ProvisionedStack) -> None:
+    huge = "<urlset>" + " " * (5 * 1024 * 1024) + "</urlset>"
+    put_object(records, signmap_key("data.example.org"), huge, "application/xml")
+    answer = call(records, "GET", "/sources/data-example-org/signmap")
+    detail = answer.error(501, "too-large-to-serve")
+    assert signmap_key("data.example.org") in detail and "records bucket" in detail
+
+
 # --------------------------------------------------------------------------- files
 
 

@@ -18,6 +18,7 @@ HostNotAllowed                              403    ``host-not-allowed``
 :class:`Conflict`, SourceBusy               409    ``source-exists``, ``source-busy``
 :class:`PayloadTooLarge`                    413    ``payload-too-large``
 a body that is not ``application/json``     415    ``unsupported-media-type``
+a stored document over 5 MiB                501    ``too-large-to-serve``
 RetryableError (the store or table failed)  503    ``unavailable`` (with ``Retry-After``)
 anything else (a bug)                       500    ``internal-error`` (logged, no detail)
 =========================================== ====== ===========================================
@@ -54,6 +55,7 @@ __all__ = [
     "NotAcceptable",
     "NotFound",
     "PayloadTooLarge",
+    "TooLargeToServe",
     "Unauthenticated",
     "error_response",
     "register_error_handlers",
@@ -128,6 +130,14 @@ class PayloadTooLarge(ApiError):
 
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
     error = "payload-too-large"
+
+
+class TooLargeToServe(ApiError):
+    """A stored document larger than a Lambda response may be (6 MB, JSON-encoded): it has to
+    be read from the records bucket instead."""
+
+    status = HTTPStatus.NOT_IMPLEMENTED
+    error = "too-large-to-serve"
 
 
 def error_response(

@@ -31,6 +31,7 @@ from cdif_harvester.api.errors import (
     Forbidden,
     NotAcceptable,
     NotFound,
+    TooLargeToServe,
     Unauthenticated,
     register_error_handlers,
 )
@@ -81,6 +82,9 @@ XML = "application/xml"
 #: Outcomes per page of ``GET /runs/{run_id}/outcomes``: the default and the most.
 OUTCOMES_PAGE = 100
 MAX_OUTCOMES_PAGE = 1000
+#: The largest stored document a route returns: a Lambda response is at most 6 MB, JSON-encoded
+#: (a document's quotes and non-ASCII characters grow when escaped).
+MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
 #: How API Gateway runs are started (RunStatus.trigger).
 TRIGGER = "api"
 # The longest path segment of a record id: a URL, every character percent-encoded.
@@ -108,6 +112,7 @@ _ERRORS: dict[int, str] = {
     409: "The resource exists already, or a run of the source is under way.",
     413: "The body is larger than 8 KiB.",
     415: "The body is not application/json.",
+    501: "The stored document is larger than a response may be; read it from the bucket.",
 }
 
 
@@ -256,11 +261,18 @@ class _Requests:
         return entry
 
     def stored(self, key: str, missing: str) -> bytes:
-        """The object under ``key``; raises NotFound(``missing``) when there is none."""
+        """The object under ``key``; raises NotFound(``missing``) when there is none and
+        TooLargeToServe when it does not fit in a response."""
         try:
-            return self.get_ports().store.get(key)
+            body = self.get_ports().store.get(key)
         except KeyError:
             raise NotFound(missing) from None
+        if len(body) > MAX_DOCUMENT_BYTES:
+            raise TooLargeToServe(
+                f"{key} is {len(body)} bytes; the API returns documents of at most "
+                f"{MAX_DOCUMENT_BYTES} bytes: read it from the records bucket"
+            )
+        return body
 
     def view_of(self, entry: CatalogEntry, view: str) -> bytes:
         """One view of a valid record; raises NotFound."""
@@ -458,7 +470,7 @@ def _source_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         "its hosts (host).",
         operation_id="getSourceSignmap",
         tags=["sources"],
-        responses=_responses({200: ("The Signmap.", None, XML)}, 400, 403, 404),
+        responses=_responses({200: ("The Signmap.", None, XML)}, 400, 403, 404, 501),
     )
     def get_source_signmap(
         source_id: SourceIdParam,
@@ -560,7 +572,7 @@ def _run_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         summary="A run's HTML report (operators, its source's publisher)",
         operation_id="getRunReport",
         tags=["runs"],
-        responses=_responses({200: ("The report.", None, "text/html")}, 400, 403, 404),
+        responses=_responses({200: ("The report.", None, "text/html")}, 400, 403, 404, 501),
     )
     def get_run_report(run_id: RunIdParam) -> Response[str]:
         run = api.visible_run(run_id)
@@ -634,7 +646,7 @@ def _record_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         summary="A record's validation report (operators, the publisher of its host)",
         operation_id="getRecordReport",
         tags=["records"],
-        responses=_responses({200: ("The validation report.", None, JSON)}, 400, 403, 404),
+        responses=_responses({200: ("The validation report.", None, JSON)}, 400, 403, 404, 501),
     )
     def get_record_report(record_id: RecordIdParam) -> Response[str]:
         entry = api.visible_record(record_id)
@@ -646,7 +658,7 @@ def _record_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         summary="A record's PID Kernel view (operators, the publisher of its host)",
         operation_id="getRecordPidKernel",
         tags=["records"],
-        responses=_responses({200: ("The PID Kernel view.", None, JSON)}, 400, 403, 404),
+        responses=_responses({200: ("The PID Kernel view.", None, JSON)}, 400, 403, 404, 501),
     )
     def get_record_pid_kernel(record_id: RecordIdParam) -> Response[str]:
         return _document(api.view_of(api.visible_record(record_id), "pid-kernel"), JSON)
@@ -659,7 +671,7 @@ def _record_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         operation_id="getRecordLinkset",
         tags=["records"],
         responses=_responses(
-            {200: ("The linkset.", None, LINKSET_MEDIA_TYPES[0])}, 400, 403, 404, 406
+            {200: ("The linkset.", None, LINKSET_MEDIA_TYPES[0])}, 400, 403, 404, 406, 501
         ),
     )
     def get_record_linkset(record_id: RecordIdParam) -> Response[str]:
