@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import (
     DocumentJob,
     IndexJob,
@@ -25,6 +26,7 @@ from cdif_harvester.contracts import (
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.errors import ContractError
 from cdif_harvester.keys import VIEW_NAMES, parse_records_key, view_keys
+from cdif_harvester.model import Source
 from tests.support.aws import ProvisionedStack
 from tests.support.pipeline import invoke
 
@@ -76,14 +78,13 @@ def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: Publis
     s3 = boto3.client("s3", region_name=stack.region)
     loopback = {"ALLOW_LOOPBACK": "true"}
 
-    # scheduler: one run per configured entry URL
-    result = invoke(
-        stack,
-        "SchedulerFunction",
-        _event("scheduler.json"),
-        SCHEDULED_ENTRY_URLS=f"{site.url('/robots.txt')},not a url",
+    # scheduler: one run per registered source that is due
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    DynamoCatalog(table).put_source(
+        Source(source_id="demo", entry_url=site.url("/robots.txt"), schedule="1d")
     )
-    assert [run["url"] for run in result["runs"]] == [site.url("/robots.txt")]
+    result = invoke(stack, "SchedulerFunction", _event("scheduler.json"))
+    assert [run["source_id"] for run in result["started"]] == ["demo"]
     (body,) = _take(sqs, stack, "SitemapExpanderQueue")
     assert decode(body, SitemapJob).url == site.url("/robots.txt")
 

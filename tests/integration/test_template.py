@@ -237,7 +237,6 @@ def test_every_function_sees_the_complete_resolved_environment(stack: Provisione
         assert env["INDEX_QUEUE_URL"] == stack.queue_urls["IndexerQueue"]
         assert env["ALLOW_LOOPBACK"] == "false"
         assert all(isinstance(value, str) and "${" not in value for value in env.values())
-    assert stack.function_env("SchedulerFunction")["SCHEDULED_ENTRY_URLS"] == ""
 
 
 def test_crosswalk_queue_policy_admits_only_the_records_bucket(stack: ProvisionedStack) -> None:
