@@ -37,6 +37,9 @@ PUBLISHER = "https://data.example.org"
 FUNCTIONS = {
     "scheduler.json": "SchedulerFunction",
     "intake-post-harvest.json": "IntakeFunction",
+    "intake-post-source.json": "IntakeFunction",
+    "intake-post-source-harvest.json": "IntakeFunction",
+    "intake-get-record-linkset.json": "IntakeFunction",
     "sitemap-expander.json": "SitemapExpanderFunction",
     "url-resolver.json": "UrlResolverFunction",
     "extractor.json": "ExtractorFunction",
@@ -88,11 +91,24 @@ def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: Publis
     (body,) = _take(sqs, stack, "SitemapExpanderQueue")
     assert decode(body, SitemapJob).url == site.url("/robots.txt")
 
-    # intake: a publisher posts its robots.txt
-    result = invoke(stack, "IntakeFunction", _event("intake-post-harvest.json"))
+    # intake: an operator posts a robots.txt, registers a source; its publisher posts a sitemap
+    # (the operator key id of the event files is the one env.json gives the intake function)
+    env = json.loads((EVENTS.parent / "env.json").read_text(encoding="utf-8"))
+    operators = env["IntakeFunction"]["OPERATOR_API_KEY_IDS"]
+    result = invoke(
+        stack, "IntakeFunction", _event("intake-post-harvest.json"), OPERATOR_API_KEY_IDS=operators
+    )
     assert result["statusCode"] == 202, result
     (body,) = _take(sqs, stack, "SitemapExpanderQueue")
     assert decode(body, SitemapJob).url == f"{PUBLISHER}/robots.txt"
+    for name, status in (
+        ("intake-post-source.json", 201),
+        ("intake-post-source-harvest.json", 202),
+    ):
+        result = invoke(stack, "IntakeFunction", _event(name), OPERATOR_API_KEY_IDS=operators)
+        assert result["statusCode"] == status, result
+    (body,) = _take(sqs, stack, "SitemapExpanderQueue")
+    assert decode(body, SitemapJob).url == f"{PUBLISHER}/sitemap-datasets.xml"
 
     # sitemap expander: the datasets sitemap becomes URL jobs
     result = invoke(
@@ -138,6 +154,18 @@ def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: Publis
     assert parsed is not None
     for name in VIEW_NAMES:
         assert s3.head_object(Bucket=stack.bucket_name, Key=view_keys(*parsed)[name])
+
+    # intake: the publisher reads that record's linkset, as application/linkset
+    result = invoke(
+        stack,
+        "IntakeFunction",
+        _event("intake-get-record-linkset.json"),
+        OPERATOR_API_KEY_IDS=operators,
+    )
+    assert result["statusCode"] == 200, result
+    assert result["multiValueHeaders"]["Content-Type"] == ["application/linkset"]
+    linkset = s3.get_object(Bucket=stack.bucket_name, Key=view_keys(*parsed)["linkset"])
+    assert result["body"] == linkset["Body"].read().decode()
 
 
 def test_a_dict_without_records_is_not_an_empty_batch(stack: ProvisionedStack) -> None:
