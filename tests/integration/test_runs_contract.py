@@ -158,7 +158,9 @@ def test_sources_registry(catalog: Any) -> None:
         publisher_keys=("key-1",),
         created_at=AT,
     )
-    catalog.put_source(source)
+    with ThreadPoolExecutor(4) as pool:  # registered once, however many try at once
+        added = list(pool.map(lambda _: catalog.add_source(source), range(6)))
+    assert added.count(True) == 1
     catalog.put_source(Source(source_id="beta", entry_url="https://b.org/sitemap.xml"))
     assert catalog.get_source("alpha") == source
     assert [s.source_id for s in catalog.sources()] == ["alpha", "beta"]

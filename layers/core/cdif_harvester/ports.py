@@ -186,6 +186,11 @@ class SourceRegistry(Protocol):
         """Insert or replace ``source``."""
         ...
 
+    def add_source(self, source: Source) -> bool:
+        """Insert ``source`` unless its id is registered already (atomically); True when it
+        was inserted."""
+        ...
+
     def get_source(self, source_id: str) -> Source | None:
         """Return the source named ``source_id``, or None."""
         ...

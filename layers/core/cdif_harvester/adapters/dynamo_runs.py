@@ -377,6 +377,16 @@ class DynamoSources:
 
     def put_source(self, source: Source) -> None:
         """Insert or replace ``source`` (its run under way is kept as the registry holds it)."""
+        self._write_source(source, only_new=False)
+
+    def add_source(self, source: Source) -> bool:
+        """Insert ``source`` unless its id is registered already (a conditional write)."""
+        return self._write_source(source, only_new=True)
+
+    def _write_source(self, source: Source, *, only_new: bool) -> bool:
+        extra: dict[str, Any] = (
+            {"ConditionExpression": "attribute_not_exists(pk)"} if only_new else {}
+        )
         try:
             self.table.update_item(
                 Key=_source_key(source.source_id),
@@ -386,9 +396,15 @@ class DynamoSources:
                     ":pk": "SOURCES",
                     ":id": source.source_id,
                 },
+                **extra,
             )
-        except (BotoCoreError, ClientError) as exc:
+        except ClientError as exc:
+            if only_new and _condition_failed(exc):
+                return False
             raise StorageError(f"DynamoDB put source {source.source_id} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"DynamoDB put source {source.source_id} failed: {exc}") from exc
+        return True
 
     def get_source(self, source_id: str) -> Source | None:
         """Return the source named ``source_id``, or None."""

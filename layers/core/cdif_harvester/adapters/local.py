@@ -587,6 +587,18 @@ class SqliteCatalog:
             (source.source_id, source.active_run, json.dumps(source_to_dict(source))),
         )
 
+    def add_source(self, source: Source) -> bool:
+        """Insert ``source`` unless its id is registered already."""
+        with self._lock:
+            try:
+                cursor = self._db.execute(
+                    "INSERT OR IGNORE INTO sources (source_id, active_run, body) VALUES (?, ?, ?)",
+                    (source.source_id, source.active_run, json.dumps(source_to_dict(source))),
+                )
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot add source {source.source_id}: {exc}") from exc
+        return cursor.rowcount == 1
+
     def get_source(self, source_id: str) -> Source | None:
         """Return the source named ``source_id``, or None."""
         rows = self._query("SELECT body, active_run FROM sources WHERE source_id = ?", (source_id,))

@@ -357,14 +357,13 @@ def _source_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         ports = api.ports()
         now = _now(ports)
         source = check_source(_source_of_body(body, body.source_id))
-        if api.registry().get_source(source.source_id) is not None:
+        source = replace(source, created_at=now, updated_at=now)
+        if not api.registry().add_source(source):  # atomic: two registrations, one wins
             raise Conflict(
                 f"source {source.source_id!r} is registered already; "
                 f"PUT /sources/{source.source_id} replaces it",
                 error="source-exists",
             )
-        source = replace(source, created_at=now, updated_at=now)
-        api.registry().put_source(source)
         return _json(
             HTTPStatus.CREATED,
             _source_view(source, who),

@@ -168,7 +168,12 @@ def _source(catalog: SqliteCatalog, args: argparse.Namespace) -> int:
     now = SystemClock().now().isoformat(timespec="seconds")
     base = existing or Source(source_id=args.source_id, entry_url=args.entry_url, created_at=now)
     source = check_source(_with_options(base, args, now))
-    catalog.put_source(source)
+    if existing is None:
+        if not catalog.add_source(source):
+            print(f"cdif-harvest: source {args.source_id!r} exists", file=sys.stderr)
+            return 2
+    else:
+        catalog.put_source(source)
     _print(source_to_dict(source))
     return 0
 
