@@ -116,10 +116,9 @@ class DynamoRuns:
                     continue
                 if state is not None and item.get("state") != state.value:
                     continue
-                # The index may lag: the run's own item has the latest counters.
-                run = self.get_run(str(item["run_id"]))
-                if run is not None:
-                    found.append(run)
+                # The index projects the whole item: no read per run. It may lag the table by
+                # a moment, which only delays what the tick does with the run to its next turn.
+                found.append(_run_of(item))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -428,10 +427,8 @@ class DynamoSources:
                 page = self.table.query(**kwargs)
             except (BotoCoreError, ClientError) as exc:
                 raise StorageError(f"DynamoDB query sources failed: {exc}") from exc
-            for item in page.get("Items", []):
-                source = self.get_source(str(item["gsi1sk"]))
-                if source is not None:
-                    found.append(source)
+            # (the index projects the whole item: no read per source)
+            found.extend(_source_of(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return sorted(found, key=lambda s: s.source_id)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -20,15 +20,15 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from cdif_harvester.adapters.local import SqliteCatalog, SystemClock
+from cdif_harvester.cli.runner import CATALOG_FILE, LocalHarvester, default_progress
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.model import Source, run_to_dict, source_to_dict
 from cdif_harvester.stages.sources import check_source, is_due
 
 __all__ = ["add_parsers", "run_command", "source_harvest_settings"]
-
-CATALOG_FILE = "catalog.sqlite"
 
 
 def add_parsers(commands: Any) -> None:
@@ -117,8 +117,6 @@ def source_harvest_settings(source: Source) -> dict[str, Any]:
 
 
 def _host_name(text: str) -> str:
-    from urllib.parse import urlsplit  # noqa: PLC0415
-
     return (urlsplit(text if "//" in text else f"//{text}").hostname or "").lower()
 
 
@@ -214,8 +212,6 @@ def _run(catalog: SqliteCatalog, args: argparse.Namespace) -> int:
 
 def _schedule(args: argparse.Namespace) -> int:
     """Harvest each due source in turn (a source busy with another run is left for later)."""
-    from cdif_harvester.cli.runner import LocalHarvester, default_progress  # noqa: PLC0415
-
     path = args.out / CATALOG_FILE
     if not path.is_file():
         print(f"cdif-harvest: no sources in {args.out} (add one first)", file=sys.stderr)
