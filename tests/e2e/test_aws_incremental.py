@@ -20,6 +20,7 @@ from cdif_harvester.contracts import UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.model import Outcome
 from tests.support.aws import ProvisionedStack
+from tests.support.lambda_driver import PumpStats
 from tests.support.pipeline import invoke, run_pipeline
 
 INTAKE_EVENT = (
@@ -45,7 +46,7 @@ def puts() -> Iterator[list[str]]:
     events.unregister("before-parameter-build.s3.PutObject", count)
 
 
-def _harvest(stack: ProvisionedStack, site: PublisherSite) -> str:
+def _harvest(stack: ProvisionedStack, site: PublisherSite) -> tuple[str, PumpStats]:
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["body"] = json.dumps({"url": site.url("/robots.txt")})
     # POST /harvests is an operator's: the event file's key id is one (OPERATOR_API_KEY_IDS)
@@ -55,7 +56,7 @@ def _harvest(stack: ProvisionedStack, site: PublisherSite) -> str:
     sqs = boto3.client("sqs", region_name=stack.region)
     stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
     assert stats.failures == []
-    return str(json.loads(response["body"])["run_id"])
+    return str(json.loads(response["body"])["run_id"]), stats
 
 
 def _catalog(stack: ProvisionedStack) -> DynamoCatalog:
@@ -67,20 +68,23 @@ def _catalog(stack: ProvisionedStack) -> DynamoCatalog:
 def test_unchanged_reharvest_on_aws_fetches_no_bodies_and_writes_no_objects(
     stack: ProvisionedStack, site: PublisherSite, puts: list[str]
 ) -> None:
-    first = _harvest(stack, site)
+    first, first_stats = _harvest(stack, site)
     outcomes = list(_catalog(stack).outcomes(first))
     assert sum(o.outcome is Outcome.RECORD for o in outcomes) == RECORD_PAGES
     assert any(key.startswith("records/") for key in puts)
     seen = len(site.timings)
     puts.clear()
 
-    second = _harvest(stack, site)
+    second, second_stats = _harvest(stack, site)
 
     again = list(_catalog(stack).outcomes(second))
     assert len(again) == len(outcomes)
     assert sum(o.outcome is Outcome.UNCHANGED for o in again) == RECORD_PAGES
     assert {t.status for t in site.timings[seen:]} <= {304, 404}
     assert puts == []  # not one object written
+    # the expander settled the pages with records by their sitemap lastmod: no URL job for them
+    url_jobs = first_stats.messages["UrlResolverFunction"]
+    assert second_stats.messages["UrlResolverFunction"] == url_jobs - RECORD_PAGES
 
 
 def test_a_redelivered_message_changes_nothing(

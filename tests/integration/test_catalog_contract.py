@@ -132,3 +132,19 @@ def test_urls_by_source_and_outcome(catalog: Any) -> None:
     catalog.put_outcome(_outcome("https://a.org/1", Outcome.UNCHANGED, run_id="run-2"))
     assert [s.url for s in catalog.urls("a.org", outcome="record")] == ["https://a.org/3"]
     assert [s.url for s in catalog.urls("b.org")] == ["https://b.org/1"]
+
+
+def test_url_states_are_read_in_batches(catalog: Any) -> None:
+    urls = [f"https://a.org/b/{i}" for i in range(230)]  # more than two DynamoDB batches
+    for i, url in enumerate(urls):
+        catalog.put_url(UrlState(url=url, source="a.org", lastmod=f"2024-01-{i % 28 + 1:02d}"))
+    catalog.put_outcome(_outcome(urls[7], Outcome.UNCHANGED))
+    asked = [*urls, "https://a.org/never-seen", urls[3]]
+
+    found = catalog.get_urls(asked)
+
+    assert set(found) == set(urls)  # a URL never seen is left out; one asked twice is one
+    assert found[urls[9]] == catalog.get_url(urls[9])
+    assert found[urls[9]].lastmod == "2024-01-10"
+    assert found[urls[7]].outcome == "unchanged"  # the outcome and the state, together
+    assert catalog.get_urls([]) == {}

@@ -76,6 +76,27 @@ def test_urls_enter_once_and_settle_once(catalog: Any) -> None:
     assert len(list(catalog.outcomes("run-1"))) == 100
 
 
+def test_a_batch_of_outcomes_settles_like_single_ones(catalog: Any) -> None:
+    catalog.start_run(_run())
+    urls = [f"https://a.org/u/{i}" for i in range(120)]
+    catalog.enter_urls("run-1", urls, step="part-1")
+    # Given the outcomes of 110 entered URLs and 2 that never entered, written as one batch
+    batch = [_outcome(url, Outcome.UNCHANGED) for url in urls[:110]]
+    batch += [_outcome(f"https://a.org/x/{i}", Outcome.DISALLOWED) for i in range(2)]
+    status = catalog.put_outcomes(batch)
+    # Then every URL counts once, as put_outcome would have counted it
+    assert (status.entered, status.settled) == (122, 112)
+    assert (status.outcomes["unchanged"], status.outcomes["disallowed"]) == (110, 2)
+    # and writing the same batch again (a redelivered job) changes no counter
+    again = catalog.put_outcomes(batch)
+    assert (again.entered, again.settled, again.outcomes["unchanged"]) == (122, 112, 110)
+    # while a batch that changes one outcome moves it from one count to the other
+    moved = catalog.put_outcomes([_outcome(urls[0], Outcome.RECORD)])
+    assert (moved.settled, moved.outcomes["unchanged"], moved.outcomes["record"]) == (112, 109, 1)
+    assert len(list(catalog.outcomes("run-1"))) == 112
+    assert catalog.put_outcomes([]) is None
+
+
 def test_outcome_of_a_url_that_never_entered_counts_as_entered(catalog: Any) -> None:
     catalog.start_run(_run())
     # e.g. a sitemap that failed, or a URL robots.txt disallows: recorded by the expander

@@ -25,12 +25,13 @@ from cdif_harvester.contracts import (
     decode,
 )
 from cdif_harvester.errors import FetchFailed
-from cdif_harvester.model import FetchResponse, Outcome
+from cdif_harvester.model import FetchResponse, Outcome, UrlState
 from cdif_harvester.stages import Ports, run_job
-from cdif_harvester.stages.expand import expand_sitemap
+from cdif_harvester.stages.expand import ExpansionResult, expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.intake import InvalidEntryUrl, start_harvest
 from cdif_harvester.stages.resolve import resolve_url
+from cdif_harvester.stages.runs import begin_run
 
 BASE = "https://pub.example.org"
 XML = {"content-type": "application/xml"}
@@ -372,3 +373,56 @@ def test_crawl_delay_spreads_a_hosts_url_jobs_and_is_capped(tmp_path: Path) -> N
     expand_sitemap(ports, _job("/sm.xml", depth=1))
     cap = int(ports.settings.max_crawl_delay)
     assert queue.delays == [0, cap, 2 * cap]  # 60 s asked, capped
+
+
+def _held(url: str, lastmod: str, **fields: object) -> UrlState:
+    """The state of a URL whose records the catalogue holds, harvested at ``lastmod``."""
+    return UrlState(
+        url=url,
+        source="s",
+        lastmod=lastmod,
+        fingerprint="f" * 64,
+        record_ids=(f"{url}#record",),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_urls_whose_lastmod_is_not_newer_end_unchanged_without_a_url_job(
+    tmp_path: Path,
+) -> None:
+    paths = ("/same.html", "/older.html", "/new.html", "/gone.html", "/no-records.html")
+    ports = _ports(tmp_path, {f"{BASE}/sitemap.xml": (200, XML, _urlset(*paths))})
+    begin_run(ports, "r", [f"{BASE}/sitemap.xml"])
+    # The sitemap says 2024-05-01 for every URL. Held: the same date, an older one, a withdrawn
+    # URL, and one that never produced records.
+    ports.catalog.put_url(_held(f"{BASE}/same.html", "2024-05-01T00:00:00Z"))
+    ports.catalog.put_url(_held(f"{BASE}/older.html", "2024-04-30T23:59:59Z"))
+    ports.catalog.put_url(_held(f"{BASE}/gone.html", "2024-06-01", withdrawn_at="2024-06-02"))
+    ports.catalog.put_url(UrlState(url=f"{BASE}/no-records.html", source="s", lastmod="2025"))
+    job = _job("/sitemap.xml", depth=1)
+
+    result = expand_sitemap(ports, job)
+
+    sent = {decode(b, UrlJob).url for b in _drain(ports, URL_QUEUE)}
+    assert sent == {f"{BASE}{p}" for p in paths} - {f"{BASE}/same.html"}
+    assert isinstance(result, ExpansionResult) and (result.url_jobs, result.unchanged) == (4, 1)
+    (unchanged,) = list(ports.catalog.outcomes("r"))
+    assert (unchanged.url, unchanged.outcome) == (f"{BASE}/same.html", Outcome.UNCHANGED)
+    assert unchanged.reason is not None and unchanged.reason.startswith("lastmod: ")
+    run = ports.catalog.get_run("r")
+    assert run is not None and (run.entered, run.settled, run.sitemaps) == (5, 1, 0)
+    # A redelivered job records the same outcome again without counting it twice.
+    expand_sitemap(ports, replace(job))
+    run = ports.catalog.get_run("r")
+    assert run is not None and (run.entered, run.settled) == (5, 1)
+
+
+def test_without_incremental_harvesting_every_url_gets_a_job(tmp_path: Path) -> None:
+    ports = _ports(tmp_path, {f"{BASE}/sitemap.xml": (200, XML, _urlset("/same.html"))})
+    ports.settings = replace(ports.settings, incremental=False)
+    ports.catalog.put_url(_held(f"{BASE}/same.html", "2024-05-01T00:00:00Z"))
+
+    expand_sitemap(ports, _job("/sitemap.xml", depth=1))
+
+    assert [decode(b, UrlJob).url for b in _drain(ports, URL_QUEUE)] == [f"{BASE}/same.html"]
+    assert list(ports.catalog.outcomes("r")) == []

@@ -105,12 +105,23 @@ class CatalogIndex(Protocol):
         """
         ...
 
+    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
+        """Record the outcomes of many URLs of one run, as :meth:`put_outcome` does each, with
+        the run's counters moved once for all of them. Returns the run's status after the
+        writes (None for an untracked run or no outcomes)."""
+        ...
+
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield every recorded outcome of ``run_id``."""
         ...
 
     def get_url(self, url: str) -> UrlState | None:
         """Return what is known about ``url`` across runs, or None for a URL never seen."""
+        ...
+
+    def get_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
+        """Return what is known about each of ``urls`` (batched reads), by URL; URLs never
+        seen are left out."""
         ...
 
     def put_url(self, state: UrlState) -> None:

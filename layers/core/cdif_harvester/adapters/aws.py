@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 __all__ = ["DynamoCatalog", "DynamoHostGate", "S3ObjectStore", "SqsQueue"]
 
 _SQS_BATCH = 10  # SendMessageBatch takes at most ten entries
+_BATCH_GET = 100  # BatchGetItem takes at most 100 keys
+_BATCH_TRIES = 8
 _SQS_MAX_DELAY = 900  # seconds, the SQS limit on DelaySeconds
 _SQS_MAX_VISIBILITY = 43_200  # seconds, the SQS limit on a message's visibility timeout
 
@@ -175,6 +177,18 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
         run's counters (after the item: a crash between the two leaves the run looking
         unfinished, never finished too early)."""
+        return self.put_outcomes([outcome])
+
+    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
+        """Record the outcomes of URLs of one run as :meth:`put_outcome` does, then move the
+        run's counters in one update for all of them (two writes per URL instead of three)."""
+        if not outcomes:
+            return None
+        moves = [(self._write_outcome(outcome), outcome.outcome.value) for outcome in outcomes]
+        return self._settle(outcomes[0].run_id, moves, outcomes[-1].recorded_at or "")
+
+    def _write_outcome(self, outcome: UrlOutcome) -> str | None:
+        """Write the run's item and the URL's latest outcome; return the outcome replaced."""
         body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
         url_key = f"URL#{url_hash(outcome.url)}"
         item = {
@@ -201,10 +215,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 "gsi1sk": f"URL#{outcome.outcome.value}#{url_hash(outcome.url)}",
             },
         )
-        previous = str(old["outcome"]) if old and "outcome" in old else None
-        return self._settle(
-            outcome.run_id, previous, outcome.outcome.value, outcome.recorded_at or ""
-        )
+        return str(old["outcome"]) if old and "outcome" in old else None
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield every outcome of ``run_id`` (paginated query on the run's partition)."""
@@ -228,6 +239,39 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         """Return what is known about ``url``, or None."""
         found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"})
         return _url_state(found) if found else None
+
+    def get_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
+        """Return what is known about each of ``urls``, by URL (consistent BatchGetItem reads,
+        100 keys a call; keys DynamoDB leaves unprocessed are asked again)."""
+        found: dict[str, UrlState] = {}
+        unique = list(dict.fromkeys(urls))
+        for start in range(0, len(unique), _BATCH_GET):
+            keys = [
+                {"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}
+                for url in unique[start : start + _BATCH_GET]
+            ]
+            for item in self._batch_get(keys):
+                if "url" in item:
+                    found[str(item["url"])] = _url_state(item)
+        return found
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        # The table's client is the resource's: it takes and gives plain Python values.
+        client = self.table.meta.client
+        name = self.table.name
+        request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}
+        for attempt in range(_BATCH_TRIES):
+            try:
+                response = client.batch_get_item(RequestItems=request)
+            except (BotoCoreError, ClientError) as exc:
+                raise StorageError(f"DynamoDB batch get of URLs failed: {exc}") from exc
+            yield from response.get("Responses", {}).get(name, [])
+            unprocessed = response.get("UnprocessedKeys") or {}
+            if not unprocessed.get(name):
+                return
+            request = dict(unprocessed)
+            time.sleep(min(0.05 * 2**attempt, 1.0))  # back off as DynamoDB asks
+        raise StorageError("DynamoDB batch get of URLs left keys unprocessed after retries")
 
     def put_url(self, state: UrlState) -> None:
         """Store the harvest state of ``state.url``; its outcome attributes are not touched."""
@@ -253,9 +297,9 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
             {":pk": f"SOURCE#{source}", ":prefix": prefix},
         )
-        # The index is eventually consistent; read each item itself for the latest state.
-        states = [self.get_url(str(item["url"])) for item in items if "url" in item]
-        return sorted((s for s in states if s is not None), key=lambda s: s.url)
+        # The index is eventually consistent; read the items themselves for the latest state.
+        states = self.get_urls([str(item["url"]) for item in items if "url" in item])
+        return sorted(states.values(), key=lambda s: s.url)
 
     def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
         try:

@@ -26,6 +26,7 @@ Runs are listed through ``gsi1`` (``RUNS`` / ``<started at>#<run id>``), sources
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -304,17 +305,24 @@ class DynamoRuns:
         )
         return self.get_run(run_id)
 
-    def _settle(self, run_id: str, old: str | None, new: str, at: str) -> RunStatus | None:
-        """Move the run's counters for one URL whose item went from ``old`` to ``new``."""
-        if old == new:
+    def _settle(
+        self, run_id: str, moves: Sequence[tuple[str | None, str]], at: str
+    ) -> RunStatus | None:
+        """Move the run's counters, in one update, for URLs whose item went ``old`` -> ``new``."""
+        adds: Counter[str] = Counter()
+        for old, new in moves:
+            if old == new:
+                continue
+            adds[f"n_{_attr(new)}"] += 1
+            if old is None:
+                adds.update(entered=1, settled=1)
+            elif old == QUEUED:
+                adds["settled"] += 1
+            else:
+                adds[f"n_{_attr(old)}"] -= 1
+        adds = Counter({name: n for name, n in adds.items() if n})
+        if not adds:
             return self.get_run(run_id)
-        adds = {f"n_{_attr(new)}": 1}
-        if old is None:
-            adds.update(entered=1, settled=1)
-        elif old == QUEUED:
-            adds["settled"] = 1
-        else:
-            adds[f"n_{_attr(old)}"] = -1
         names = {f"#c{i}": name for i, name in enumerate(adds)}
         values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
         values[":at"] = at

@@ -265,6 +265,8 @@ QUEUED = "queued"
 _RUN_COLUMNS = "run_id, state, entered, settled, sitemaps, outcomes, body"
 # The fields of a UrlState that follow every outcome (the rest is the harvest state).
 _OUTCOME_FIELDS = ("url", "source", "outcome", "last_run", "last_seen")
+# SQLite allows 32,766 host parameters; a URL list is read in chunks well under that.
+_IN_CHUNK = 500
 
 
 class SqliteCatalog:
@@ -326,58 +328,73 @@ class SqliteCatalog:
     def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
         run's counters (in the same transaction)."""
-        body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
-        new = outcome.outcome.value
+        return self.put_outcomes([outcome])
+
+    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
+        """Record the outcomes of URLs of one run, each as the URL's latest outcome too, and
+        move the run's counters, all in one transaction."""
+        if not outcomes:
+            return None
+        run_id = outcomes[0].run_id
+        moves: list[tuple[str | None, str]] = []
         with self._lock:
             try:
                 self._db.execute("BEGIN")
-                rows = self._db.execute(
-                    "SELECT outcome FROM url_outcomes WHERE run_id = ? AND url = ?",
-                    (outcome.run_id, outcome.url),
-                ).fetchall()
-                old = rows[0][0] if rows else None
-                self._db.execute(
-                    "INSERT OR REPLACE INTO url_outcomes (run_id, url, outcome, body) "
-                    "VALUES (?, ?, ?, ?)",
-                    (outcome.run_id, outcome.url, new, body),
-                )
-                self._db.execute(
-                    "INSERT INTO urls (url, source, last_run, outcome, last_seen, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET "
-                    "source = excluded.source, last_run = excluded.last_run, "
-                    "outcome = excluded.outcome, last_seen = excluded.last_seen, "
-                    "body = excluded.body",
-                    (
-                        outcome.url,
-                        outcome.source,
-                        outcome.run_id,
-                        new,
-                        outcome.recorded_at,
-                        body,
-                    ),
-                )
-                status = self._settle(outcome.run_id, old, new, outcome.recorded_at)
+                for outcome in outcomes:
+                    moves.append((self._write_outcome(outcome), outcome.outcome.value))
+                status = self._settle(run_id, moves, outcomes[-1].recorded_at)
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._db.execute("ROLLBACK")
-                raise StorageError(f"cannot record outcome of {outcome.url}: {exc}") from exc
+                raise StorageError(
+                    f"cannot record outcome of {outcomes[0].url} ({len(outcomes)} outcomes): {exc}"
+                ) from exc
         return status
 
-    def _settle(self, run_id: str, old: str | None, new: str, at: str | None) -> RunStatus | None:
-        """Move the run's counters for one URL's outcome ``old`` -> ``new`` (lock held)."""
+    def _write_outcome(self, outcome: UrlOutcome) -> str | None:
+        """Write one outcome (lock held, in a transaction); return the outcome it replaced."""
+        body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
+        new = outcome.outcome.value
+        rows = self._db.execute(
+            "SELECT outcome FROM url_outcomes WHERE run_id = ? AND url = ?",
+            (outcome.run_id, outcome.url),
+        ).fetchall()
+        self._db.execute(
+            "INSERT OR REPLACE INTO url_outcomes (run_id, url, outcome, body) VALUES (?, ?, ?, ?)",
+            (outcome.run_id, outcome.url, new, body),
+        )
+        self._db.execute(
+            "INSERT INTO urls (url, source, last_run, outcome, last_seen, body) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET "
+            "source = excluded.source, last_run = excluded.last_run, "
+            "outcome = excluded.outcome, last_seen = excluded.last_seen, "
+            "body = excluded.body",
+            (outcome.url, outcome.source, outcome.run_id, new, outcome.recorded_at, body),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def _settle(
+        self, run_id: str, moves: Sequence[tuple[str | None, str]], at: str | None
+    ) -> RunStatus | None:
+        """Move the run's counters for URLs whose outcome went ``old`` -> ``new`` (lock held)."""
         run = self._run_locked(run_id)
         if run is None:
             return None
         counts = dict(run.outcomes)
         entered, settled = run.entered, run.settled
-        if old is None or old == QUEUED:
-            entered += old is None
-            settled += 1
-            counts[new] = counts.get(new, 0) + 1
-        elif old != new:
-            counts[old] = counts.get(old, 0) - 1
-            counts[new] = counts.get(new, 0) + 1
-        else:
+        changed = False
+        for old, new in moves:
+            if old is None or old == QUEUED:
+                entered += old is None
+                settled += 1
+                counts[new] = counts.get(new, 0) + 1
+            elif old != new:
+                counts[old] = counts.get(old, 0) - 1
+                counts[new] = counts.get(new, 0) + 1
+            else:
+                continue
+            changed = True
+        if not changed:
             return run
         self._db.execute(
             "UPDATE runs SET entered = ?, settled = ?, outcomes = ?, body = json_set(body, "
@@ -402,6 +419,20 @@ class SqliteCatalog:
             (url,),
         )
         return _url_state(rows[0]) if rows else None
+
+    def get_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
+        """Return what is known about each of ``urls``, by URL (one query per 500 URLs)."""
+        found: dict[str, UrlState] = {}
+        unique = list(dict.fromkeys(urls))
+        for start in range(0, len(unique), _IN_CHUNK):
+            chunk = unique[start : start + _IN_CHUNK]
+            rows = self._query(
+                "SELECT url, source, outcome, last_run, last_seen, state FROM urls "
+                f"WHERE url IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            found.update((str(row[0]), _url_state(row)) for row in rows)
+        return found
 
     def put_url(self, state: UrlState) -> None:
         """Store the harvest state of ``state.url``; its outcome fields are not touched."""

@@ -37,6 +37,7 @@ __all__ = [
     "block_hash",
     "fingerprint",
     "lastmod_not_newer",
+    "lastmod_reason",
     "record_digest",
     "sd_dates",
 ]
@@ -69,6 +70,14 @@ def lastmod_not_newer(new: str | None, held: str | None) -> bool:
     if new_time is None or held_time is None:
         return False
     return new_time <= held_time
+
+
+def lastmod_reason(new: str | None, held: str | None) -> str:
+    """The reason recorded for a URL skipped because its sitemap lastmod is not newer."""
+    return (
+        f"lastmod: the sitemap's lastmod {new} is not newer than {held}, when its records "
+        "were harvested (nothing fetched)"
+    )
 
 
 def block_hash(data: Any) -> str:

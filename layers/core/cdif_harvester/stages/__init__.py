@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -23,7 +23,14 @@ from urllib.parse import urlsplit
 from cdif_harvester.domain.resolution import parse_retry_after
 from cdif_harvester.domain.robots import RobotsPolicy
 from cdif_harvester.errors import HarvestError, PermanentError
-from cdif_harvester.model import FetchResponse, Outcome, RunState, RunStatus, UrlOutcome
+from cdif_harvester.model import (
+    FetchResponse,
+    Outcome,
+    RunState,
+    RunStatus,
+    UrlOutcome,
+    UrlState,
+)
 from cdif_harvester.ports import (
     CatalogIndex,
     Clock,
@@ -39,8 +46,12 @@ __all__ = [
     "RobotsCache",
     "Settings",
     "finish_if_done",
+    "held_state",
+    "held_states",
     "job_key",
+    "outcome_now",
     "record_outcome",
+    "record_outcomes",
     "run_job",
     "settle",
 ]
@@ -156,7 +167,31 @@ def record_outcome(
     pattern: str | None = None,
 ) -> UrlOutcome:
     """Record (and return) the outcome of one URL in one run."""
-    result = UrlOutcome(
+    result = outcome_now(
+        ports,
+        run_id=run_id,
+        source=source,
+        url=url,
+        outcome=outcome,
+        reason=reason,
+        pattern=pattern,
+    )
+    finish_if_done(ports, ports.catalog.put_outcome(result))
+    return result
+
+
+def outcome_now(
+    ports: Ports,
+    *,
+    run_id: str,
+    source: str,
+    url: str,
+    outcome: Outcome,
+    reason: str | None = None,
+    pattern: str | None = None,
+) -> UrlOutcome:
+    """The outcome of one URL in one run, stamped with the time now (not yet recorded)."""
+    return UrlOutcome(
         run_id=run_id,
         source=source,
         url=url,
@@ -165,8 +200,34 @@ def record_outcome(
         pattern=pattern,
         recorded_at=ports.clock.now().isoformat(timespec="seconds"),
     )
-    finish_if_done(ports, ports.catalog.put_outcome(result))
-    return result
+
+
+def record_outcomes(ports: Ports, outcomes: Sequence[UrlOutcome]) -> None:
+    """Record many outcomes of one run at once (one catalogue write for the run's counters)."""
+    if outcomes:
+        finish_if_done(ports, ports.catalog.put_outcomes(outcomes))
+
+
+def held_state(ports: Ports, url: str) -> UrlState | None:
+    """The URL's state when it last produced records and is still listed, else None: what
+    incremental harvesting compares against (always None when it is off)."""
+    if not ports.settings.incremental:
+        return None
+    state = ports.catalog.get_url(url)
+    return state if state is not None and _holds_records(state) else None
+
+
+def held_states(ports: Ports, urls: Sequence[str]) -> dict[str, UrlState]:
+    """:func:`held_state` of many URLs at once (batched catalogue reads), by URL."""
+    if not ports.settings.incremental or not urls:
+        return {}
+    return {
+        url: state for url, state in ports.catalog.get_urls(urls).items() if _holds_records(state)
+    }
+
+
+def _holds_records(state: UrlState) -> bool:
+    return bool(state.fingerprint and state.record_ids and not state.withdrawn_at)
 
 
 def finish_if_done(ports: Ports, status: RunStatus | None) -> bool:

@@ -15,6 +15,10 @@ sitemaps.org protocol, RFC 9309 (robots.txt) and Signposting Signmaps.
   So does a location on another host than the sitemap, unless that host's robots.txt announces
   the sitemap (the protocol's cross-submission rule); the path rule of the protocol is not
   enforced, as no major crawler does.
+- Incremental harvesting starts here: a location whose ``<lastmod>`` is not newer than the one
+  its held records came from ends ``unchanged`` (reason ``lastmod``) without a URL job, decided
+  in one batch of catalogue reads per sitemap part and recorded in one write of the run's
+  counters (an unchanged re-harvest of a site with lastmod costs its sitemaps and nothing else).
 - Crawl-delay (capped at ``Settings.max_crawl_delay``) spreads a host's URL jobs over time with
   message delays (at most 15 minutes on SQS); the local runner spaces the requests themselves.
 - A sitemap is read as a stream (constant memory). When it has more than
@@ -34,13 +38,22 @@ from dataclasses import asdict, dataclass, replace
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
+from cdif_harvester.domain.incremental import lastmod_not_newer, lastmod_reason
 from cdif_harvester.domain.lastmod import normalise_lastmod
 from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
 from cdif_harvester.domain.sitemap import SitemapEntry, SitemapStream, iter_sitemap
 from cdif_harvester.errors import FetchFailed, PermanentError
 from cdif_harvester.keys import origin_of, sitemap_part_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome, TypedLink, UrlOutcome
-from cdif_harvester.stages import Ports, record_outcome, retry_after_of, settle
+from cdif_harvester.stages import (
+    Ports,
+    held_states,
+    outcome_now,
+    record_outcome,
+    record_outcomes,
+    retry_after_of,
+    settle,
+)
 from cdif_harvester.stages.runs import enter_urls, expect_sitemaps, sitemap_done
 
 __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
@@ -61,6 +74,7 @@ class ExpansionResult:
     url_jobs: int = 0
     sitemap_jobs: int = 0
     disallowed: int = 0
+    unchanged: int = 0  # URLs skipped by their sitemap lastmod (no job made)
     follow_up: bool = False
 
 
@@ -249,10 +263,12 @@ def _expand_part(ports: Ports, job: SitemapJob, key: str) -> ExpansionResult:
 def _emit_urls(
     ports: Ports, job: SitemapJob, entries: tuple[SitemapEntry, ...] | list[SitemapEntry]
 ) -> ExpansionResult:
-    settings = ports.settings
-    bodies: list[str] = []
-    delays: list[int] = []
-    per_origin: Counter[str] = Counter()
+    """Hand on one URL job per allowed, new location of ``entries``.
+
+    A location refused by robots.txt (or the cross-host rule) ends ``disallowed``; one whose
+    ``lastmod`` is not newer than what its held records came from ends ``unchanged`` here, in
+    one batch of catalogue reads and one of writes, so no URL job is ever made for it.
+    """
     disallowed = 0
     seen: set[str] = set()
     allowed: list[tuple[SitemapEntry, RobotsPolicy]] = []
@@ -276,12 +292,45 @@ def _emit_urls(
         allowed.append((entry, policy))
     # A URL another sitemap of the run already handed on is not sent again.
     to_send = enter_urls(ports, job, [entry.loc for entry, _ in allowed])
-    for entry, policy in allowed:
-        if entry.loc not in to_send:
-            continue
+    handed = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
+    unchanged = _unchanged_by_lastmod(ports, job, [entry for entry, _ in handed])
+    jobs = [(entry, policy) for entry, policy in handed if entry.loc not in unchanged]
+    _send_urls(ports, job, jobs)
+    record_outcomes(ports, list(unchanged.values()))
+    return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
+
+
+def _unchanged_by_lastmod(
+    ports: Ports, job: SitemapJob, entries: list[SitemapEntry]
+) -> dict[str, UrlOutcome]:
+    """The ``unchanged`` outcomes of the entries whose sitemap lastmod is not newer than the
+    one their held records came from (see :mod:`cdif_harvester.domain.incremental`)."""
+    dated = {entry.loc: normalise_lastmod(entry.lastmod) for entry in entries if entry.lastmod}
+    held = held_states(ports, list(dated))
+    return {
+        url: outcome_now(
+            ports,
+            run_id=job.run_id,
+            source=job.source,
+            url=url,
+            outcome=Outcome.UNCHANGED,
+            reason=lastmod_reason(lastmod, held[url].lastmod),
+        )
+        for url, lastmod in dated.items()
+        if url in held and lastmod_not_newer(lastmod, held[url].lastmod)
+    }
+
+
+def _send_urls(
+    ports: Ports, job: SitemapJob, entries: list[tuple[SitemapEntry, RobotsPolicy]]
+) -> None:
+    """Send one URL job per entry, a host's jobs spaced by its (capped) Crawl-delay."""
+    bodies: list[str] = []
+    delays: list[int] = []
+    per_origin: Counter[str] = Counter()
+    for entry, policy in entries:
         origin = origin_of(entry.loc)
-        delay = min(policy.crawl_delay(settings.robots_user_agent) or 0.0, settings.max_crawl_delay)
-        delays.append(int(per_origin[origin] * delay))
+        delays.append(int(per_origin[origin] * ports.settings.crawl_delay_of(policy)))
         per_origin[origin] += 1
         bodies.append(
             encode(
@@ -298,7 +347,6 @@ def _emit_urls(
             )
         )
     ports.queue.send(URL_QUEUE, bodies, delays=delays if any(delays) else None)
-    return ExpansionResult(url_jobs=len(bodies), disallowed=disallowed)
 
 
 def _refusal(ports: Ports, job: SitemapJob, url: str, policy: RobotsPolicy) -> str | None:

@@ -53,7 +53,7 @@ from cdif_harvester.domain.extraction import (
     parse_jsonld,
 )
 from cdif_harvester.domain.htmlmeta import record_from_meta
-from cdif_harvester.domain.incremental import fingerprint, lastmod_not_newer
+from cdif_harvester.domain.incremental import fingerprint, lastmod_not_newer, lastmod_reason
 from cdif_harvester.domain.resolution import (
     MediaType,
     anchored_to,
@@ -84,9 +84,8 @@ from cdif_harvester.model import (
     Outcome,
     TypedLink,
     UrlOutcome,
-    UrlState,
 )
-from cdif_harvester.stages import Ports, record_outcome, retry_after_of
+from cdif_harvester.stages import Ports, held_state, record_outcome, retry_after_of
 
 __all__ = ["HttpStatusError", "resolve_url", "store_raw"]
 
@@ -159,7 +158,7 @@ class _Resolver:
         # What the catalogue holds from the harvest that last produced records from this URL
         # (None when incremental harvesting is off or there is none), and whether every answer
         # so far was a 304 revalidation.
-        self.held = _held_state(ports, job.url)
+        self.held = held_state(ports, job.url)
         self.answers = 0
         self.all_revalidated = True
 
@@ -168,10 +167,7 @@ class _Resolver:
     def run(self) -> DocumentJob | UrlOutcome:
         """Try every pattern in order; hand on the first that yields documents."""
         if self.held is not None and lastmod_not_newer(self.job.lastmod, self.held.lastmod):
-            return self._unchanged(
-                f"lastmod: the sitemap's lastmod {self.job.lastmod} is not newer than "
-                f"{self.held.lastmod}, when its records were harvested (nothing fetched)"
-            )
+            return self._unchanged(lastmod_reason(self.job.lastmod, self.held.lastmod))
         found = self._format_parameter()
         if found:
             return self._hand_on("format-parameter", found)
@@ -601,16 +597,6 @@ class _Resolver:
             outcome=Outcome.NO_METADATA,
             reason=reason,
         )
-
-
-def _held_state(ports: Ports, url: str) -> UrlState | None:
-    """The URL's state when it last produced records and is still listed, else None."""
-    if not ports.settings.incremental:
-        return None
-    state = ports.catalog.get_url(url)
-    if state is None or not state.fingerprint or not state.record_ids or state.withdrawn_at:
-        return None
-    return state
 
 
 def _raw_key_of(job: UrlJob, item: _Found) -> str:
