@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -19,7 +20,7 @@ from cdif_harvester.contracts import (
     encode,
 )
 from cdif_harvester.errors import ContractError
-from cdif_harvester.model import TypedLink
+from cdif_harvester.model import Outcome, TypedLink, plain
 
 MESSAGES = [
     SitemapJob(run_id="r1", source="example.org", url="https://example.org/robots.txt"),
@@ -81,6 +82,28 @@ def test_round_trip(message: object) -> None:
     assert data["v"] == CONTRACT_VERSION
     assert data["kind"] == message.KIND  # type: ignore[attr-defined]
     assert decode(text, type(message)) == message
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.KIND)
+def test_the_wire_form_holds_the_same_data_as_asdict(message: object) -> None:
+    # encode() uses model.plain (no deep copies) instead of dataclasses.asdict: same JSON.
+    body = json.loads(encode(message))  # type: ignore[arg-type]
+    assert {k: v for k, v in body.items() if k not in ("v", "kind")} == json.loads(
+        json.dumps(asdict(message))  # type: ignore[call-overload]
+    )
+
+
+def test_plain_data_of_enums_nesting_and_strangers() -> None:
+    link = TypedLink(href="https://a.org/x", rel="item", reverse=True)
+    value = {"o": Outcome.UNCHANGED, "links": (link, [link]), "n": None, "x": 1.5}
+    assert plain(value) == {
+        "o": "unchanged",
+        "links": [asdict(link), [asdict(link)]],
+        "n": None,
+        "x": 1.5,
+    }
+    with pytest.raises(TypeError, match="not plain data"):
+        plain({"bad": object()})
 
 
 def _wire(**changes: object) -> str:

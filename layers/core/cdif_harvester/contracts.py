@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar, Union
 
 from cdif_harvester.errors import ContractError
-from cdif_harvester.model import TypedLink
+from cdif_harvester.model import TypedLink, plain
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -180,7 +180,7 @@ def encode(message: Message) -> str:
     Raises ContractError when the result is larger than MAX_MESSAGE_BYTES (large payloads go by
     object-store key, never inline).
     """
-    body = {"v": CONTRACT_VERSION, "kind": message.KIND, **asdict(message)}
+    body = {"v": CONTRACT_VERSION, "kind": message.KIND, **plain(message)}
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
     if len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
         raise ContractError(

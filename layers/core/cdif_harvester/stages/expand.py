@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
@@ -44,7 +44,14 @@ from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
 from cdif_harvester.domain.sitemap import SitemapEntry, SitemapStream, iter_sitemap
 from cdif_harvester.errors import FetchFailed, PermanentError
 from cdif_harvester.keys import origin_of, sitemap_part_key
-from cdif_harvester.model import HTML_MEDIA_TYPES, FetchResponse, Outcome, TypedLink, UrlOutcome
+from cdif_harvester.model import (
+    HTML_MEDIA_TYPES,
+    FetchResponse,
+    Outcome,
+    TypedLink,
+    UrlOutcome,
+    plain,
+)
 from cdif_harvester.stages import (
     Ports,
     held_states,
@@ -222,10 +229,7 @@ def _write_part(
 ) -> None:
     part = {
         "sitemap": job.url,
-        "entries": [
-            {"loc": e.loc, "lastmod": e.lastmod, "links": [asdict(link) for link in e.links]}
-            for e in entries
-        ],
+        "entries": [{"loc": e.loc, "lastmod": e.lastmod, "links": plain(e.links)} for e in entries],
         "next": None if last else sitemap_part_key(job.run_id, job.url, index + 1),
     }
     ports.store.put(
