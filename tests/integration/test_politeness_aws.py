@@ -76,8 +76,8 @@ def _drive(sqs: Any, stack: ProvisionedStack, stage: Callable[[Ports, UrlJob], A
     return pump(sqs, [Route(source.queue_url, source.queue_arn, handler, name=FUNCTION)])
 
 
-def _send(sqs: Any, stack: ProvisionedStack, url: str) -> None:
-    job = UrlJob(run_id="20260301T120000Z-polite", source="127.0.0.1", url=url)
+def _send(sqs: Any, stack: ProvisionedStack, url: str, **limits: Any) -> None:
+    job = UrlJob(run_id="20260301T120000Z-polite", source="127.0.0.1", url=url, **limits)
     queue = stack.sqs_event_sources[FUNCTION].queue_url
     sqs.send_message(QueueUrl=queue, MessageBody=encode(job))
 
@@ -117,6 +117,32 @@ def test_a_deferred_job_goes_back_delayed_and_resumes_from_its_journal(
         assert second.messages == {FUNCTION: 1}
         assert [method for method, _, _ in site.requests] == ["HEAD", "GET"]
         assert _delayed(sqs, stack) == 0
+
+
+def test_a_sources_own_crawl_delay_defers_on_aws_without_any_robots_txt(
+    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+) -> None:
+    with PublisherSite(None) as site:
+        site.add_route("/page.html", headers={"Content-Type": "text/html"}, body=PAGE)
+        # Given a job of a registered source that asks for 1 s between requests (its host
+        # has no Crawl-delay of its own)
+        _send(sqs, stack, site.url("/page.html"), requests_per_host=1, crawl_delay=1.0)
+
+        # When the resolver runs it, the second request waits: the job is deferred
+        first = _drive(sqs, stack, head_then_get)
+        assert first.failures == []
+        assert [method for method, _, _ in site.requests] == ["HEAD"]
+        assert _delayed(sqs, stack) == 1
+        # and the hold is on the host's gate item, where every worker sees it
+        table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+        item = table.get_item(Key={"pk": f"HOST#{origin_of(site.base_url)}", "sk": "GATE"})
+        assert float(item["Item"]["held_until"]) > time.time()
+
+        # Then it resumes after the delay and sends only the GET
+        time.sleep(1.2)
+        second = _drive(sqs, stack, head_then_get)
+        assert second.failures == []
+        assert [method for method, _, _ in site.requests] == ["HEAD", "GET"]
 
 
 def test_retry_after_delays_the_redelivery(

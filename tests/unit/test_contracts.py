@@ -30,6 +30,8 @@ MESSAGES = [
         url="https://example.org/a",
         sitemap="https://example.org/sitemap.xml",
         lastmod="2024-01-02",
+        requests_per_host=1,
+        crawl_delay=2.5,
         links=(
             TypedLink(
                 href="https://example.org/a.json", rel="describedby", type="application/ld+json"
@@ -128,6 +130,9 @@ def _wire(**changes: object) -> str:
         (_wire(extra=1), "unknown field"),
         (_wire(links=[{"rel": "describedby"}]), "missing required field 'href'"),
         (_wire(links="x"), "expected an array"),
+        (_wire(crawl_delay="2"), "matches none of float"),
+        (_wire(crawl_delay=True), "matches none of float"),
+        (_wire(requests_per_host=1.5), "matches none of int"),
     ],
 )
 def test_malformed_messages_are_refused(raw: str, fragment: str) -> None:
@@ -186,3 +191,18 @@ def test_version_2_document_jobs_are_still_read() -> None:
     assert job.notes == ()
     assert (job.documents[0].via, job.documents[0].authority) == (None, None)
     assert job.links[0].reverse is False
+
+
+def test_a_whole_number_of_seconds_is_a_crawl_delay_too() -> None:
+    data = json.loads(encode(MESSAGES[1]))
+    data["crawl_delay"] = 3
+    job = decode(json.dumps(data), UrlJob)
+    assert job.crawl_delay == 3.0 and isinstance(job.crawl_delay, float)
+
+
+def test_version_4_url_jobs_are_still_read_without_source_limits() -> None:
+    data = json.loads(encode(MESSAGES[1]))
+    data["v"] = 4
+    del data["requests_per_host"], data["crawl_delay"]
+    job = decode(json.dumps(data), UrlJob)
+    assert (job.requests_per_host, job.crawl_delay) == (None, None)

@@ -185,6 +185,39 @@ def test_sleep_mode_waits_out_the_crawl_delay_per_host() -> None:
     assert starts[1] - starts[0] == pytest.approx(3.0)
 
 
+class CountingGate(MemoryHostGate):
+    """The memory gate, also keeping the slots each acquire asked for."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(monotonic=clock.monotonic, busy_wait=0.5)
+        self.asked_slots: list[int] = []
+
+    def acquire(self, host: str, *, slots: int) -> HostSlot | Wait:
+        self.asked_slots.append(slots)
+        return super().acquire(host, slots=slots)
+
+
+def test_a_jobs_source_limits_tighten_the_host_for_its_requests_only() -> None:
+    clock = FakeClock()
+    inner = FakeFetcher(clock)
+    gate = CountingGate(clock)
+    fetcher = _gated(inner, clock, gate, slots_for=lambda origin: 4)
+    # Given a job of a source that asks for 1 request at a time and 2.5 s between starts
+    with fetcher.job_scope(run_id="r", job_key="k", requests_per_host=1, crawl_delay=2.5):
+        fetcher.fetch(f"{A}/1")
+        fetcher.fetch(f"{A}/2")
+        fetcher.fetch(f"{B}/1")  # another host: its own clock
+    # Then its requests take one slot at most and start 2.5 s apart on each host
+    assert gate.asked_slots[:3] == [1, 1, 1]
+    starts = [when for _, url, when in inner.asked if url.startswith(A)]
+    assert starts[1] - starts[0] == pytest.approx(2.5)
+    assert clock.slept == [pytest.approx(2.5)]
+    # And outside the job the deployment's limits apply again
+    fetcher.fetch(f"{B}/2")
+    assert gate.asked_slots[-1] == 4
+    assert clock.slept[-1:] == [pytest.approx(2.5)]  # B's hold from inside the job still counts
+
+
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_seconds_holds_the_host(status: int) -> None:
     clock = FakeClock()

@@ -25,13 +25,14 @@ from cdif_harvester.contracts import (
     decode,
 )
 from cdif_harvester.errors import FetchFailed
-from cdif_harvester.model import FetchResponse, Outcome, UrlState
+from cdif_harvester.model import FetchResponse, Outcome, Source, UrlState
 from cdif_harvester.stages import Ports, run_job
 from cdif_harvester.stages.expand import ExpansionResult, expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.intake import InvalidEntryUrl, start_harvest
 from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.stages.runs import begin_run
+from cdif_harvester.stages.sources import start_source_run
 
 BASE = "https://pub.example.org"
 XML = {"content-type": "application/xml"}
@@ -373,6 +374,42 @@ def test_crawl_delay_spreads_a_hosts_url_jobs_and_is_capped(tmp_path: Path) -> N
     expand_sitemap(ports, _job("/sm.xml", depth=1))
     cap = int(ports.settings.max_crawl_delay)
     assert queue.delays == [0, cap, 2 * cap]  # 60 s asked, capped
+
+
+def test_a_sources_own_limits_ride_from_its_run_to_every_url_job(tmp_path: Path) -> None:
+    ports = _ports(
+        tmp_path,
+        {
+            f"{BASE}/robots.txt": (200, {}, f"Sitemap: {BASE}/sm.xml\nCrawl-delay: 1\n".encode()),
+            f"{BASE}/sm.xml": (200, XML, _urlset("/a", "/b", "/c")),
+        },
+    )
+    catalog = ports.catalog
+    assert isinstance(catalog, SqliteCatalog)
+    ports.sources = catalog
+    catalog.put_source(
+        Source(
+            source_id="fragile",
+            entry_url=f"{BASE}/robots.txt",
+            requests_per_host=1,
+            crawl_delay=4.0,
+        )
+    )
+    queue = RecordingQueue()
+    ports.queue = queue
+
+    start_source_run(ports, "fragile", trigger="schedule")
+    (robots,) = [decode(b, SitemapJob) for b in _drain(ports, SITEMAP_QUEUE)]
+    expand_sitemap(ports, robots)
+    (sitemap,) = [decode(b, SitemapJob) for b in _drain(ports, SITEMAP_QUEUE)]
+    queue.delays.clear()
+    expand_sitemap(ports, sitemap)
+
+    jobs = [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
+    assert {(j.requests_per_host, j.crawl_delay) for j in jobs} == {(1, 4.0)}
+    assert (sitemap.requests_per_host, sitemap.crawl_delay) == (1, 4.0)
+    # The source's 4 s is longer than the robots.txt's 1 s: it spaces the URL jobs
+    assert queue.delays == [0, 4, 8]
 
 
 def _held(url: str, lastmod: str, **fields: object) -> UrlState:

@@ -22,6 +22,9 @@ Version history:
   messages are still read.
 * v4: DocumentJob gains ``sitemap`` and ``lastmod`` (carried from the URL job to the indexer,
   which keeps them in the URL's state for incremental harvesting). Older messages are still read.
+* v5: SitemapJob and UrlJob gain ``requests_per_host`` and ``crawl_delay``: a registered source's
+  own politeness, handed down from its run's first job to every request made for it. Older
+  messages are still read (no limits of the source's own).
 """
 
 from __future__ import annotations
@@ -55,8 +58,8 @@ __all__ = [
     "encode",
 ]
 
-CONTRACT_VERSION = 4
-READABLE_VERSIONS = frozenset({1, 2, 3, 4})
+CONTRACT_VERSION = 5
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:
@@ -82,7 +85,10 @@ class SitemapJob:
     so an index that lists one of them again is not followed. A follow-up job of a sitemap too
     big for one invocation has ``offset`` (entries handed on before its part) and ``body_key``
     (the key of its part in the object store). ``options`` are the source's resolution options
-    (see :data:`RESOLUTION_OPTIONS`), handed down to every URL job.
+    (see :data:`RESOLUTION_OPTIONS`), handed down to every URL job, as are the source's own
+    politeness limits: ``requests_per_host`` (at most that many requests in flight on a host)
+    and ``crawl_delay`` (seconds between the starts of two requests), each tightening the
+    deployment's defaults and the host's robots.txt, never loosening them.
     """
 
     KIND: ClassVar[str] = "sitemap-job"
@@ -96,11 +102,14 @@ class SitemapJob:
     offset: int = 0
     body_key: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    requests_per_host: int | None = None
+    crawl_delay: float | None = None
 
 
 @dataclass(frozen=True)
 class UrlJob:
-    """Resolve one URL (a sitemap ``<loc>``) to its metadata."""
+    """Resolve one URL (a sitemap ``<loc>``) to its metadata (``options``, ``requests_per_host``
+    and ``crawl_delay``: the source's, as on :class:`SitemapJob`)."""
 
     KIND: ClassVar[str] = "url-job"
     run_id: str
@@ -111,6 +120,8 @@ class UrlJob:
     cdif_agent: bool = False
     links: tuple[TypedLink, ...] = ()
     options: dict[str, str] = field(default_factory=dict)
+    requests_per_host: int | None = None
+    crawl_delay: float | None = None
 
 
 @dataclass(frozen=True)
@@ -276,6 +287,10 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:  # noqa: PLR0911 - one br
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         raise ContractError(f"{where}: expected an integer")
+    if hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise ContractError(f"{where}: expected a number")
     if hint is str:
         if isinstance(value, str):
             return value

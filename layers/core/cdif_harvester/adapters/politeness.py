@@ -23,6 +23,11 @@ to the object store (``staging/<run-id>/journal/<job-key>/``, each body stored o
 SHA-256), and when the job runs again the same requests (same method, URL and request headers, in
 the same order) are answered from the journal without taking a slot.
 
+A registered source's own limits (``requests_per_host``, ``crawl_delay``), carried on its jobs,
+apply inside the job's scope: fewer slots on the host for that job's requests, and a hold of the
+host for the source's delay after each request starts (on the shared gate, so every worker keeps
+the spacing).
+
 A 429 or 503 answer with ``Retry-After`` (delta-seconds or an HTTP-date; capped, by default at
 900 s) holds its host closed for that long; the answer itself is returned to the stage, which
 raises a retryable error carrying ``retry_after``.
@@ -319,12 +324,33 @@ class GatedFetcher:
         self._local = threading.local()
 
     @contextmanager
-    def job_scope(self, *, run_id: str, job_key: str, resume: bool = False) -> Iterator[None]:
-        """Journal the requests of one job (``defer`` mode; a no-op when sleeping).
+    def job_scope(
+        self,
+        *,
+        run_id: str,
+        job_key: str,
+        resume: bool = False,
+        requests_per_host: int | None = None,
+        crawl_delay: float | None = None,
+    ) -> Iterator[None]:
+        """Run one job: journal its requests (``defer`` mode) and apply its source's limits.
 
         With ``resume`` the journal saved when the job was deferred is loaded first, and its
-        answers are replayed. Raises StorageError when the journal cannot be read.
+        answers are replayed. ``requests_per_host`` lowers the host's slots for this job's
+        requests; ``crawl_delay`` holds the host for that long after each request starts (as
+        a Crawl-delay does, for every worker). Raises StorageError when the journal cannot be
+        read.
         """
+        previous = getattr(self._local, "limits", None)
+        self._local.limits = (requests_per_host, crawl_delay)
+        try:
+            with self._journal_scope(run_id, job_key, resume=resume):
+                yield
+        finally:
+            self._local.limits = previous
+
+    @contextmanager
+    def _journal_scope(self, run_id: str, job_key: str, *, resume: bool) -> Iterator[None]:
         if self.mode != "defer" or self.journal_store is None:
             yield
             return
@@ -369,9 +395,16 @@ class GatedFetcher:
         return response
 
     def _take_slot(self, host: str, journal: FetchJournal | None) -> HostSlot:
+        own_slots, own_delay = getattr(self._local, "limits", None) or (None, None)
+        slots = self.slots_for(host)
+        if own_slots:
+            slots = min(slots, own_slots)
         while True:
-            admission = self.gate.acquire(host, slots=self.slots_for(host))
+            admission = self.gate.acquire(host, slots=slots)
             if isinstance(admission, HostSlot):
+                if own_delay:
+                    # The source's crawl delay, from this start: every worker sees the hold.
+                    self.gate.hold(host, own_delay)
                 return admission
             if self.mode == "defer":
                 delay = admission.seconds + self.jitter(admission.seconds)

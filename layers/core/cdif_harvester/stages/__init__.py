@@ -30,6 +30,7 @@ from cdif_harvester.model import (
     RunStatus,
     UrlOutcome,
     UrlState,
+    plain,
 )
 from cdif_harvester.ports import (
     CatalogIndex,
@@ -271,13 +272,19 @@ _J = TypeVar("_J", bound=_UrlWork)
 @runtime_checkable
 class _JobScoped(Protocol):
     def job_scope(
-        self, *, run_id: str, job_key: str, resume: bool = False
+        self,
+        *,
+        run_id: str,
+        job_key: str,
+        resume: bool = False,
+        requests_per_host: int | None = None,
+        crawl_delay: float | None = None,
     ) -> AbstractContextManager[None]: ...
 
 
 def job_key(stage: Callable[..., Any], job: object) -> str:
     """A stable key of one job of one stage: the same message always gives the same key."""
-    data = dataclasses.asdict(job) if dataclasses.is_dataclass(job) else repr(job)  # type: ignore[arg-type]
+    data = plain(job) if dataclasses.is_dataclass(job) else repr(job)
     name = getattr(stage, "__qualname__", repr(stage))
     text = json.dumps([name, data], sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
@@ -295,12 +302,20 @@ def run_job(
 
     When the fetcher offers a job scope (the politeness fetcher does), the stage runs inside
     one: the requests of this job are journalled, and with ``resume`` (the job was deferred
-    before) the answers it already got are replayed instead of being asked again. Stages know
+    before) the answers it already got are replayed instead of being asked again; the job's
+    source limits (``requests_per_host``, ``crawl_delay``) apply to its requests. Stages know
     nothing of it.
     """
     fetcher = ports.fetcher
     scope: AbstractContextManager[None] = (
-        fetcher.job_scope(run_id=job.run_id, job_key=job_key(stage, job), resume=resume)
+        fetcher.job_scope(
+            run_id=job.run_id,
+            job_key=job_key(stage, job),
+            resume=resume,
+            # A registered source's own limits (sitemap and URL jobs carry them).
+            requests_per_host=getattr(job, "requests_per_host", None),
+            crawl_delay=getattr(job, "crawl_delay", None),
+        )
         if isinstance(fetcher, _JobScoped)
         else nullcontext()
     )

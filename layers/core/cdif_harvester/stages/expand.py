@@ -161,6 +161,8 @@ def _child(job: SitemapJob, url: str, *, cdif_agent: bool) -> SitemapJob:
         parent=job.url,
         ancestors=(*job.ancestors, job.url),
         options=job.options,
+        requests_per_host=job.requests_per_host,
+        crawl_delay=job.crawl_delay,
     )
 
 
@@ -328,13 +330,16 @@ def _unchanged_by_lastmod(
 def _send_urls(
     ports: Ports, job: SitemapJob, entries: list[tuple[SitemapEntry, RobotsPolicy]]
 ) -> None:
-    """Send one URL job per entry, a host's jobs spaced by its (capped) Crawl-delay."""
+    """Send one URL job per entry, a host's jobs spaced by its (capped) Crawl-delay or the
+    source's own crawl delay, whichever is longer."""
     bodies: list[str] = []
     delays: list[int] = []
     per_origin: Counter[str] = Counter()
+    own_delay = job.crawl_delay or 0.0
     for entry, policy in entries:
         origin = origin_of(entry.loc)
-        delays.append(int(per_origin[origin] * ports.settings.crawl_delay_of(policy)))
+        delay = max(ports.settings.crawl_delay_of(policy), own_delay)
+        delays.append(int(per_origin[origin] * delay))
         per_origin[origin] += 1
         bodies.append(
             encode(
@@ -347,6 +352,8 @@ def _send_urls(
                     cdif_agent=job.cdif_agent,
                     links=entry.links,
                     options=job.options,
+                    requests_per_host=job.requests_per_host,
+                    crawl_delay=job.crawl_delay,
                 )
             )
         )

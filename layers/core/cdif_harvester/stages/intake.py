@@ -89,11 +89,14 @@ def start_run(
     options: Mapping[str, str] | None = None,
     trigger: str = "manual",
     source_id: str | None = None,
+    requests_per_host: int | None = None,
+    crawl_delay: float | None = None,
 ) -> tuple[RunStatus, list[SitemapJob]]:
     """Start one harvest run of robots.txt, sitemap or page URLs: record the run, then queue
     one sitemap job per entry URL (all under one run id).
 
-    ``options`` are the resolution options (``format_parameter``), carried to every URL job.
+    ``options`` are the resolution options (``format_parameter``), carried to every URL job, as
+    are a registered source's politeness limits ``requests_per_host`` and ``crawl_delay``.
     Raises InvalidEntryUrl for a URL that can never be harvested and InvalidOptions for
     unusable options, before anything is recorded or queued.
     """
@@ -103,7 +106,15 @@ def start_run(
     checked = check_options(options)
     run_id = run_id or new_run_id(ports.clock)
     jobs = [
-        SitemapJob(run_id=run_id, source=source_of(url), url=url, options=checked) for url in urls
+        SitemapJob(
+            run_id=run_id,
+            source=source_of(url),
+            url=url,
+            options=checked,
+            requests_per_host=requests_per_host,
+            crawl_delay=crawl_delay,
+        )
+        for url in urls
     ]
     run = begin_run(ports, run_id, urls, trigger=trigger, source_id=source_id)
     ports.queue.send(SITEMAP_QUEUE, [encode(job) for job in jobs])

@@ -200,6 +200,8 @@ def start_source_run(
             options=source.options,
             trigger=trigger,
             source_id=source_id,
+            requests_per_host=source.requests_per_host,
+            crawl_delay=source.crawl_delay,
         )
     except HarvestError:
         registry_of(ports).release_source(source_id, run_id)
