@@ -6,6 +6,8 @@ These are small frozen dataclasses with no I/O. The message contracts between st
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from enum import Enum, StrEnum
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 __all__ = [
     "HTML_MEDIA_TYPES",
     "JSONLD_MEDIA_TYPES",
+    "QUEUED",
     "CatalogEntry",
     "FetchResponse",
     "Outcome",
@@ -30,6 +33,7 @@ __all__ = [
     "plain",
     "run_from_dict",
     "run_to_dict",
+    "settle_moves",
     "source_from_dict",
     "source_to_dict",
     "url_state_from_dict",
@@ -349,6 +353,29 @@ class RunState(StrEnum):
     RUNNING = "running"
     FINISHED = "finished"
     STALLED = "stalled"
+
+
+# How a catalogue marks a URL that entered a run and is still on its way (never an Outcome).
+QUEUED = "queued"
+
+
+def settle_moves(moves: Iterable[tuple[str | None, str]]) -> Counter[str]:
+    """How a run's counters move when URLs' outcomes go from ``old`` to ``new``: ``entered``,
+    ``settled`` and one count per outcome. A URL settles once (from :data:`QUEUED`, or from
+    nothing: it then enters too); a changed outcome moves from one count to the other; writing
+    the same outcome again moves nothing. Both catalogue adapters count with this."""
+    deltas: Counter[str] = Counter()
+    for old, new in moves:
+        if old == new:
+            continue
+        deltas[new] += 1
+        if old is None:
+            deltas.update(entered=1, settled=1)
+        elif old == QUEUED:
+            deltas["settled"] += 1
+        else:
+            deltas[old] -= 1
+    return Counter({name: n for name, n in deltas.items() if n})
 
 
 @dataclass(frozen=True)

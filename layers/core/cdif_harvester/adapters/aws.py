@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdif_harvester.adapters.dynamo_runs import QUEUED, DynamoRuns, DynamoSources
+from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import record_key, url_hash
 from cdif_harvester.model import (
+    QUEUED,
     CatalogEntry,
     RunStatus,
     UrlOutcome,

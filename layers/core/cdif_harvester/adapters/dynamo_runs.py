@@ -26,7 +26,6 @@ Runs are listed through ``gsi1`` (``RUNS`` / ``<started at>#<run id>``), sources
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +34,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import url_hash
 from cdif_harvester.model import (
+    QUEUED,
     Outcome,
     RunState,
     RunStatus,
     Source,
     run_from_dict,
     run_to_dict,
+    settle_moves,
     source_from_dict,
     source_to_dict,
 )
@@ -48,10 +49,10 @@ from cdif_harvester.model import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
-__all__ = ["QUEUED", "DynamoRuns", "DynamoSources"]
+__all__ = ["DynamoRuns", "DynamoSources"]
 
 #: The outcome of a URL item while the URL is on its way (never an Outcome).
-QUEUED = "queued"
+_RUN_COUNTERS = frozenset({"entered", "settled"})
 
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 _STATIC_RUN_FIELDS = ("entry_urls", "trigger", "source_id", "started_at")
@@ -309,18 +310,10 @@ class DynamoRuns:
         self, run_id: str, moves: Sequence[tuple[str | None, str]], at: str
     ) -> RunStatus | None:
         """Move the run's counters, in one update, for URLs whose item went ``old`` -> ``new``."""
-        adds: Counter[str] = Counter()
-        for old, new in moves:
-            if old == new:
-                continue
-            adds[f"n_{_attr(new)}"] += 1
-            if old is None:
-                adds.update(entered=1, settled=1)
-            elif old == QUEUED:
-                adds["settled"] += 1
-            else:
-                adds[f"n_{_attr(old)}"] -= 1
-        adds = Counter({name: n for name, n in adds.items() if n})
+        adds = {
+            name if name in _RUN_COUNTERS else f"n_{_attr(name)}": n
+            for name, n in settle_moves(moves).items()
+        }
         if not adds:
             return self.get_run(run_id)
         names = {f"#c{i}": name for i, name in enumerate(adds)}

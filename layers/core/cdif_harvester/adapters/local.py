@@ -21,6 +21,7 @@ from typing import Any
 
 from cdif_harvester.errors import StorageError
 from cdif_harvester.model import (
+    QUEUED,
     CatalogEntry,
     RunState,
     RunStatus,
@@ -33,6 +34,7 @@ from cdif_harvester.model import (
     outcome_to_dict,
     run_from_dict,
     run_to_dict,
+    settle_moves,
     source_from_dict,
     source_to_dict,
     url_state_from_dict,
@@ -259,8 +261,6 @@ CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
 CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
 CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source_id, started_at);
 """
-# The outcome of a URL that entered a run and is still on its way (never an Outcome).
-QUEUED = "queued"
 # The columns of a run that change as it goes (the rest is in its JSON body).
 _RUN_COLUMNS = "run_id, state, entered, settled, sitemaps, outcomes, body"
 # The fields of a UrlState that follow every outcome (the rest is the harvest state).
@@ -380,22 +380,14 @@ class SqliteCatalog:
         run = self._run_locked(run_id)
         if run is None:
             return None
-        counts = dict(run.outcomes)
-        entered, settled = run.entered, run.settled
-        changed = False
-        for old, new in moves:
-            if old is None or old == QUEUED:
-                entered += old is None
-                settled += 1
-                counts[new] = counts.get(new, 0) + 1
-            elif old != new:
-                counts[old] = counts.get(old, 0) - 1
-                counts[new] = counts.get(new, 0) + 1
-            else:
-                continue
-            changed = True
-        if not changed:
+        deltas = settle_moves(moves)
+        if not deltas:
             return run
+        entered = run.entered + deltas.pop("entered", 0)
+        settled = run.settled + deltas.pop("settled", 0)
+        counts = dict(run.outcomes)
+        for name, n in deltas.items():
+            counts[name] = counts.get(name, 0) + n
         self._db.execute(
             "UPDATE runs SET entered = ?, settled = ?, outcomes = ?, body = json_set(body, "
             "'$.updated_at', ?) WHERE run_id = ?",
