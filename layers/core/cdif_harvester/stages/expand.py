@@ -299,19 +299,21 @@ def _emit_urls(
     # A URL another sitemap of the run already handed on is not sent again.
     to_send = enter_urls(ports, job, [entry.loc for entry, _ in allowed])
     handed = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
-    unchanged = _unchanged_by_lastmod(ports, job, [entry for entry, _ in handed])
+    # Normalised once: compared with the held lastmod, then carried on the URL job.
+    lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _ in handed}
+    unchanged = _unchanged_by_lastmod(ports, job, lastmods)
     jobs = [(entry, policy) for entry, policy in handed if entry.loc not in unchanged]
-    _send_urls(ports, job, jobs)
+    _send_urls(ports, job, jobs, lastmods)
     record_outcomes(ports, list(unchanged.values()))
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
 
 
 def _unchanged_by_lastmod(
-    ports: Ports, job: SitemapJob, entries: list[SitemapEntry]
+    ports: Ports, job: SitemapJob, lastmods: dict[str, str | None]
 ) -> dict[str, UrlOutcome]:
-    """The ``unchanged`` outcomes of the entries whose sitemap lastmod is not newer than the
-    one their held records came from (see :mod:`cdif_harvester.domain.incremental`)."""
-    dated = {entry.loc: normalise_lastmod(entry.lastmod) for entry in entries if entry.lastmod}
+    """The ``unchanged`` outcomes of the URLs whose sitemap lastmod (normalised, by URL) is not
+    newer than the one their held records came from (:mod:`cdif_harvester.domain.incremental`)."""
+    dated = {url: lastmod for url, lastmod in lastmods.items() if lastmod}
     held = held_states(ports, list(dated))
     return {
         url: outcome_now(
@@ -328,7 +330,10 @@ def _unchanged_by_lastmod(
 
 
 def _send_urls(
-    ports: Ports, job: SitemapJob, entries: list[tuple[SitemapEntry, RobotsPolicy]]
+    ports: Ports,
+    job: SitemapJob,
+    entries: list[tuple[SitemapEntry, RobotsPolicy]],
+    lastmods: dict[str, str | None],
 ) -> None:
     """Send one URL job per entry, a host's jobs spaced by its (capped) Crawl-delay or the
     source's own crawl delay, whichever is longer."""
@@ -348,7 +353,7 @@ def _send_urls(
                     source=job.source,
                     url=entry.loc,
                     sitemap=job.url,
-                    lastmod=normalise_lastmod(entry.lastmod),
+                    lastmod=lastmods[entry.loc],
                     cdif_agent=job.cdif_agent,
                     links=entry.links,
                     options=job.options,
