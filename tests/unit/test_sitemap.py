@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import random
 import time
 import tracemalloc
 import zlib
@@ -156,6 +157,21 @@ def test_multi_member_gzip() -> None:
         urlset("https://data.example.org/a")[60:]
     )
     assert parse(body).entries == (SitemapEntry("https://data.example.org/a", None),)
+
+
+def test_large_multi_member_gzip_padded_with_nuls_reads_as_the_plain_document() -> None:
+    # Members much larger than the pieces the inflater is given, split mid-entry, with NUL
+    # padding between them: each next member must start exactly where the last one ended.
+    rng = random.Random(11)
+    locs = [f"https://data.example.org/d/{rng.getrandbits(160):040x}" for _ in range(12000)]
+    plain = urlset(*locs)
+    cuts = sorted(rng.sample(range(1, len(plain)), 3))
+    pieces = [plain[a:b] for a, b in zip([0, *cuts], [*cuts, len(plain)], strict=True)]
+    body = (b"\x00" * 7).join(gzip.compress(piece, mtime=0) for piece in pieces)
+    assert len(body) > 4 * 4 * 16 * 1024  # several 16 KiB input pieces per member
+    parsed = parse(body)
+    assert parsed == parse(plain)
+    assert [entry.loc for entry in parsed.entries] == locs
 
 
 def test_plain_text_sitemap() -> None:

@@ -49,8 +49,9 @@ MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # sitemaps.org: at most 50 MiB uncompresse
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
-_INFLATE_CHUNK = 64 * 1024
+_INFLATE_INPUT = 16 * 1024  # compressed bytes given to the inflater at a time
 _XML_CHUNK = 32 * 1024  # what the XML parser is fed at a time (lxml iterparse's read size)
+_INFLATE_CHUNK = _XML_CHUNK  # inflated at a time: pieces the XML parser takes as they are
 _PROLOG_SCAN = 64 * 1024
 # XML declaration, processing instructions, comments and white space before the first tag.
 _PROLOG = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
@@ -62,7 +63,7 @@ _is_absolute = _ABSOLUTE.fullmatch
 _Event = Literal["start", "end"]
 _LN_TAG = f"{{{RS_NAMESPACE}}}ln"
 _MEMO_SIZE = 4096  # distinct attribute values remembered per sitemap
-_new_link = object.__new__
+_new_link = _new_entry = object.__new__
 
 
 class SitemapError(PermanentError):
@@ -250,9 +251,19 @@ def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
     pending = body
     while pending.startswith(_GZIP_MAGIC):
         inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        feed = memoryview(pending)
+        source = memoryview(pending)
+        taken = 0  # how much of ``pending`` the inflater has been given
+        tail = b""
         try:
             while True:
+                # The input goes in in small pieces: what an output cap leaves over comes back
+                # as a copy (``unconsumed_tail``), and copying all the rest of the body after
+                # each piece of output cost as much as the inflating.
+                if tail:
+                    feed: bytes | memoryview = tail
+                else:
+                    feed = source[taken : taken + _INFLATE_INPUT]
+                    taken += len(feed)
                 room = max_bytes + 1 - total
                 chunk = inflater.decompress(feed, min(room, _INFLATE_CHUNK))
                 total += len(chunk)
@@ -263,9 +274,9 @@ def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
                     )
                 if chunk:
                     yield chunk
-                feed = memoryview(inflater.unconsumed_tail)
-                if inflater.eof or (not chunk and not feed):
-                    break
+                tail = inflater.unconsumed_tail
+                if inflater.eof or (not chunk and not tail and taken >= len(pending)):
+                    break  # (output can still be held back after the last input went in)
         except zlib.error as exc:
             if not total:
                 raise SitemapError(
@@ -274,7 +285,10 @@ def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
             break  # keep what was inflated; the XML reader reports where it broke
         if not inflater.eof:
             break  # truncated stream: what came out so far is all there is
-        pending = inflater.unused_data.lstrip(b"\x00")  # members may be padded with NULs
+        # Members may be padded with NULs; what the last piece held past this member's end is
+        # where the next one starts.
+        after = taken - len(inflater.unused_data)
+        pending = pending[after:].lstrip(b"\x00")
 
 
 def _parse_data(
@@ -335,6 +349,9 @@ def _rechunk(first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
     """``first`` and then ``chunks``, in the pieces :func:`_slices` would cut the whole into."""
     pending = bytearray(first)
     for chunk in chunks:
+        if not pending and len(chunk) == _XML_CHUNK:
+            yield chunk  # already one piece (the inflater makes pieces of this size)
+            continue
         pending += chunk
         whole = len(pending) - len(pending) % _XML_CHUNK
         for offset in range(0, whole, _XML_CHUNK):
@@ -571,14 +588,19 @@ def _read_entry(
                         link_elements = []
                     link_elements.extend(child.iterchildren(_LN_TAG))
                 else:  # no children: its text is all there is
-                    loc = _clean_url(child.text or "", base)
+                    text = child.text or ""
+                    loc = text if _is_absolute(text) else _clean_url(text, base)
         elif tag == lastmod_tag and lastmod is None:
             lastmod = (child.text or "").strip() or None
     if loc is None:
         return None
-    if not link_elements:
-        return SitemapEntry(loc, lastmod)
-    return SitemapEntry(loc, lastmod, _read_links(link_elements, loc, base, memo))
+    entry = _new_entry(SitemapEntry)  # (filled like the links: see _read_links)
+    entry.__dict__.update(
+        loc=loc,
+        lastmod=lastmod,
+        links=_read_links(link_elements, loc, base, memo) if link_elements else (),
+    )
+    return entry
 
 
 def _read_links(
@@ -586,85 +608,75 @@ def _read_links(
 ) -> tuple[TypedLink, ...]:
     """Each ``<rs:ln>`` gives a typed link per relation type in its ``rel``."""
     links: list[TypedLink] = []
-    rels_of, values = memo.rels, memo.values
+    append = links.append
+    kinds = memo.kinds
     for ln in link_elements:
-        get = ln.attrib.get  # (one attribute proxy: cheaper than four element lookups)
-        raw = get("href")
-        if raw is None:
+        get = ln.get
+        href = get("href")
+        if href is None:
             continue
-        href = raw.strip()
-        # The common case of _clean_url without the call: absolute http(s), no white space
-        # inside (tested without the regular expression: this runs for every link).
-        start = 8 if href.startswith("https://") else 7 if href.startswith("http://") else 0
-        if not (
-            start
-            and len(href) > start
-            and href[start] not in "/?#"
-            and " " not in href
-            and href.isprintable()  # no other white space either
-        ):
-            cleaned = _clean_url(raw, base)
-            if cleaned is None:
+        if not _is_absolute(href):  # (absolute with no white space at all: the common case)
+            href = _clean_url(href, base)
+            if href is None:
                 continue
-            href = cleaned
-        raw = get("rel")
-        rels = rels_of.get(raw)
-        if rels is None:
-            rels = memo.read_rel(raw)
-        if not rels:
-            continue
-        raw = get("type")
-        media_type = values[raw] if raw in values else memo.read_value(raw)
-        raw = get("profile")
-        profile = values[raw] if raw in values else memo.read_value(raw)
-        for rel in rels:
+        key = (get("rel"), get("type"), get("profile"))
+        fields = kinds.get(key)
+        if fields is None:
+            fields = memo.read_kind(key)
+        for shared in fields:
             # Hundreds of thousands of links in a large Signmap: the frozen dataclass's __init__
-            # (one object.__setattr__ per field) costs twice as much as filling the instance
-            # dict directly, which builds exactly the same value.
+            # (one object.__setattr__ per field) costs several times as much as filling the
+            # instance dict directly, which builds exactly the same value.
             link = _new_link(TypedLink)
-            link.__dict__.update(
-                href=href,
-                rel=rel,
-                type=media_type,
-                profile=profile,
-                anchor=anchor,
-                found_in="signmap",
-            )
-            links.append(link)
+            values = link.__dict__
+            values.update(shared)
+            values["href"] = href
+            values["anchor"] = anchor
+            append(link)
     return tuple(links)
 
 
 class _Memo:
-    """Attribute values of ``<rs:ln>`` as written, and what they mean: relation types,
-    media types and profiles repeat all through a sitemap, so each is worked out once and
-    equal values share one string (a few hundred bytes less per link)."""
+    """What the ``rel``, ``type`` and ``profile`` of an ``<rs:ln>`` mean: the same few
+    combinations repeat all through a sitemap, so each is worked out once, and equal values
+    share one string (a few hundred bytes less per link)."""
 
-    __slots__ = ("rels", "values")
+    __slots__ = ("kinds", "_strings")
 
     def __init__(self) -> None:
-        self.rels: dict[str | None, tuple[str, ...]] = {}
-        self.values: dict[str | None, str | None] = {}
+        # (rel, type, profile) as written -> the fields of each link it gives but href, anchor.
+        self.kinds: dict[tuple[str | None, str | None, str | None], tuple[dict[str, Any], ...]]
+        self.kinds = {}
+        self._strings: dict[str, str] = {}
 
-    def read_rel(self, raw: str | None) -> tuple[str, ...]:
-        """The relation types of a ``rel`` value: lower case, split on white space."""
-        rels = tuple(self._share(rel) for rel in (raw or "").lower().split())
-        if len(self.rels) < _MEMO_SIZE:
-            self.rels[raw] = rels
-        return rels
+    def read_kind(
+        self, key: tuple[str | None, str | None, str | None]
+    ) -> tuple[dict[str, Any], ...]:
+        """The shared fields of the links an ``<rs:ln>`` with these attributes gives: one per
+        relation type (lower case, split on white space); ``type`` and ``profile`` stripped,
+        None if empty."""
+        rel, media_type, profile = key
+        kind = tuple(
+            {
+                "rel": self._share(name),
+                "type": self._value(media_type),
+                "profile": self._value(profile),
+                "found_in": "signmap",
+            }
+            for name in (rel or "").lower().split()
+        )
+        if len(self.kinds) < _MEMO_SIZE:
+            self.kinds[key] = kind
+        return kind
 
-    def read_value(self, raw: str | None) -> str | None:
-        """A ``type`` or ``profile`` value: stripped; None if empty."""
-        value = (raw or "").strip() or None
-        if value is not None:
-            value = self._share(value)
-        if len(self.values) < _MEMO_SIZE:
-            self.values[raw] = value
-        return value
+    def _value(self, raw: str | None) -> str | None:
+        value = (raw or "").strip()
+        return self._share(value) if value else None
 
     def _share(self, value: str) -> str:
-        # A clean value (stripped, not empty) read as written means itself.
-        shared = self.values.setdefault(value, value) if len(self.values) < _MEMO_SIZE else None
-        return value if shared is None else shared
+        if len(self._strings) < _MEMO_SIZE:
+            return self._strings.setdefault(value, value)
+        return self._strings.get(value, value)
 
 
 def _clean_url(raw: str, base: str) -> str | None:
