@@ -464,3 +464,23 @@ def test_iter_sitemap_streams_the_same_entries_and_knows_the_kind_first() -> Non
     assert (stream.count, stream.limit_hit) == (5, "max-urls")
     with pytest.raises(SitemapError):
         iter_sitemap(b"<html><body>no</body></html>", sitemap_url="https://e.org/s.xml")
+
+
+def test_the_fast_check_for_plain_absolute_urls_never_changes_what_is_read() -> None:
+    # Locations and links that pass the quick check are taken as they are, without the general
+    # cleaning; that must give what the cleaning gives, for anything XML text can hold.
+    from cdif_harvester.domain.sitemap import _clean_url, _is_plain_absolute
+
+    rng = random.Random(5)
+    alphabet = [*"htps:/?#. aHTPS%", "\t", "\n", "\r", "\x7f", "\xa0", "\x85", "\u2028", "é"]
+    heads = ["http://", "https://", "HTTP://", "http:/", "https:", ""]
+    taken = 0
+    for _ in range(50_000):
+        text = rng.choice(heads) + "".join(rng.choices(alphabet, k=rng.randint(0, 10)))
+        if _is_plain_absolute(text):
+            taken += 1
+            assert _clean_url(text, SITEMAP_URL) == text, repr(text)
+    assert taken > 1_000  # the check does take the common case
+    assert _is_plain_absolute("https://data.example.org/datasets/a.html?x=1#y")
+    for text in ("https:///a", "http://", "https://a b", "https://a\tb", "HTTPS://A", "ftp://a"):
+        assert not _is_plain_absolute(text)

@@ -59,7 +59,7 @@ _HTML_START = re.compile(rb"<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>]", 
 _WEB_SCHEMES = frozenset({"http", "https"})
 _ABSOLUTE = re.compile(r"https?://[^/?#\s]\S*", re.IGNORECASE)
 _LINE_BREAK = re.compile(r"[ \t]*[\r\n]+[ \t]*")
-_is_absolute = _ABSOLUTE.fullmatch
+_WEB_PREFIXES = ("https://", "http://")
 _Event = Literal["start", "end"]
 _LN_TAG = f"{{{RS_NAMESPACE}}}ln"
 _MEMO_SIZE = 4096  # distinct attribute values remembered per sitemap
@@ -589,7 +589,7 @@ def _read_entry(
                     link_elements.extend(child.iterchildren(_LN_TAG))
                 else:  # no children: its text is all there is
                     text = child.text or ""
-                    loc = text if _is_absolute(text) else _clean_url(text, base)
+                    loc = text if _is_plain_absolute(text) else _clean_url(text, base)
         elif tag == lastmod_tag and lastmod is None:
             lastmod = (child.text or "").strip() or None
     if loc is None:
@@ -615,7 +615,7 @@ def _read_links(
         href = get("href")
         if href is None:
             continue
-        if not _is_absolute(href):  # (absolute with no white space at all: the common case)
+        if not _is_plain_absolute(href):
             href = _clean_url(href, base)
             if href is None:
                 continue
@@ -677,6 +677,28 @@ class _Memo:
         if len(self._strings) < _MEMO_SIZE:
             return self._strings.setdefault(value, value)
         return self._strings.get(value, value)
+
+
+def _is_plain_absolute(text: str) -> bool:
+    """Whether ``text`` is an absolute http(s) URL that :func:`_clean_url` would give back as it
+    is: the case of nearly every location and link, worth telling apart fast (it runs for
+    every one of them; the regular expression took four times as long on a typical URL).
+
+    ASCII only, so that the white space to rule out is space, tab, LF and CR: the other ASCII
+    white space (VT, FF, FS to US) is not allowed in XML, not even as a character reference,
+    and this only sees text read from XML. Anything else takes the general way.
+    """
+    if not text.startswith(_WEB_PREFIXES):
+        return False
+    host = 8 if text[4] == "s" else 7  # where the host starts
+    return (
+        text[host : host + 1] not in "/?#"  # (an empty slice is "in" it too)
+        and text.isascii()
+        and " " not in text
+        and "\n" not in text
+        and "\t" not in text
+        and "\r" not in text
+    )
 
 
 def _clean_url(raw: str, base: str) -> str | None:
