@@ -24,10 +24,16 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
+from cdif_harvester.domain.sitemap import parse_sitemap
 from cdif_harvester.errors import FetchFailed
-from cdif_harvester.model import FetchResponse, Outcome, Source, UrlState
+from cdif_harvester.model import FetchResponse, Outcome, Source, TypedLink, UrlState, plain
 from cdif_harvester.stages import Ports, run_job
-from cdif_harvester.stages.expand import ExpansionResult, expand_sitemap
+from cdif_harvester.stages.expand import (
+    ExpansionResult,
+    _link_of_part,
+    _part_link,
+    expand_sitemap,
+)
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.intake import InvalidEntryUrl, start_harvest
 from cdif_harvester.stages.resolve import resolve_url
@@ -278,6 +284,76 @@ def test_a_big_sitemap_continues_in_follow_up_jobs_without_loss_or_repeat(
     assert parts == 3
     assert handed_on == [f"{BASE}{p}" for p in paths]  # every URL once, in order
     assert ports.fetcher.asked.count(f"{BASE}/big.xml") == 1  # type: ignore[attr-defined]
+
+
+def _signmap(count: int) -> bytes:
+    """A Signmap of ``count`` URLs, each with a described-by, a cite-as and an item link."""
+    urls = "".join(
+        f"<url><loc>{BASE}/d/{i}</loc>"
+        f'<rs:ln rel="describedby item" href="{BASE}/md/{i}.json" type="application/ld+json" '
+        'profile="https://w3id.org/cdif/core/1.0"/>'
+        f'<rs:ln rel="cite-as" href="https://doi.org/10.5072/{i}"/></url>'
+        for i in range(count)
+    )
+    return (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        f'xmlns:rs="http://www.openarchives.org/rs/terms/">{urls}</urlset>'
+    ).encode()
+
+
+def test_signmap_links_keep_every_field_through_stored_parts(tmp_path: Path) -> None:
+    body = _signmap(25)
+    ports = _ports(tmp_path, {f"{BASE}/sm.xml": (200, XML, body)})
+    ports.settings = replace(ports.settings, max_urls_per_job=10)
+    jobs: list[UrlJob] = []
+    job: SitemapJob | None = _job("/sm.xml", depth=1)
+    while job is not None:
+        expand_sitemap(ports, job)
+        jobs += [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
+        follow_ups = [decode(b, SitemapJob) for b in _drain(ports, SITEMAP_QUEUE)]
+        if follow_ups:
+            (job,) = follow_ups
+            # A Signmap's own links are stored short: four values, not ten named fields.
+            part = json.loads(ports.store.get(job.body_key or ""))
+            assert part["entries"][0]["links"][0] == [
+                f"{BASE}/md/{job.offset}.json",
+                "describedby",
+                "application/ld+json",
+                "https://w3id.org/cdif/core/1.0",
+            ]
+        else:
+            job = None
+    parsed = parse_sitemap(body, sitemap_url=f"{BASE}/sm.xml")
+    assert [(j.url, j.links) for j in jobs] == [(e.loc, e.links) for e in parsed.entries]
+    assert len(jobs) == 25 and all(len(j.links) == 3 for j in jobs)
+
+
+def test_a_stored_part_keeps_any_other_link_whole_and_reads_parts_kept_whole(
+    tmp_path: Path,
+) -> None:
+    odd = TypedLink(
+        f"{BASE}/md/x.json", "describedby", anchor=f"{BASE}/elsewhere", found_in="linkset",
+        title="Metadata", hreflang="en", scheme="DC", reverse=True,
+    )  # fmt: skip
+    plainest = TypedLink(
+        f"{BASE}/md/y.json", "describedby", anchor=f"{BASE}/d/y", found_in="signmap"
+    )
+    for link, short in ((odd, False), (plainest, True)):
+        kept = _part_link(link, f"{BASE}/d/y")
+        assert isinstance(kept, list) is short
+        assert _link_of_part(json.loads(json.dumps(kept)), f"{BASE}/d/y") == link
+    # A part written with every link whole (as before the short form) is still read.
+    key = "staging/parts/old.json"
+    part = {
+        "sitemap": f"{BASE}/sm.xml",
+        "entries": [{"loc": f"{BASE}/d/y", "lastmod": None, "links": [plain(odd)]}],
+        "next": None,
+    }
+    ports = _ports(tmp_path, {})
+    ports.store.put(key, json.dumps(part).encode(), content_type="application/json")
+    expand_sitemap(ports, replace(_job("/sm.xml", depth=1), offset=10, body_key=key))
+    (job,) = [decode(b, UrlJob) for b in _drain(ports, URL_QUEUE)]
+    assert job.url == f"{BASE}/d/y" and job.links == (odd,)
 
 
 def test_cross_host_locations_need_the_other_hosts_robots_txt(tmp_path: Path) -> None:
