@@ -13,8 +13,8 @@ template and JSON-LD style), then times, interleaved and repeated, per page:
 * **ours**: what the extractor does with a landing page (``stages/extract.py``), through the
   product's public functions: ``find_jsonld_scripts`` (blocks with a CDIF profile first),
   ``parse_jsonld`` (with its repairs), ``has_dataset``, ``normalise`` (the fast JSON-LD path of
-  ``domain/jsonld_fast.py``, pyld where it declines, with the shipped offline contexts and the
-  process-wide caches, warmed by one page before timing, as a Lambda container is after its
+  ``domain/records/jsonld_fast.py``, pyld where it declines, with the shipped offline contexts and
+  the process-wide caches, warmed by one page before timing, as a Lambda container is after its
   first record) and ``validate_record(...).to_dict()``;
 * **baseline**: ``extruct.extract(html, syntaxes=["json-ld"])``, then for every item it returns
   a plain ``pyld.jsonld.expand`` and ``jsonld.compact`` (with the CDIF compaction context) with a
@@ -558,15 +558,15 @@ def ours(page: Page) -> list[dict[str, Any]]:
     """What the extractor does with one landing page (``stages/extract.py``), through the
     product's public functions: find the blocks (CDIF profile first), parse with repairs, skip
     blocks without a Dataset, normalise, validate. Returns one report per record."""
-    from cdif_harvester.domain.extraction import (
+    from cdif_harvester.domain.records.extraction import (
         ExtractionError,
         find_jsonld_scripts,
         has_dataset,
         parse_jsonld,
     )
-    from cdif_harvester.domain.normalisation import NormalisationError, normalise
-    from cdif_harvester.domain.resolution import is_cdif_profile
-    from cdif_harvester.domain.validation import validate_record
+    from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
+    from cdif_harvester.domain.records.validation import validate_record
+    from cdif_harvester.domain.resolution.rules import is_cdif_profile
 
     blocks = sorted(
         find_jsonld_scripts(page.html), key=lambda block: not is_cdif_profile(block.profile)
@@ -592,7 +592,7 @@ def ours(page: Page) -> list[dict[str, Any]]:
 
 def _context_texts() -> dict[str, str]:
     """The context documents as JSON text (what a server would send), by URL."""
-    from cdif_harvester.domain import jsonld_loader
+    from cdif_harvester.domain.records import jsonld_loader
 
     folder = resources.files("cdif_harvester").joinpath("contexts")
     schema_org = folder.joinpath("schemaorg.jsonld").read_text(encoding="utf-8")
@@ -629,7 +629,7 @@ def baseline(page: Page) -> list[Any]:
     import extruct
     from pyld import jsonld
 
-    from cdif_harvester.domain.jsonld_loader import CDIF_CONTEXT_URL
+    from cdif_harvester.domain.records.jsonld_loader import CDIF_CONTEXT_URL
 
     items = extruct.extract(page.html, syntaxes=["json-ld"])["json-ld"]
     options = {"documentLoader": plain_loader, "base": page.url}
@@ -726,9 +726,13 @@ def time_all(pages: list[Page], reps: int) -> dict[str, list[list[int]]]:
 
 def time_steps(pages: list[Page]) -> dict[str, float]:
     """Where our time goes: median CPU ms per page of each step (one pass, not interleaved)."""
-    from cdif_harvester.domain.extraction import find_jsonld_scripts, has_dataset, parse_jsonld
-    from cdif_harvester.domain.normalisation import normalise
-    from cdif_harvester.domain.validation import validate_record
+    from cdif_harvester.domain.records.extraction import (
+        find_jsonld_scripts,
+        has_dataset,
+        parse_jsonld,
+    )
+    from cdif_harvester.domain.records.normalisation import normalise
+    from cdif_harvester.domain.records.validation import validate_record
 
     clock = time.process_time_ns
     steps: dict[str, list[int]] = {"find": [], "parse": [], "normalise": [], "validate": []}

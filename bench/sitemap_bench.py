@@ -153,7 +153,7 @@ def ours(body: bytes, name: str) -> Any:
     consumes them. The entries come from ``iter_sitemap``; the first part (5,000 entries) is
     kept, as the expander keeps it until the document has been read whole, and each later part
     is dropped once full, as the expander writes it out then."""
-    from cdif_harvester.domain.sitemap import iter_sitemap
+    from cdif_harvester.domain.discovery.sitemap import iter_sitemap
 
     first: list[Any] = []
     part: list[Any] = []

@@ -10,7 +10,7 @@ import pytest
 
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
-from cdif_harvester.domain.sitemap import parse_sitemap
+from cdif_harvester.domain.discovery.sitemap import parse_sitemap
 from cdif_harvester.keys import signmap_key, source_of
 from cdif_harvester.stages.crosswalk import build_source_signmap
 

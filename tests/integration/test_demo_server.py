@@ -18,8 +18,8 @@ from lxml import html
 
 from cdif_harvester import USER_AGENT
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
-from cdif_harvester.domain.robots import parse_robots
-from cdif_harvester.domain.sitemap import SitemapEntry, parse_sitemap
+from cdif_harvester.domain.discovery.robots import parse_robots
+from cdif_harvester.domain.discovery.sitemap import SitemapEntry, parse_sitemap
 
 pytestmark = pytest.mark.network
 

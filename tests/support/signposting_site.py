@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
-from cdif_harvester.domain.extraction import find_jsonld_scripts
+from cdif_harvester.domain.records.extraction import find_jsonld_scripts
 
 __all__ = ["EXPECTED_PATTERNS", "signposting_site"]
 

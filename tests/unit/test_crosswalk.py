@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cdif_harvester.domain.crosswalk import (
+from cdif_harvester.domain.views.crosswalk import (
     KERNEL_ATTRIBUTES,
     html_link_elements,
     link_header,

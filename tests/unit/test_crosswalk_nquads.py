@@ -12,7 +12,7 @@ import pytest
 from rdflib import Dataset, Literal, URIRef
 from rdflib.namespace import RDF
 
-from cdif_harvester.domain.nquads import NQuadsError, record_nquads
+from cdif_harvester.domain.views.nquads import NQuadsError, record_nquads
 
 GOLDEN = Path(__file__).parent / "golden" / "crosswalk"
 SCHEMA = "http://schema.org/"

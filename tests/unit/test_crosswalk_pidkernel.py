@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.pidkernel import KERNEL_ATTRIBUTES, pid_kernel_view
+from cdif_harvester.domain.views.pidkernel import KERNEL_ATTRIBUTES, pid_kernel_view
 
 CONTEXT = {
     "schema": "http://schema.org/",

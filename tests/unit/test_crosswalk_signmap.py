@@ -9,19 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from cdif_harvester.adapters.local import InProcessQueue, SqliteCatalog, SystemClock
-from cdif_harvester.domain.signmap_view import (
-    latest_lastmod,
-    render_signmap,
-    render_signmap_index,
-)
-from cdif_harvester.domain.sitemap import (
+from cdif_harvester.domain.discovery.sitemap import (
     MAX_SITEMAP_URLS,
     RS_NAMESPACE,
     SitemapEntry,
     iter_sitemap,
     parse_sitemap,
 )
-from cdif_harvester.domain.weblinks import parse_linkset_text
+from cdif_harvester.domain.resolution.weblinks import parse_linkset_text
+from cdif_harvester.domain.views.signmap import (
+    latest_lastmod,
+    render_signmap,
+    render_signmap_index,
+)
 from cdif_harvester.keys import record_key, records_key, report_key, signmap_key
 from cdif_harvester.model import TypedLink
 from cdif_harvester.stages import Ports

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from cdif_harvester.domain.signposting_views import (
+from cdif_harvester.domain.resolution.weblinks import (
+    parse_html_head,
+    parse_link_header,
+    parse_linkset_json,
+    parse_linkset_text,
+)
+from cdif_harvester.domain.views.signposting import (
     SIGNPOSTING_RELATIONS,
     html_link_elements,
     landing_page,
@@ -21,12 +27,6 @@ from cdif_harvester.domain.signposting_views import (
     linkset_text,
     record_links,
     signposting_links,
-)
-from cdif_harvester.domain.weblinks import (
-    parse_html_head,
-    parse_link_header,
-    parse_linkset_json,
-    parse_linkset_text,
 )
 from cdif_harvester.model import TypedLink
 

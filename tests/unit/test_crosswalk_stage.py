@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cdif_harvester.adapters.local import InProcessQueue, SqliteCatalog, SystemClock
-from cdif_harvester.domain.nquads import NQuadsError
+from cdif_harvester.domain.views.nquads import NQuadsError
 from cdif_harvester.keys import VIEW_NAMES, record_key, records_key, report_key, view_keys
 from cdif_harvester.model import FetchResponse
 from cdif_harvester.stages import Ports

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.extraction import (
+from cdif_harvester.domain.records.extraction import (
     ExtractionError,
     JsonLdBlock,
     find_jsonld_scripts,

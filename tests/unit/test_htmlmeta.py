@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.htmlmeta import normalise_doi, record_from_meta
-from cdif_harvester.domain.weblinks import MetaTag, parse_html_head
+from cdif_harvester.domain.resolution.htmlmeta import normalise_doi, record_from_meta
+from cdif_harvester.domain.resolution.weblinks import MetaTag, parse_html_head
 
 PAGE_URL = "https://data.example.org/datasets/42"
 

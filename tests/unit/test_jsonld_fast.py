@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from pyld import jsonld
 
-from cdif_harvester.domain import jsonld_fast, jsonld_loader
-from cdif_harvester.domain.extraction import find_jsonld_scripts, has_dataset, parse_jsonld
-from cdif_harvester.domain.normalisation import (
+from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
+from cdif_harvester.domain.records.extraction import find_jsonld_scripts, has_dataset, parse_jsonld
+from cdif_harvester.domain.records.normalisation import (
     NormalisationError,
     _https_to_http,
     _prepare,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdif_harvester.domain.lastmod import normalise_lastmod
+from cdif_harvester.domain.discovery.lastmod import normalise_lastmod
 
 CASES = [
     ("1997", "1997-01-01T00:00:00Z"),

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from pyld import jsonld
 
-from cdif_harvester.domain import jsonld_loader
-from cdif_harvester.domain.normalisation import (
+from cdif_harvester.domain.records import jsonld_loader
+from cdif_harvester.domain.records.normalisation import (
     NormalisationError,
     NormalisedRecord,
     is_junk_id,
     normalise,
 )
-from cdif_harvester.domain.validation import validate_record
+from cdif_harvester.domain.records.validation import validate_record
 from cdif_harvester.errors import PermanentError
 
 GOLDEN = Path(__file__).parent / "golden" / "normalisation"

@@ -16,8 +16,8 @@ import pytest
 from cdif_harvester.adapters.local import DirectoryObjectStore, InProcessQueue, SqliteCatalog
 from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate
 from cdif_harvester.contracts import UrlJob
-from cdif_harvester.domain.resolution import parse_retry_after
-from cdif_harvester.domain.robots import parse_robots
+from cdif_harvester.domain.discovery.robots import parse_robots
+from cdif_harvester.domain.resolution.rules import parse_retry_after
 from cdif_harvester.errors import Deferred
 from cdif_harvester.keys import journal_key
 from cdif_harvester.model import FetchResponse

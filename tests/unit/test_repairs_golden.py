@@ -22,9 +22,13 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.extraction import ExtractionError, find_jsonld_scripts, parse_jsonld
-from cdif_harvester.domain.normalisation import NormalisationError, normalise
-from cdif_harvester.domain.validation import validate_record
+from cdif_harvester.domain.records.extraction import (
+    ExtractionError,
+    find_jsonld_scripts,
+    parse_jsonld,
+)
+from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
+from cdif_harvester.domain.records.validation import validate_record
 
 GOLDEN = Path(__file__).parent / "golden" / "repairs"
 REGENERATE = os.environ.get("CDIF_REGENERATE_GOLDEN") == "1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdif_harvester.domain.resolution import (
+from cdif_harvester.domain.resolution.rules import (
     MediaType,
     anchored_to,
     cite_as_warning,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
+from cdif_harvester.domain.discovery.robots import RobotsPolicy, allow_all, parse_robots
 
 ROBOTS_URL = "https://data.example.org/robots.txt"
 HARVESTER = "cdif-harvester/0.1.0 (+https://github.com/cdif-harvester/cdif-harvester)"

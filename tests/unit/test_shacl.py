@@ -19,10 +19,14 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain import shacl
-from cdif_harvester.domain.normalisation import normalise
-from cdif_harvester.domain.shacl import ShaclUnavailable, check_shacl_available, shacl_issues
-from cdif_harvester.domain.validation import ValidationIssue, validate_record
+from cdif_harvester.domain.records import shacl
+from cdif_harvester.domain.records.normalisation import normalise
+from cdif_harvester.domain.records.shacl import (
+    ShaclUnavailable,
+    check_shacl_available,
+    shacl_issues,
+)
+from cdif_harvester.domain.records.validation import ValidationIssue, validate_record
 from cdif_harvester.errors import PermanentError
 
 # Everything but the tests of the missing-pyshacl path needs pyshacl (the shacl extra)
@@ -408,8 +412,8 @@ def test_the_product_imports_without_pyshacl_or_rdflib() -> None:
         "import sys\n"
         "sys.modules['pyshacl'] = None\n"
         "sys.modules['rdflib'] = None\n"
-        "from cdif_harvester.domain.shacl import ShaclUnavailable, shacl_issues\n"
-        "from cdif_harvester.domain.validation import validate_record\n"
+        "from cdif_harvester.domain.records.shacl import ShaclUnavailable, shacl_issues\n"
+        "from cdif_harvester.domain.records.validation import validate_record\n"
         "validate_record({})\n"
         "try:\n"
         "    shacl_issues({})\n"

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from cdif_harvester.domain.sitemap import (
+from cdif_harvester.domain.discovery.sitemap import (
     ParsedSitemap,
     SitemapEntry,
     SitemapError,
@@ -447,7 +447,7 @@ def test_garbage_behind_gzip_magic() -> None:
 
 
 def test_iter_sitemap_streams_the_same_entries_and_knows_the_kind_first() -> None:
-    from cdif_harvester.domain.sitemap import iter_sitemap
+    from cdif_harvester.domain.discovery.sitemap import iter_sitemap
 
     body = (
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
@@ -469,7 +469,7 @@ def test_iter_sitemap_streams_the_same_entries_and_knows_the_kind_first() -> Non
 def test_the_fast_check_for_plain_absolute_urls_never_changes_what_is_read() -> None:
     # Locations and links that pass the quick check are taken as they are, without the general
     # cleaning; that must give what the cleaning gives, for anything XML text can hold.
-    from cdif_harvester.domain.sitemap import _clean_url, _is_plain_absolute
+    from cdif_harvester.domain.discovery.sitemap import _clean_url, _is_plain_absolute
 
     rng = random.Random(5)
     alphabet = [*"htps:/?#. aHTPS%", "\t", "\n", "\r", "\x7f", "\xa0", "\x85", "\u2028", "é"]

@@ -24,7 +24,7 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
-from cdif_harvester.domain.sitemap import parse_sitemap
+from cdif_harvester.domain.discovery.sitemap import parse_sitemap
 from cdif_harvester.errors import FetchFailed
 from cdif_harvester.model import FetchResponse, Outcome, Source, TypedLink, UrlState, plain
 from cdif_harvester.stages import Ports, run_job

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.validation import (
+from cdif_harvester.domain.records.validation import (
     RULE_SETS,
     ValidationReport,
     declared_conformance,

@@ -3,7 +3,7 @@
 The official ``CDIFDiscoveryProfileStructuredSchema.json`` judges the discovery examples (as
 published and as normalised) and mutated variants of them; our verdict under the discovery
 rules must be the same, except for the differences named and asserted here (see the module
-docstring of ``cdif_harvester.domain.validation``).
+docstring of ``cdif_harvester.domain.records.validation``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.normalisation import normalise
-from cdif_harvester.domain.validation import validate_record
+from cdif_harvester.domain.records.normalisation import normalise
+from cdif_harvester.domain.records.validation import validate_record
 
 DISCOVERY_RULES = "cdif-discovery-1.0"
 OFFICIAL = "cdif-discovery-1.0/CDIFDiscoveryProfileStructuredSchema.json"

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.normalisation import NormalisationError, normalise
-from cdif_harvester.domain.validation import NIL_VALUES, engine_verdicts, validate_record
+from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
+from cdif_harvester.domain.records.validation import NIL_VALUES, engine_verdicts, validate_record
 
 GOLDEN = Path(__file__).parent / "golden"
 SCHEMAS = ("cdif-core-1.0", "cdif-discovery-1.0")
@@ -230,7 +230,7 @@ def test_numbers_json_does_not_have_are_judged_by_the_reference_engine(number: f
 
 def _reference_issues(document: dict[str, Any], rules: str) -> tuple[Any, ...]:
     """The issues as the Python engine finds them in the whole record (white box)."""
-    from cdif_harvester.domain.validation import RULE_SETS, _compiled, _issue
+    from cdif_harvester.domain.records.validation import RULE_SETS, _compiled, _issue
 
     errors = _compiled(RULE_SETS[rules].schema).full.iter_errors(dict(document))
     issues = sorted((_issue(e) for e in errors), key=lambda i: (i.pointer, i.keyword, i.message))

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from cdif_harvester.domain.weblinks import (
+from cdif_harvester.domain.resolution.weblinks import (
     HtmlHead,
     LinkParse,
     MetaTag,

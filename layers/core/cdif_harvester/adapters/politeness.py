@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from cdif_harvester.domain.resolution import parse_retry_after
+from cdif_harvester.domain.resolution.rules import parse_retry_after
 from cdif_harvester.errors import Deferred
 from cdif_harvester.keys import journal_body_key, journal_key, origin_of
 from cdif_harvester.model import FetchResponse

@@ -43,7 +43,7 @@ from cdif_harvester.cli.sources import add_parsers as add_source_parsers
 from cdif_harvester.cli.sources import run_command as run_source_command
 from cdif_harvester.cli.sources import source_harvest_settings
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
-from cdif_harvester.domain.shacl import ShaclUnavailable
+from cdif_harvester.domain.records.shacl import ShaclUnavailable
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.model import Outcome, entry_to_dict, url_state_to_dict
 from cdif_harvester.stages import Settings

@@ -57,7 +57,7 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
-from cdif_harvester.domain.shacl import check_shacl_available
+from cdif_harvester.domain.records.shacl import check_shacl_available
 from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
 from cdif_harvester.keys import RECORDS_PREFIX, origin_of
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict

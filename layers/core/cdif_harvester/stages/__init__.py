@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
-from cdif_harvester.domain.resolution import parse_retry_after
-from cdif_harvester.domain.robots import RobotsPolicy
+from cdif_harvester.domain.discovery.robots import RobotsPolicy
+from cdif_harvester.domain.resolution.rules import parse_retry_after
 from cdif_harvester.errors import HarvestError, PermanentError
 from cdif_harvester.model import (
     FetchResponse,
@@ -99,11 +99,11 @@ class Settings:
     # remote context is never fetched; the record is processed without it and the report says so.
     trusted_contexts: tuple[str, ...] = ()
     max_context_bytes: int = 1024 * 1024
-    # Incremental harvesting (cdif_harvester.domain.incremental): skip what has not changed
-    # since the last harvest. Off means a full refresh: everything is fetched, normalised and
-    # rewritten (conditional requests are still sent; a 304 is then read as the kept answer).
+    # Incremental harvesting (cdif_harvester.domain.discovery.incremental): skip what has not
+    # changed since the last harvest. Off means a full refresh: everything is fetched, normalised
+    # and rewritten (conditional requests are still sent; a 304 is then read as the kept answer).
     incremental: bool = True
-    # Optional SHACL validation (domain/shacl.py, needs the ``shacl`` extra): its violations
+    # Optional SHACL validation (domain/records/shacl.py, needs the ``shacl`` extra): its violations
     # join the record's errors. Off by default: it costs far more per record than JSON Schema.
     shacl: bool = False
 

@@ -60,7 +60,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_plus
 
-from cdif_harvester.domain.crosswalk import (
+from cdif_harvester.domain.discovery.sitemap import (
+    MAX_SITEMAP_BYTES,
+    MAX_SITEMAP_URLS,
+    SitemapEntry,
+)
+from cdif_harvester.domain.records.record_values import metadata_record
+from cdif_harvester.domain.views.crosswalk import (
     NQUADS_MEDIA_TYPE,
     SIGNMAP_MEDIA_TYPE,
     html_link_elements,
@@ -75,8 +81,6 @@ from cdif_harvester.domain.crosswalk import (
     render_signmap_index,
     signposting_links,
 )
-from cdif_harvester.domain.record_values import metadata_record
-from cdif_harvester.domain.sitemap import MAX_SITEMAP_BYTES, MAX_SITEMAP_URLS, SitemapEntry
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
     parse_records_key,
@@ -195,7 +199,7 @@ def build_views(ports: Ports, key: str) -> dict[str, str]:
 
     A view whose bytes did not change is not written again. Raises NotARecordKey for a key
     outside ``records/``, KeyError when the record or its report is missing, and
-    :class:`~cdif_harvester.domain.nquads.NQuadsError` (permanent) when the record cannot be
+    :class:`~cdif_harvester.domain.views.nquads.NQuadsError` (permanent) when the record cannot be
     turned into RDF; then no view is written.
     """
     parsed = parse_records_key(key)

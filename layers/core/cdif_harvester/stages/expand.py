@@ -39,10 +39,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
-from cdif_harvester.domain.incremental import lastmod_not_newer, lastmod_reason
-from cdif_harvester.domain.lastmod import normalise_lastmod
-from cdif_harvester.domain.robots import RobotsPolicy, allow_all, parse_robots
-from cdif_harvester.domain.sitemap import SitemapEntry, SitemapStream, iter_sitemap
+from cdif_harvester.domain.discovery.incremental import lastmod_not_newer, lastmod_reason
+from cdif_harvester.domain.discovery.lastmod import normalise_lastmod
+from cdif_harvester.domain.discovery.robots import RobotsPolicy, allow_all, parse_robots
+from cdif_harvester.domain.discovery.sitemap import SitemapEntry, SitemapStream, iter_sitemap
 from cdif_harvester.errors import FetchFailed, PermanentError
 from cdif_harvester.keys import origin_of, sitemap_part_key
 from cdif_harvester.model import (
@@ -350,7 +350,8 @@ def _unchanged_by_lastmod(
     ports: Ports, job: SitemapJob, lastmods: dict[str, str | None]
 ) -> dict[str, UrlOutcome]:
     """The ``unchanged`` outcomes of the URLs whose sitemap lastmod (normalised, by URL) is not
-    newer than the one their held records came from (:mod:`cdif_harvester.domain.incremental`)."""
+    newer than the one their held records came from
+    (:mod:`cdif_harvester.domain.discovery.incremental`)."""
     dated = {url: lastmod for url, lastmod in lastmods.items() if lastmod}
     held = held_states(ports, list(dated))
     return {

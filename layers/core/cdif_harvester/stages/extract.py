@@ -13,19 +13,19 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from cdif_harvester.contracts import INDEX_QUEUE, DocumentJob, DocumentRef, IndexJob, encode
-from cdif_harvester.domain import jsonld_loader
-from cdif_harvester.domain.extraction import (
+from cdif_harvester.domain.discovery.incremental import block_hash, fingerprint, sd_dates
+from cdif_harvester.domain.records import jsonld_loader
+from cdif_harvester.domain.records.extraction import (
     ExtractionError,
     ParsedJson,
     find_jsonld_scripts,
     has_dataset,
     parse_jsonld,
 )
-from cdif_harvester.domain.incremental import block_hash, fingerprint, sd_dates
-from cdif_harvester.domain.normalisation import NormalisationError, normalise
-from cdif_harvester.domain.resolution import is_cdif_profile
-from cdif_harvester.domain.shacl import shacl_issues
-from cdif_harvester.domain.validation import validate_record
+from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
+from cdif_harvester.domain.records.shacl import shacl_issues
+from cdif_harvester.domain.records.validation import validate_record
+from cdif_harvester.domain.resolution.rules import is_cdif_profile
 from cdif_harvester.errors import PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome
@@ -45,7 +45,7 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
 
     Returns the IndexJob sent to the indexer, the recorded ``no-metadata`` outcome when no
     block holds a Dataset, or the recorded ``unchanged`` outcome when the Dataset blocks are
-    those of the last harvest (see :mod:`cdif_harvester.domain.incremental`). Raises
+    those of the last harvest (see :mod:`cdif_harvester.domain.discovery.incremental`). Raises
     MalformedMetadata when every block was unreadable JSON.
     """
     records: list[dict[str, Any]] = []

@@ -5,9 +5,9 @@ The report is written before the record: the record landing under ``records/`` t
 crosswalk, which reads the report to know whether the record is valid.
 
 Versions: a record is written only when its digest (record, verdict and links, see
-:func:`cdif_harvester.domain.incremental.record_digest`) differs from the catalogue entry's
-``content_hash``. Then ``records/<source>/<key>.jsonld`` is replaced and the new version is also
-kept, content-addressed, under ``versions/<source>/<key>/``, so a changed record keeps its
+:func:`cdif_harvester.domain.discovery.incremental.record_digest`) differs from the catalogue
+entry's ``content_hash``. Then ``records/<source>/<key>.jsonld`` is replaced and the new version is
+also kept, content-addressed, under ``versions/<source>/<key>/``, so a changed record keeps its
 history and an unchanged one writes nothing (no object, no catalogue entry, no views). A URL
 whose records are all unchanged ends ``unchanged`` (``content-hash``). Redelivered index jobs
 and reruns therefore change nothing.
@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from cdif_harvester.contracts import IndexJob
-from cdif_harvester.domain.incremental import fingerprint, record_digest
+from cdif_harvester.domain.discovery.incremental import fingerprint, record_digest
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import record_key, records_key, report_key, version_key, view_keys
 from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState

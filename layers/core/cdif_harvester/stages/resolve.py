@@ -46,15 +46,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, DocumentRef, UrlJob, encode
-from cdif_harvester.domain.extraction import (
+from cdif_harvester.domain.discovery.incremental import (
+    fingerprint,
+    lastmod_not_newer,
+    lastmod_reason,
+)
+from cdif_harvester.domain.records.extraction import (
     ExtractionError,
     find_jsonld_scripts,
     has_dataset,
     parse_jsonld,
 )
-from cdif_harvester.domain.htmlmeta import record_from_meta
-from cdif_harvester.domain.incremental import fingerprint, lastmod_not_newer, lastmod_reason
-from cdif_harvester.domain.resolution import (
+from cdif_harvester.domain.resolution.htmlmeta import record_from_meta
+from cdif_harvester.domain.resolution.rules import (
     MediaType,
     anchored_to,
     cite_as_warning,
@@ -68,7 +72,7 @@ from cdif_harvester.domain.resolution import (
     reverse_claims,
     same_origin,
 )
-from cdif_harvester.domain.weblinks import (
+from cdif_harvester.domain.resolution.weblinks import (
     HtmlHead,
     parse_html_head,
     parse_link_header,

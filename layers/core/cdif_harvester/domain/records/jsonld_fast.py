@@ -11,7 +11,7 @@ implements exactly; the normaliser then runs pyld, so the result is the same eit
 
 What the fast path understands (anything else: decline):
 
-* Contexts: the URLs the offline loader serves (:mod:`cdif_harvester.domain.jsonld_loader`)
+* Contexts: the URLs the offline loader serves (:mod:`cdif_harvester.domain.records.jsonld_loader`)
   whose ``@context`` is an object, inline context objects, and arrays of both, at the top of the
   document or embedded in any node. A context object may hold ``@vocab`` (an absolute IRI with
   ``//`` after the scheme), ``@version: 1.1`` and term definitions that are a string (an absolute
@@ -64,7 +64,7 @@ from typing import Any
 
 from pyld.iri_resolver import resolve
 
-from cdif_harvester.domain import jsonld_loader
+from cdif_harvester.domain.records import jsonld_loader
 
 __all__ = [
     "Declined",

@@ -57,8 +57,8 @@ Decisions:
 * Rights and policies are IRIs where the record gives one (a string IRI, an ``@id``, a
   CreativeWork's ``url``), else the text or the CreativeWork's name.
 * Identifiers the harvester had to make up (``invented``, see
-  :func:`cdif_harvester.domain.normalisation.normalise`) are not persistent identifiers: such
-  a ``pid`` is left out.
+  :func:`cdif_harvester.domain.records.normalisation.normalise`) are not persistent identifiers:
+  such a ``pid`` is left out.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from cdif_harvester.domain.record_values import (
+from cdif_harvester.domain.records.record_values import (
     absolute_iri,
     as_list,
     first_iri,

@@ -25,7 +25,7 @@ normaliser drop such contexts beforehand and note "remote context X not loaded".
 
 Parsed contexts are cached for the life of the process (``functools.cache``), and pyld keeps
 the processed (resolved) contexts in its own process-wide LRU cache because we tag the
-documents ``static``. The fast JSON-LD path (:mod:`cdif_harvester.domain.jsonld_fast`) reads
+documents ``static``. The fast JSON-LD path (:mod:`cdif_harvester.domain.records.jsonld_fast`) reads
 the same documents through :func:`served_document` and keeps its own processed contexts for
 the life of the process; :func:`registry_version` tells it when a registration calls for
 starting again.

@@ -1,6 +1,6 @@
 """Optional SHACL validation of a normalised record, for what JSON Schema cannot express.
 
-JSON Schema (:mod:`cdif_harvester.domain.validation`) judges the JSON tree: required items,
+JSON Schema (:mod:`cdif_harvester.domain.records.validation`) judges the JSON tree: required items,
 types, cardinalities, the CDIF conformance URI. Some rules of CDIF core 1.0 are about the record
 read as RDF, where CURIEs become IRIs and one ``@id`` names the same node wherever it appears.
 Our shapes (``cdif_harvester/shapes/cdif-core-1.0.shapes.ttl``, written from "CDIF core 1.0
@@ -46,18 +46,19 @@ How (no network, no global state beyond per-process caches):
    reported where the publisher wrote it. ``cdifh:`` is ``urn:cdif-harvester:shapes:``; none
    of this is written into any record.
 2. The copy goes to RDF with pyld ``to_rdf`` and the offline loader
-   (:func:`cdif_harvester.domain.jsonld_loader.document_loader`), written as N-Quads and parsed
-   by rdflib (never rdflib's own JSON-LD parser, which may fetch contexts). Only the default
+   (:func:`cdif_harvester.domain.records.jsonld_loader.document_loader`), written as N-Quads and
+   parsed by rdflib (never rdflib's own JSON-LD parser, which may fetch contexts). Only the default
    graph is validated (a CDIF record has no named graphs), so the N-Quads carry no graph names
    and rdflib reads them as N-Triples. Relative references resolve against the base
    ``cdif-harvester-relative:/``, so the shapes can tell them from IRIs and leave them alone.
 3. pyshacl validates that graph against the shapes graph, parsed once per process. SPARQL
    query texts are parsed once per process too (pyshacl would have rdflib parse the same text
    for every record, which costs more than all the rest).
-4. Every ``sh:Violation`` becomes a :class:`~cdif_harvester.domain.validation.ValidationIssue`:
-   pointer into the record, the shape's message with the offending value filled in, keyword
-   ``shacl:<constraint>`` (the SHACL constraint component: ``shacl:nodeKind``, ``shacl:not``,
-   ``shacl:or``, ``shacl:node``, ``shacl:sparql``).
+4. Every ``sh:Violation`` becomes a
+   :class:`~cdif_harvester.domain.records.validation.ValidationIssue`: pointer into the record, the
+   shape's message with the offending value filled in, keyword ``shacl:<constraint>`` (the SHACL
+   constraint component: ``shacl:nodeKind``, ``shacl:not``, ``shacl:or``, ``shacl:node``,
+   ``shacl:sparql``).
 
 pyshacl is an optional dependency (the ``shacl`` extra: ``pip install 'cdif-harvester[shacl]'``),
 imported on first use; without it :func:`shacl_issues` raises :class:`ShaclUnavailable`.
@@ -75,8 +76,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyld import jsonld
 
-from cdif_harvester.domain import jsonld_loader
-from cdif_harvester.domain.validation import ValidationIssue
+from cdif_harvester.domain.records import jsonld_loader
+from cdif_harvester.domain.records.validation import ValidationIssue
 from cdif_harvester.errors import PermanentError
 
 if TYPE_CHECKING:
@@ -393,7 +394,7 @@ def _issues(
 def shacl_issues(record: Mapping[str, Any]) -> list[ValidationIssue]:
     """Check a normalised CDIF record against our SHACL shapes; return the violations.
 
-    Returns one :class:`~cdif_harvester.domain.validation.ValidationIssue` per violation
+    Returns one :class:`~cdif_harvester.domain.records.validation.ValidationIssue` per violation
     (JSON Pointer into the record, a message saying what to change, keyword
     ``shacl:<constraint>``), sorted by pointer; an empty list when the record conforms. A
     record that cannot be read as JSON-LD gives one issue with keyword ``shacl:jsonld`` (the

@@ -1,8 +1,8 @@
 """Reading values out of a record in the CDIF 1.0 JSON-LD shape, for the crosswalk views.
 
 The views (PID Kernel, Signposting, Signmap) read the record as JSON, not as RDF: the record
-is already normalised (:mod:`cdif_harvester.domain.normalisation`), so every key is a compact
-IRI (``schema:name``) and values have a known shape. What is left to smooth over:
+is already normalised (:mod:`cdif_harvester.domain.records.normalisation`), so every key is a
+compact IRI (``schema:name``) and values have a known shape. What is left to smooth over:
 
 * a value may be one item, an array, or an ``{"@list": [...]}`` (``schema:creator``);
 * a literal may be a plain string or a value object ``{"@value": ...}``;

@@ -8,15 +8,15 @@ prefixes, every key prefixed (``schema:name``), ``@type`` an array containing
 ``schema:about {"@id": <resource id>}`` and ``dcterms:conformsTo [{"@id": ...}]``.
 
 How (JSON-LD 1.1, fully offline; expansion and compaction take the fast path of
-:mod:`cdif_harvester.domain.jsonld_fast` when it understands every context and construct of the
-document, which gives exactly pyld's output, and pyld otherwise):
+:mod:`cdif_harvester.domain.records.jsonld_fast` when it understands every context and construct of
+the document, which gives exactly pyld's output, and pyld otherwise):
 
 1. *Prepare* the raw JSON: remote ``@context`` URLs that the offline loader does not serve
    are removed (note "remote context X not loaded"); ``@id`` values that are empty or not
    strings are removed (they would otherwise silently become the page URL). A document
    without any ``@context`` is read with our schema.org context (note "no @context").
 2. *Expand* (fast path, else pyld with
-   :func:`cdif_harvester.domain.jsonld_loader.document_loader`) with ``base = document_url``
+   :func:`cdif_harvester.domain.records.jsonld_loader.document_loader`) with ``base = document_url``
    (relative ``@id`` such as ``#metadata`` become absolute). Then every
    ``https://schema.org/`` property, type and ``@id`` is mapped to ``http://schema.org/`` (the
    IRI the CDIF schemas and schema.org's own context use).
@@ -75,7 +75,7 @@ from urllib.parse import urldefrag
 
 from pyld import jsonld
 
-from cdif_harvester.domain import jsonld_fast, jsonld_loader
+from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
 from cdif_harvester.errors import PermanentError
 
 __all__ = ["NormalisationError", "NormalisedRecord", "normalise"]
@@ -897,7 +897,7 @@ def normalise(
     (the base for relative ``@id`` and for fallback identities). See the module docstring for
     the accepted shapes, the target shape and the identity rules. ``fast_path=False`` makes
     pyld do all JSON-LD processing (the result is the same; see
-    :mod:`cdif_harvester.domain.jsonld_fast`).
+    :mod:`cdif_harvester.domain.records.jsonld_fast`).
 
     Raises :class:`NormalisationError` with reason ``no-dataset`` when no Dataset node is
     found, or ``normalisation-failed`` when the input is not JSON-LD that pyld can process.

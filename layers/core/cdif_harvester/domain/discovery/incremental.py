@@ -31,7 +31,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from cdif_harvester.domain.lastmod import parse_lastmod
+from cdif_harvester.domain.discovery.lastmod import parse_lastmod
 
 __all__ = [
     "block_hash",

@@ -1,8 +1,8 @@
 """The N-Quads view of a CDIF record, for loading into a triple store.
 
 :func:`record_nquads` turns the record's JSON-LD into RDF with pyld's ``to_rdf`` and the
-offline document loader (:mod:`cdif_harvester.domain.jsonld_loader`): nothing is ever fetched.
-A normalised record carries its ``@context`` inline, so the loader is only a guard.
+offline document loader (:mod:`cdif_harvester.domain.records.jsonld_loader`): nothing is ever
+fetched. A normalised record carries its ``@context`` inline, so the loader is only a guard.
 
 Decisions:
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from pyld import jsonld
 
-from cdif_harvester.domain import jsonld_loader
+from cdif_harvester.domain.records import jsonld_loader
 from cdif_harvester.errors import PermanentError
 
 __all__ = ["NQUADS_MEDIA_TYPE", "NQuadsError", "record_nquads"]

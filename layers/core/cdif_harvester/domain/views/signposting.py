@@ -10,8 +10,8 @@ publisher's site, and four serialisers write the merged links:
 * :func:`linkset_json`: ``application/linkset+json`` (RFC 9264 section 4.2);
 * :func:`html_link_elements`: HTML ``<link>`` elements for a landing page's ``<head>``.
 
-The project's own readers (:mod:`cdif_harvester.domain.weblinks`) read each text form back
-into the same links, without a single repair.
+The project's own readers (:mod:`cdif_harvester.domain.resolution.weblinks`) read each text form
+back into the same links, without a single repair.
 
 =================== ===========================================================================
 relation            source in the CDIF 1.0 shape (Appendix 3's ``/"about"`` is the root)
@@ -70,7 +70,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from cdif_harvester.domain.record_values import (
+from cdif_harvester.domain.records.record_values import (
     absolute_iri,
     as_list,
     first_iri,

@@ -46,7 +46,7 @@ from typing import Any
 import lxml.etree
 import lxml.html
 
-from cdif_harvester.domain import jsonld_loader
+from cdif_harvester.domain.records import jsonld_loader
 from cdif_harvester.errors import PermanentError
 
 __all__ = [

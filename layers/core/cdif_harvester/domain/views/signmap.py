@@ -6,8 +6,8 @@ protocol: the ``<urlset>`` declares ``xmlns:rs="http://www.openarchives.org/rs/t
 ``rel``, ``href`` (absolute) and optionally ``type`` and ``profile``. An aggregator that
 publishes one for each source lets others harvest what it harvested, with the links that lead
 straight to the metadata. This module is the inverse of
-:func:`cdif_harvester.domain.sitemap.parse_sitemap` and takes the same values it gives,
-:class:`~cdif_harvester.domain.sitemap.SitemapEntry`.
+:func:`cdif_harvester.domain.discovery.sitemap.parse_sitemap` and takes the same values it gives,
+:class:`~cdif_harvester.domain.discovery.sitemap.SitemapEntry`.
 
 Decisions:
 
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
-from cdif_harvester.domain.lastmod import parse_lastmod
-from cdif_harvester.domain.sitemap import (
+from cdif_harvester.domain.discovery.lastmod import parse_lastmod
+from cdif_harvester.domain.discovery.sitemap import (
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_URLS,
     RS_NAMESPACE,

@@ -59,7 +59,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from cdif_harvester.domain.weblinks import MetaTag
+from cdif_harvester.domain.resolution.weblinks import MetaTag
 
 __all__ = ["normalise_doi", "record_from_meta"]
 
