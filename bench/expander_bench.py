@@ -39,7 +39,7 @@ from cdif_harvester.adapters.local import (  # noqa: E402
 )
 from cdif_harvester.contracts import URL_QUEUE, SitemapJob  # noqa: E402
 from cdif_harvester.model import FetchResponse  # noqa: E402
-from cdif_harvester.stages import Ports  # noqa: E402
+from cdif_harvester.stages import Wiring  # noqa: E402
 from cdif_harvester.stages.expand import ExpansionResult, expand_sitemap  # noqa: E402
 from cdif_harvester.stages.runs import begin_run  # noqa: E402
 
@@ -70,15 +70,15 @@ def expander(body: bytes, name: str, work: Path, *, count: bool = False) -> int:
     folder = Path(tempfile.mkdtemp(dir=work))
     catalog = SqliteCatalog(folder / "catalog.sqlite")
     queue = InProcessQueue()
-    ports = Ports(
+    wiring = Wiring(
         store=DirectoryObjectStore(folder / "store"),
         catalog=catalog,
         queue=queue,
         fetcher=MemoryFetcher(url, body),
         clock=SystemClock(),
     )
-    begin_run(ports, "bench", [url])
-    result = expand_sitemap(ports, SitemapJob(run_id="bench", source="bench", url=url, depth=1))
+    begin_run(wiring, "bench", [url])
+    result = expand_sitemap(wiring, SitemapJob(run_id="bench", source="bench", url=url, depth=1))
     catalog.close()
     if not isinstance(result, ExpansionResult):
         raise SystemExit(f"the expander failed on {name}: {result.reason}")

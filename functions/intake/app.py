@@ -6,9 +6,9 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from cdif_harvester.api import build_api
-from cdif_harvester.aws_runtime import logger, metrics, ports, tracer
+from cdif_harvester.aws_runtime import logger, metrics, tracer, wiring
 
-app = build_api(ports)
+app = build_api(wiring)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -5,7 +5,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cdif_harvester.aws_runtime import logger, metrics, ports, tracer
+from cdif_harvester.aws_runtime import logger, metrics, tracer, wiring
 from cdif_harvester.stages.sources import tick
 
 
@@ -14,7 +14,7 @@ from cdif_harvester.stages.sources import tick
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Run one tick; return the runs started, closed and stalled."""
-    result = tick(ports())
+    result = tick(wiring())
     logger.info("scheduler tick", busy=result.busy, errors=result.errors)
     metrics.add_metric(name="RunsStarted", unit="Count", value=len(result.started))
     metrics.add_metric(name="RunsClosed", unit="Count", value=len(result.closed))

@@ -35,8 +35,8 @@ def test_the_signmap_of_a_harvest_harvests_the_same_records(
     with LocalHarvester(tmp_path / "first", allow_loopback=True) as harvester:
         harvester.harvest(site.url("/robots.txt"))
         source = source_of(site.base_url)
-        key = build_source_signmap(harvester.ports, source)
-        signmap = harvester.ports.store.get(key)
+        key = build_source_signmap(harvester.wiring, source)
+        signmap = harvester.wiring.store.get(key)
     assert key == signmap_key(source)
     assert (tmp_path / "first" / key).is_file()  # the documented place in the output directory
     first = _records(tmp_path / "first")

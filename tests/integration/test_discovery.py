@@ -268,7 +268,7 @@ def test_a_sitemap_over_the_url_limit_is_cut_and_recorded(tmp_path: Path) -> Non
         for name in "abcde":
             site.add_route(f"/p/{name}.html", headers={"Content-Type": "text/html"}, body=PAGE)
         with LocalHarvester(tmp_path, allow_loopback=True) as harvester:
-            harvester.ports.settings = replace(harvester.ports.settings, max_sitemap_urls=3)
+            harvester.wiring.settings = replace(harvester.wiring.settings, max_sitemap_urls=3)
             summary = harvester.harvest(site.url("/sm.xml"))
     lines = [json.loads(line) for line in (tmp_path / "outcomes.jsonl").read_text().splitlines()]
     (cut,) = [line for line in lines if line["outcome"] == "failed"]

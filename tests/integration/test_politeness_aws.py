@@ -23,8 +23,8 @@ from cdif_harvester.contracts import UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.errors import RetryableError
 from cdif_harvester.keys import origin_of
-from cdif_harvester.stages import Ports
 from cdif_harvester.stages.resolve import resolve_url
+from cdif_harvester.wiring import Wiring
 from tests.support.aws import ProvisionedStack
 from tests.support.lambda_driver import PumpStats, Route, pump
 from tests.support.pipeline import function_environment
@@ -37,10 +37,10 @@ PAGE = """<html><head><script type="application/ld+json">
 </script></head><body>polite</body></html>"""
 
 
-def head_then_get(ports: Ports, job: UrlJob) -> None:
+def head_then_get(wiring: Wiring, job: UrlJob) -> None:
     """A stage that asks its host twice per job, as the resolver does (HEAD, then GET)."""
-    ports.fetcher.fetch(job.url, method="HEAD")
-    ports.fetcher.fetch(job.url)
+    wiring.fetcher.fetch(job.url, method="HEAD")
+    wiring.fetcher.fetch(job.url)
 
 
 @pytest.fixture
@@ -49,10 +49,10 @@ def sqs(stack: ProvisionedStack) -> Any:
 
 
 @pytest.fixture
-def resolver_env(stack: ProvisionedStack) -> Iterator[Ports]:
+def resolver_env(stack: ProvisionedStack) -> Iterator[Wiring]:
     """The resolver's execution environment; deferrals come back exactly on time."""
     with function_environment(stack, FUNCTION, ALLOW_LOOPBACK="true"):
-        bundle = aws_runtime.ports()
+        bundle = aws_runtime.wiring()
         assert isinstance(bundle.fetcher, GatedFetcher)
         bundle.fetcher.jitter = lambda wait: 0.0
         aws_runtime.metrics.clear_metrics()
@@ -60,7 +60,7 @@ def resolver_env(stack: ProvisionedStack) -> Iterator[Ports]:
         aws_runtime.metrics.clear_metrics()
 
 
-def _drive(sqs: Any, stack: ProvisionedStack, stage: Callable[[Ports, UrlJob], Any]) -> PumpStats:
+def _drive(sqs: Any, stack: ProvisionedStack, stage: Callable[[Wiring, UrlJob], Any]) -> PumpStats:
     source = stack.sqs_event_sources[FUNCTION]
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def _delayed(sqs: Any, stack: ProvisionedStack) -> int:
 
 
 def test_a_deferred_job_goes_back_delayed_and_resumes_from_its_journal(
-    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+    stack: ProvisionedStack, sqs: Any, resolver_env: Wiring
 ) -> None:
     with PublisherSite(None) as site:
         site.add_route("/page.html", headers={"Content-Type": "text/html"}, body=PAGE)
@@ -120,7 +120,7 @@ def test_a_deferred_job_goes_back_delayed_and_resumes_from_its_journal(
 
 
 def test_a_sources_own_crawl_delay_defers_on_aws_without_any_robots_txt(
-    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+    stack: ProvisionedStack, sqs: Any, resolver_env: Wiring
 ) -> None:
     with PublisherSite(None) as site:
         site.add_route("/page.html", headers={"Content-Type": "text/html"}, body=PAGE)
@@ -146,9 +146,9 @@ def test_a_sources_own_crawl_delay_defers_on_aws_without_any_robots_txt(
 
 
 def test_retry_after_delays_the_redelivery(
-    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+    stack: ProvisionedStack, sqs: Any, resolver_env: Wiring
 ) -> None:
-    def busy(ports: Ports, job: UrlJob) -> None:
+    def busy(wiring: Wiring, job: UrlJob) -> None:
         raise RetryableError("answered 503", reason="http-503", retry_after=1.0)
 
     queue = stack.sqs_event_sources[FUNCTION].queue_url
@@ -164,7 +164,7 @@ def test_retry_after_delays_the_redelivery(
 
 
 def test_the_resolver_honours_a_429_retry_after(
-    stack: ProvisionedStack, sqs: Any, resolver_env: Ports
+    stack: ProvisionedStack, sqs: Any, resolver_env: Wiring
 ) -> None:
     with PublisherSite(None) as site:
         site.add_route("/page.html", headers={"Content-Type": "text/html"}, body=PAGE)

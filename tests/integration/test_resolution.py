@@ -25,8 +25,9 @@ from cdif_harvester.adapters.local import (
 from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, UrlJob, decode
 from cdif_harvester.errors import FetchFailed
 from cdif_harvester.model import Outcome, TypedLink, UrlOutcome
-from cdif_harvester.stages import Ports, run_job
+from cdif_harvester.stages.jobs import run_job
 from cdif_harvester.stages.resolve import HttpStatusError, resolve_url
+from cdif_harvester.wiring import Wiring
 from tests.support.httpserver import LocalHTTPServer, Route, SeenRequest
 
 pytestmark = pytest.mark.network
@@ -55,10 +56,10 @@ def script(document: bytes, profile: str | None = None) -> str:
 
 @dataclass
 class Harness:
-    """A publisher server, the resolver's ports around the real fetcher, and helpers."""
+    """A publisher server, the resolver's wiring around the real fetcher, and helpers."""
 
     server: LocalHTTPServer
-    ports: Ports
+    wiring: Wiring
     queue: InProcessQueue
     store: DirectoryObjectStore
 
@@ -69,7 +70,7 @@ class Harness:
         return UrlJob(run_id="run-1", source="127.0.0.1", url=self.url(path), **fields)
 
     def resolve(self, path: str, **fields: Any) -> DocumentJob | UrlOutcome:
-        result = run_job(self.ports, self.job(path, **fields), resolve_url)
+        result = run_job(self.wiring, self.job(path, **fields), resolve_url)
         assert isinstance(result, DocumentJob | UrlOutcome)
         return result
 
@@ -96,10 +97,10 @@ def harness(tmp_path: Path) -> Iterator[Harness]:
         queue = InProcessQueue()
         store = DirectoryObjectStore(tmp_path / "out")
         catalog = SqliteCatalog(tmp_path / "catalog.sqlite")
-        ports = Ports(
+        wiring = Wiring(
             store=store, catalog=catalog, queue=queue, fetcher=fetcher, clock=SystemClock()
         )
-        yield Harness(server, ports, queue, store)
+        yield Harness(server, wiring, queue, store)
         catalog.close()
 
 
@@ -497,14 +498,14 @@ def test_204_and_203_are_read(harness: Harness) -> None:
 def test_429_and_5xx_are_retried_with_retry_after(harness: Harness, status: int) -> None:
     harness.server.route("/busy", status=status, headers=[("Retry-After", "7")], body=b"busy")
     with pytest.raises(FetchFailed) as caught:
-        resolve_url(harness.ports, harness.job("/busy"))
+        resolve_url(harness.wiring, harness.job("/busy"))
     assert caught.value.retry_after == 7
     assert caught.value.reason == f"http-{status}"
 
 
 def test_404_is_recorded(harness: Harness) -> None:
     with pytest.raises(HttpStatusError):
-        resolve_url(harness.ports, harness.job("/missing"))
+        resolve_url(harness.wiring, harness.job("/missing"))
 
 
 def test_head_refused_falls_back_to_get(harness: Harness) -> None:
@@ -621,7 +622,7 @@ def test_same_origin_claim_is_not_checked(harness: Harness) -> None:
 
 
 def test_claim_checks_can_be_turned_off(harness: Harness, other_origin: LocalHTTPServer) -> None:
-    harness.ports.settings = replace(harness.ports.settings, verify_claims=False)
+    harness.wiring.settings = replace(harness.wiring.settings, verify_claims=False)
     resource = other_origin.url("/dataset/3")
     harness.server.route(
         "/claim3.json", headers=[("Content-Type", JSONLD)], body=dataset(resource, url=resource)

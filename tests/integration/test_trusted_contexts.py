@@ -18,8 +18,8 @@ from cdif_harvester.adapters.local import (
     SystemClock,
 )
 from cdif_harvester.contracts import DocumentJob, DocumentRef
-from cdif_harvester.stages import Ports
 from cdif_harvester.stages.extract import extract_documents
+from cdif_harvester.wiring import Wiring
 from tests.support.httpserver import LocalHTTPServer, Route
 
 pytestmark = pytest.mark.network
@@ -28,21 +28,21 @@ CONTEXT = {"@context": {"title": "http://schema.org/name", "ex": "https://exampl
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[LocalHTTPServer, Ports]]:
+def served(tmp_path: Path) -> Iterator[tuple[LocalHTTPServer, Wiring]]:
     with LocalHTTPServer() as server, SafeFetcher(FetchPolicy(allow_loopback=True)) as fetcher:
         catalog = SqliteCatalog(tmp_path / "c.sqlite")
-        ports = Ports(
+        wiring = Wiring(
             store=DirectoryObjectStore(tmp_path / "out"),
             catalog=catalog,
             queue=InProcessQueue(),
             fetcher=fetcher,
             clock=SystemClock(),
         )
-        yield server, ports
+        yield server, wiring
         catalog.close()
 
 
-def _extract(ports: Ports, context_url: str) -> dict[str, Any]:
+def _extract(wiring: Wiring, context_url: str) -> dict[str, Any]:
     document = {
         "@context": ["https://schema.org/", context_url],
         "@type": "Dataset",
@@ -50,7 +50,7 @@ def _extract(ports: Ports, context_url: str) -> dict[str, Any]:
         "title": "Named through the remote context",
     }
     key = "raw/test/doc.json"
-    ports.store.put(key, json.dumps(document).encode(), content_type="application/ld+json")
+    wiring.store.put(key, json.dumps(document).encode(), content_type="application/ld+json")
     job = DocumentJob(
         run_id="r",
         source="s",
@@ -60,40 +60,40 @@ def _extract(ports: Ports, context_url: str) -> dict[str, Any]:
             DocumentRef(key=key, url="https://e.org/doc.json", media_type="application/ld+json"),
         ),
     )
-    index_job = extract_documents(ports, job)
-    staged = json.loads(ports.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    index_job = extract_documents(wiring, job)
+    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[union-attr]
     (record,) = staged["records"]
     return record  # type: ignore[no-any-return]
 
 
 def test_a_trusted_context_is_fetched_once_and_used(
-    served: tuple[LocalHTTPServer, Ports],
+    served: tuple[LocalHTTPServer, Wiring],
 ) -> None:
-    server, ports = served
+    server, wiring = served
     server.route(
         "/ctx/v1.jsonld",
         headers=[("Content-Type", "application/ld+json")],
         body=json.dumps(CONTEXT).encode(),
     )
-    ports.settings = replace(ports.settings, trusted_contexts=(server.url("/ctx/"),))
+    wiring.settings = replace(wiring.settings, trusted_contexts=(server.url("/ctx/"),))
     url = server.url("/ctx/v1.jsonld")
-    first = _extract(ports, url)
-    second = _extract(ports, url)
+    first = _extract(wiring, url)
+    second = _extract(wiring, url)
     assert first["record"]["schema:name"] == "Named through the remote context"
     assert second["record"]["schema:name"] == "Named through the remote context"
     assert not any("not loaded" in note for note in first["notes"])
     assert server.paths() == ["/ctx/v1.jsonld"]  # once per process
 
 
-def test_an_untrusted_context_is_never_fetched(served: tuple[LocalHTTPServer, Ports]) -> None:
-    server, ports = served
+def test_an_untrusted_context_is_never_fetched(served: tuple[LocalHTTPServer, Wiring]) -> None:
+    server, wiring = served
     server.route(
         "/other.jsonld",
         headers=[("Content-Type", "application/ld+json")],
         body=json.dumps(CONTEXT).encode(),
     )
     url = server.url("/other.jsonld")
-    record = _extract(ports, url)
+    record = _extract(wiring, url)
     assert server.requests == []
     assert f"remote context {url} not loaded" in record["notes"]
     assert "schema:name" not in record["record"]
@@ -113,13 +113,13 @@ def test_an_untrusted_context_is_never_fetched(served: tuple[LocalHTTPServer, Po
     ],
 )
 def test_a_trusted_context_that_cannot_be_used_is_noted_and_the_record_kept(
-    served: tuple[LocalHTTPServer, Ports], path: str, answer: dict[str, Any], why: str
+    served: tuple[LocalHTTPServer, Wiring], path: str, answer: dict[str, Any], why: str
 ) -> None:
-    server, ports = served
+    server, wiring = served
     server.route(path, **answer)
     url = server.url(path)
-    ports.settings = replace(ports.settings, trusted_contexts=(url,))
-    record = _extract(ports, url)
+    wiring.settings = replace(wiring.settings, trusted_contexts=(url,))
+    record = _extract(wiring, url)
     assert any(
         note.startswith(f"trusted context {url} could not be loaded") and why in note
         for note in record["notes"]
@@ -128,14 +128,14 @@ def test_a_trusted_context_that_cannot_be_used_is_noted_and_the_record_kept(
     assert record["record"] is not None
 
 
-def test_a_passing_failure_is_not_remembered(served: tuple[LocalHTTPServer, Ports]) -> None:
-    server, ports = served
+def test_a_passing_failure_is_not_remembered(served: tuple[LocalHTTPServer, Wiring]) -> None:
+    server, wiring = served
     answers = iter([Route(status=503), Route(body=json.dumps(CONTEXT).encode())])
     server.route("/flaky.jsonld", respond=lambda _request: next(answers))
     url = server.url("/flaky.jsonld")
-    ports.settings = replace(ports.settings, trusted_contexts=(url,))
-    first = _extract(ports, url)
-    second = _extract(ports, url)
+    wiring.settings = replace(wiring.settings, trusted_contexts=(url,))
+    first = _extract(wiring, url)
+    second = _extract(wiring, url)
     assert any("answered 503" in note for note in first["notes"])
     assert second["record"]["schema:name"] == "Named through the remote context"
     assert server.paths() == ["/flaky.jsonld", "/flaky.jsonld"]

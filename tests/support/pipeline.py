@@ -26,7 +26,7 @@ def function_environment(
     stack: ProvisionedStack, function: str, **overrides: str
 ) -> Iterator[None]:
     """Give the process exactly the environment ``function`` has on Lambda (plus overrides), and
-    a fresh execution environment (the cached ports are rebuilt)."""
+    a fresh execution environment (the cached wiring is rebuilt)."""
     from cdif_harvester import aws_runtime
 
     saved = dict(os.environ)

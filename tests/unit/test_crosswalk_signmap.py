@@ -24,8 +24,8 @@ from cdif_harvester.domain.views.signmap import (
 )
 from cdif_harvester.keys import record_key, records_key, report_key, signmap_key
 from cdif_harvester.model import TypedLink
-from cdif_harvester.stages import Ports
 from cdif_harvester.stages.crosswalk import build_source_signmap, build_views, signmap_part_key
+from cdif_harvester.wiring import Wiring
 from tests.unit.test_crosswalk_stage import MemoryStore, NoFetcher
 
 GOLDEN = Path(__file__).parent / "golden" / "crosswalk"
@@ -146,8 +146,8 @@ def test_latest_lastmod_compares_dates_not_strings() -> None:
 # --- the stage ------------------------------------------------------------------------------
 
 
-def _ports(tmp_path: Path, store: MemoryStore) -> Ports:
-    return Ports(
+def _ports(tmp_path: Path, store: MemoryStore) -> Wiring:
+    return Wiring(
         store=store,
         catalog=SqliteCatalog(tmp_path / "catalog.sqlite"),
         queue=InProcessQueue(),
@@ -183,9 +183,9 @@ def _store(store: MemoryStore, source: str, record: dict[str, Any], report: dict
     return key
 
 
-def _harvested(tmp_path: Path) -> tuple[MemoryStore, Ports, list[str]]:
+def _harvested(tmp_path: Path) -> tuple[MemoryStore, Wiring, list[str]]:
     store = MemoryStore()
-    ports = _ports(tmp_path, store)
+    wiring = _ports(tmp_path, store)
     keys = [
         _store(store, SOURCE, *_golden()),
         _store(store, SOURCE, *_variant("zeta")),
@@ -196,16 +196,16 @@ def _harvested(tmp_path: Path) -> tuple[MemoryStore, Ports, list[str]]:
     ]
     record, report = _variant("no-record")
     store.put(report_key(SOURCE, record_key(report["record_id"])), json.dumps(report).encode())
-    return store, ports, keys
+    return store, wiring, keys
 
 
 def test_the_source_signmap_lists_its_valid_records_with_their_views_links(
     tmp_path: Path,
 ) -> None:
-    store, ports, keys = _harvested(tmp_path)
-    views = {key: build_views(ports, key) for key in keys}
+    store, wiring, keys = _harvested(tmp_path)
+    views = {key: build_views(wiring, key) for key in keys}
     # When the Signmap of the source is built
-    key = build_source_signmap(ports, SOURCE)
+    key = build_source_signmap(wiring, SOURCE)
     # Then it is at the documented key, and our sitemap reader finds the valid records only,
     # sorted by landing page
     assert key == signmap_key(SOURCE) == f"views/{SOURCE}/signmap.xml"
@@ -233,16 +233,16 @@ def test_the_source_signmap_lists_its_valid_records_with_their_views_links(
 
 
 def test_a_second_build_of_an_unchanged_source_writes_nothing(tmp_path: Path) -> None:
-    store, ports, _ = _harvested(tmp_path)
-    build_source_signmap(ports, SOURCE)
+    store, wiring, _ = _harvested(tmp_path)
+    build_source_signmap(wiring, SOURCE)
     store.puts.clear()
-    build_source_signmap(ports, SOURCE)
+    build_source_signmap(wiring, SOURCE)
     assert store.puts == []
 
 
 def test_a_large_source_gets_an_index_of_parts(tmp_path: Path) -> None:
-    store, ports, _ = _harvested(tmp_path)
-    key = build_source_signmap(ports, SOURCE, max_urls=2)
+    store, wiring, _ = _harvested(tmp_path)
+    key = build_source_signmap(wiring, SOURCE, max_urls=2)
     index = parse_sitemap(store.objects[key], sitemap_url=SIGNMAP_URL)
     assert index.kind == "sitemapindex"
     assert [e.loc for e in index.entries] == [
@@ -259,6 +259,6 @@ def test_a_large_source_gets_an_index_of_parts(tmp_path: Path) -> None:
         "https://data.example.org/datasets/zeta",
     ]
     # with the public URL of the store given, the index names the parts absolutely
-    key = build_source_signmap(ports, SOURCE, max_urls=2, base_url="https://cdn.example/h/")
+    key = build_source_signmap(wiring, SOURCE, max_urls=2, base_url="https://cdn.example/h/")
     index = parse_sitemap(store.objects[key], sitemap_url="https://elsewhere.example/x.xml")
     assert index.entries[0].loc == f"https://cdn.example/h/views/{SOURCE}/signmap-00001.xml"

@@ -19,8 +19,8 @@ from cdif_harvester.adapters.local import InProcessQueue, SqliteCatalog, SystemC
 from cdif_harvester.domain.views.nquads import NQuadsError
 from cdif_harvester.keys import VIEW_NAMES, record_key, records_key, report_key, view_keys
 from cdif_harvester.model import FetchResponse
-from cdif_harvester.stages import Ports
 from cdif_harvester.stages.crosswalk import NotARecordKey, build_views
+from cdif_harvester.wiring import Wiring
 
 GOLDEN = Path(__file__).parent / "golden" / "crosswalk"
 SOURCE = "data.example.org"
@@ -71,8 +71,8 @@ class NoFetcher:
         raise AssertionError("the crosswalk never fetches")
 
 
-def _ports(tmp_path: Path, store: MemoryStore) -> Ports:
-    return Ports(
+def _ports(tmp_path: Path, store: MemoryStore) -> Wiring:
+    return Wiring(
         store=store,
         catalog=SqliteCatalog(tmp_path / "catalog.sqlite"),
         queue=InProcessQueue(),
@@ -127,12 +127,12 @@ def test_every_view_is_written_under_its_documented_key(tmp_path: Path) -> None:
 def test_a_second_build_of_an_unchanged_record_writes_nothing(tmp_path: Path) -> None:
     store = MemoryStore()
     key = _stored(store, *_golden_input())
-    ports = _ports(tmp_path, store)
-    build_views(ports, key)
+    wiring = _ports(tmp_path, store)
+    build_views(wiring, key)
     assert len(store.puts) == len(VIEW_NAMES)
     store.puts.clear()
     # When the same notification is delivered again
-    again = build_views(ports, key)
+    again = build_views(wiring, key)
     # Then nothing is written, and the same keys are reported
     assert store.puts == []
     assert set(again) == set(VIEW_NAMES)
@@ -142,13 +142,13 @@ def test_a_changed_record_rewrites_only_the_views_that_changed(tmp_path: Path) -
     store = MemoryStore()
     record, report = _golden_input()
     key = _stored(store, record, report)
-    ports = _ports(tmp_path, store)
-    written = build_views(ports, key)
+    wiring = _ports(tmp_path, store)
+    written = build_views(wiring, key)
     store.puts.clear()
     # When only the version changes (a kernel attribute and a triple, no link)
     record["schema:version"] = "2.2"
     store.objects[key] = json.dumps(record).encode()
-    build_views(ports, key)
+    build_views(wiring, key)
     assert sorted(store.puts) == sorted([written["pid-kernel"], written["nquads"]])
 
 

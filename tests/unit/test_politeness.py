@@ -22,7 +22,9 @@ from cdif_harvester.errors import Deferred
 from cdif_harvester.keys import journal_key
 from cdif_harvester.model import FetchResponse
 from cdif_harvester.ports import HostSlot, Wait
-from cdif_harvester.stages import Ports, RobotsCache, Settings, job_key, run_job
+from cdif_harvester.settings import Settings
+from cdif_harvester.stages.jobs import job_key, run_job
+from cdif_harvester.wiring import RobotsCache, Wiring
 
 A = "https://a.example.org"
 B = "https://b.example.org:8443"
@@ -265,8 +267,8 @@ def test_parse_retry_after() -> None:
 # --------------------------------------------------------------------------- defer mode
 
 
-def _ports(tmp_path: Path, fetcher: GatedFetcher) -> Ports:
-    return Ports(
+def _ports(tmp_path: Path, fetcher: GatedFetcher) -> Wiring:
+    return Wiring(
         store=DirectoryObjectStore(tmp_path),
         catalog=SqliteCatalog(tmp_path / "c.sqlite"),
         queue=InProcessQueue(),
@@ -280,10 +282,10 @@ class _WallClock:
         return NOW
 
 
-def two_requests(ports: Ports, job: UrlJob) -> list[int]:
+def two_requests(wiring: Wiring, job: UrlJob) -> list[int]:
     """A stage that asks the host twice per job (as the resolver does: HEAD, then GET)."""
-    head = ports.fetcher.fetch(job.url, method="HEAD", headers={"Accept": "text/html"})
-    page = ports.fetcher.fetch(job.url, headers={"Accept": "text/html"})
+    head = wiring.fetcher.fetch(job.url, method="HEAD", headers={"Accept": "text/html"})
+    page = wiring.fetcher.fetch(job.url, headers={"Accept": "text/html"})
     return [head.status, page.status]
 
 
@@ -320,19 +322,19 @@ def test_a_deferred_job_resumes_from_its_journal_without_asking_again(tmp_path: 
         journal_store=DirectoryObjectStore(tmp_path),
         jitter=lambda wait: 0.0,
     )
-    ports = _ports(tmp_path, fetcher)
+    wiring = _ports(tmp_path, fetcher)
     job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
 
     # When it first runs, the second request must wait: the job is deferred
     with pytest.raises(Deferred):
-        run_job(ports, job, two_requests)
+        run_job(wiring, job, two_requests)
     assert [(m, u) for m, u, _ in inner.asked] == [("HEAD", f"{A}/page")]
     key = journal_key("run-1", job_key(two_requests, job))
-    assert ports.store.exists(key)
+    assert wiring.store.exists(key)
 
     # Then, run again after the delay, it replays the HEAD and sends only the GET
     clock.now += 2.0
-    assert run_job(ports, job, two_requests, resume=True) == [200, 200]
+    assert run_job(wiring, job, two_requests, resume=True) == [200, 200]
     assert [(m, u) for m, u, _ in inner.asked] == [("HEAD", f"{A}/page"), ("GET", f"{A}/page")]
 
 
@@ -343,21 +345,21 @@ def test_a_resumed_job_deferred_again_keeps_every_answer(tmp_path: Path) -> None
     gate.set_interval(A, 2.0)
     store = DirectoryObjectStore(tmp_path)
     fetcher = _gated(inner, clock, gate, mode="defer", journal_store=store, jitter=lambda wait: 0.0)
-    ports = _ports(tmp_path, fetcher)
+    wiring = _ports(tmp_path, fetcher)
     job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
 
-    def three_requests(ports: Ports, job: UrlJob) -> int:
+    def three_requests(wiring: Wiring, job: UrlJob) -> int:
         for path in ("/a", "/b", "/c"):
-            ports.fetcher.fetch(f"{A}{path}")
+            wiring.fetcher.fetch(f"{A}{path}")
         return len(inner.asked)
 
     with pytest.raises(Deferred):
-        run_job(ports, job, three_requests)
+        run_job(wiring, job, three_requests)
     clock.now += 2.0
     with pytest.raises(Deferred):
-        run_job(ports, job, three_requests, resume=True)
+        run_job(wiring, job, three_requests, resume=True)
     clock.now += 2.0
-    assert run_job(ports, job, three_requests, resume=True) == 3
+    assert run_job(wiring, job, three_requests, resume=True) == 3
     assert [u for _, u, _ in inner.asked] == [f"{A}/a", f"{A}/b", f"{A}/c"]
     # every body stored once, beside the journal's index
     bodies = [k for k in store.list("staging/run-1/journal/") if k.endswith(".body")]

@@ -59,8 +59,10 @@ from cdif_harvester.errors import (
     PermanentError,
     RetryableError,
 )
-from cdif_harvester.stages import Ports, Settings, run_job
+from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
+from cdif_harvester.stages.jobs import run_job
+from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "AwsConfig",
@@ -69,7 +71,7 @@ __all__ = [
     "handle_sqs_batch",
     "logger",
     "metrics",
-    "ports",
+    "wiring",
     "reset",
     "tracer",
     "work_key",
@@ -183,8 +185,8 @@ def _host_overrides(text: str) -> dict[str, int]:
 
 
 @cache
-def ports() -> Ports:
-    """Build (once per execution environment) the ports of a Lambda function."""
+def wiring() -> Wiring:
+    """Build (once per execution environment) the wiring of a Lambda function."""
     # Imported on first use, not at module import: keeps the handler's cold start light.
     import boto3  # noqa: PLC0415
 
@@ -213,7 +215,7 @@ def ports() -> Ports:
         max_retry_after=settings.max_retry_after,
     )
     catalog = DynamoCatalog(table)
-    bundle = Ports(
+    bundle = Wiring(
         store=store,
         catalog=catalog,
         queue=SqsQueue(boto3.client("sqs"), config.queue_urls),
@@ -234,7 +236,7 @@ def handle_sqs_batch(
     event: dict[str, Any],
     context: Any,
     contract: type[_J],
-    stage: Callable[[Ports, _J], Any],
+    stage: Callable[[Wiring, _J], Any],
 ) -> dict[str, Any]:
     """Run ``stage`` on every SQS record of ``event``, reporting partial batch failures.
 
@@ -251,7 +253,7 @@ def handle_sqs_batch(
     _label_stage(stage_name)
     _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
-    bundle = ports()
+    bundle = wiring()
     outcomes: Counter[str] = Counter()
 
     def record_handler(record: SQSRecord) -> None:
@@ -378,9 +380,9 @@ def _once(run: Callable[[], dict[str, Any]], key: str, context: Any) -> dict[str
 
 
 def reset() -> None:
-    """Forget the cached execution environment (ports, idempotency store): the next call
+    """Forget the cached execution environment (wiring, idempotency store): the next call
     builds them again from the environment, as a cold start would."""
-    ports.cache_clear()
+    wiring.cache_clear()
     _idempotency_store.cache_clear()
 
 
@@ -396,7 +398,7 @@ def _idempotency_store() -> Any:
     return DynamoDBPersistenceLayer(table_name=table)
 
 
-def _send_again(bundle: Ports, contract: type[Any], record: SQSRecord, delay: float) -> None:
+def _send_again(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float) -> None:
     """Put a deferred job back on its queue, delayed, marked to resume from its journal."""
     from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
 
@@ -407,7 +409,7 @@ def _send_again(bundle: Ports, contract: type[Any], record: SQSRecord, delay: fl
         bundle.queue.send(queue, [record.body], delays=[min(900, math.ceil(delay))])
 
 
-def _retry_later(bundle: Ports, contract: type[Any], record: SQSRecord, delay: float) -> None:
+def _retry_later(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float) -> None:
     """Have SQS redeliver a failed record only after ``delay`` seconds (Retry-After)."""
     from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
 
@@ -421,7 +423,7 @@ def _retry_later(bundle: Ports, contract: type[Any], record: SQSRecord, delay: f
 
 
 def handle_s3_notifications(
-    event: dict[str, Any], context: Any, stage: Callable[[Ports, str], Any]
+    event: dict[str, Any], context: Any, stage: Callable[[Wiring, str], Any]
 ) -> dict[str, Any]:
     """Run ``stage`` on every object key of the S3 notifications carried by an SQS batch.
 
@@ -432,7 +434,7 @@ def handle_s3_notifications(
     _label_stage(CROSSWALK_STAGE)
     _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
-    bundle = ports()
+    bundle = wiring()
 
     def record_handler(record: SQSRecord) -> None:
         logger.append_keys(message_id=record.message_id, key=None)

@@ -33,7 +33,7 @@ from typing import Any
 
 from cdif_harvester import __version__
 from cdif_harvester.api.routes import build_api
-from cdif_harvester.stages import Ports
+from cdif_harvester.wiring import Wiring
 
 __all__ = ["OPENAPI_TITLE", "build_api", "openapi_document"]
 
@@ -46,8 +46,8 @@ _DESCRIPTION = (
 )
 
 
-def _unused_ports() -> Ports:
-    raise RuntimeError("the OpenAPI document is made without ports")
+def _unused_ports() -> Wiring:
+    raise RuntimeError("the OpenAPI document is made without wiring")
 
 
 def openapi_document() -> dict[str, Any]:

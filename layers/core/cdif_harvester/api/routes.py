@@ -63,7 +63,6 @@ from cdif_harvester.model import (
     source_to_dict,
 )
 from cdif_harvester.ports import SourceRegistry
-from cdif_harvester.stages import Ports
 from cdif_harvester.stages.intake import start_harvest
 from cdif_harvester.stages.sources import (
     UnknownSource,
@@ -71,6 +70,7 @@ from cdif_harvester.stages.sources import (
     registry_of,
     start_source_run,
 )
+from cdif_harvester.wiring import Wiring
 
 __all__ = ["LINKSET_MEDIA_TYPES", "build_api"]
 
@@ -143,8 +143,8 @@ def _responses(
     return documented
 
 
-def _now(ports: Ports) -> str:
-    when: datetime = ports.clock.now()
+def _now(wiring: Wiring) -> str:
+    when: datetime = wiring.clock.now()
     return when.isoformat(timespec="seconds")
 
 
@@ -191,10 +191,10 @@ def _document(
 
 
 class _Requests:
-    """What the routes of one API share: the caller, the ports, links, and look-ups that
+    """What the routes of one API share: the caller, the wiring, links, and look-ups that
     refuse what the caller may not see."""
 
-    def __init__(self, app: APIGatewayRestResolver, get_ports: Callable[[], Ports]) -> None:
+    def __init__(self, app: APIGatewayRestResolver, get_ports: Callable[[], Wiring]) -> None:
         self.app = app
         self.get_ports = get_ports
 
@@ -205,7 +205,7 @@ class _Requests:
             raise Unauthenticated("the request was not admitted")
         return found
 
-    def ports(self) -> Ports:
+    def wiring(self) -> Wiring:
         """The adapters (built on first use)."""
         return self.get_ports()
 
@@ -297,7 +297,7 @@ class _Requests:
 
 
 def build_api(
-    get_ports: Callable[[], Ports],
+    get_ports: Callable[[], Wiring],
     *,
     get_operators: Callable[[], Iterable[str]] = operator_keys,
 ) -> APIGatewayRestResolver:
@@ -354,8 +354,8 @@ def _source_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
     def register_source(body: Annotated[NewSource, Body()]) -> Response[str]:
         who = api.caller()
         require_operator(who, "registering a source")
-        ports = api.ports()
-        now = _now(ports)
+        wiring = api.wiring()
+        now = _now(wiring)
         source = check_source(_source_of_body(body, body.source_id))
         source = replace(source, created_at=now, updated_at=now)
         if not api.registry().add_source(source):  # atomic: two registrations, one wins
@@ -398,8 +398,8 @@ def _source_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
                 f"source_id {body.source_id!r} in the body differs from {source_id!r} in the path",
                 error="invalid-request",
             )
-        ports = api.ports()
-        now = _now(ports)
+        wiring = api.wiring()
+        now = _now(wiring)
         old = api.registry().get_source(source_id)
         checked = check_source(_source_of_body(body, source_id))
         kept: dict[str, Any] = {"created_at": now}
@@ -524,7 +524,7 @@ def _harvest_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         who = api.caller()
         require_source_access(who, api.registered(source_id), "starting a harvest of this source")
         run = start_source_run(
-            api.ports(), source_id, trigger=TRIGGER, entry_url=body.url if body else None
+            api.wiring(), source_id, trigger=TRIGGER, entry_url=body.url if body else None
         )
         return api.started(run.run_id, run.entry_urls[0], source_id)
 
@@ -543,7 +543,7 @@ def _harvest_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
     )
     def start_adhoc_harvest(body: Annotated[HarvestRequest, Body()]) -> Response[str]:
         require_operator(api.caller(), "an ad-hoc harvest of any URL")
-        job = start_harvest(api.ports(), body.url, options=body.options, trigger=TRIGGER)
+        job = start_harvest(api.wiring(), body.url, options=body.options, trigger=TRIGGER)
         return api.started(job.run_id, job.url, None)
 
 
@@ -603,7 +603,7 @@ def _run_routes(app: APIGatewayRestResolver, api: _Requests) -> None:
         start = int(cursor or 0)
         kept = (
             item
-            for item in api.ports().catalog.outcomes(run.run_id)
+            for item in api.wiring().catalog.outcomes(run.run_id)
             if outcome is None or item.outcome is outcome
         )
         # One more than the page: whether another page follows, without counting them all.

@@ -46,7 +46,7 @@ from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.domain.records.shacl import ShaclUnavailable
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.model import Outcome, entry_to_dict, url_state_to_dict
-from cdif_harvester.stages import Settings
+from cdif_harvester.settings import Settings
 from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions
 
 __all__ = ["main"]

@@ -62,16 +62,19 @@ from cdif_harvester.errors import ContractError, Deferred, HarvestError, Retryab
 from cdif_harvester.keys import RECORDS_PREFIX, origin_of
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
-from cdif_harvester.stages import Ports, Settings, run_job, settle
+from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.finish import close_run
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
+from cdif_harvester.stages.jobs import run_job
+from cdif_harvester.stages.outcomes import settle
 from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.stages.runs import sitemap_done
 from cdif_harvester.stages.sources import claim_source_run
+from cdif_harvester.wiring import Wiring
 
 __all__ = ["HarvestSummary", "LocalHarvester"]
 
@@ -79,7 +82,7 @@ CATALOG_FILE = "catalog.sqlite"
 SUMMARY_FILE = "summary.json"
 OUTCOMES_FILE = "outcomes.jsonl"
 
-Stage = Callable[[Ports, Any], Any]
+Stage = Callable[[Wiring, Any], Any]
 
 # The stages run on the main thread, later stages first: work already under way finishes before
 # new work is started, which keeps the queues short and makes progress visible early.
@@ -243,7 +246,7 @@ class LocalHarvester:
         )
         clock = _GateClock(sleep)
         self.gate = MemoryHostGate(lease=settings.host_slot_lease, monotonic=clock.monotonic)
-        self.ports = Ports(
+        self.wiring = Wiring(
             store=store,
             catalog=self.catalog,
             queue=self.queue,
@@ -268,7 +271,7 @@ class LocalHarvester:
 
         # The Crawl-delay of every robots.txt the expander reads goes to the gate at once (never
         # below a registered source's own delay for that host).
-        self.ports.robots.subscribe(
+        self.wiring.robots.subscribe(
             lambda origin, policy: self.gate.set_interval(
                 origin, max(settings.crawl_delay_of(policy), floor_of(origin))
             )
@@ -315,9 +318,9 @@ class LocalHarvester:
         urls = [entry_urls] if isinstance(entry_urls, str) else list(entry_urls)
         started = time.monotonic()
         run, jobs = start_run(
-            self.ports,
+            self.wiring,
             urls,
-            run_id=run_id or new_run_id(self.ports.clock),
+            run_id=run_id or new_run_id(self.wiring.clock),
             options=options,
             trigger=trigger,
             source_id=source_id,
@@ -327,7 +330,7 @@ class LocalHarvester:
             run_id=run_id,
             entry_url=jobs[0].url,
             entry_urls=[job.url for job in jobs],
-            started_at=self.ports.clock.now().isoformat(timespec="seconds"),
+            started_at=self.wiring.clock.now().isoformat(timespec="seconds"),
         )
         self._say(f"harvest {run_id}: {', '.join(summary.entry_urls)} -> {self.out_dir}")
         views = 0
@@ -345,7 +348,7 @@ class LocalHarvester:
                 self._report_progress(run_id)
         self._check_finished(run_id)
         # Tombstones, the Signmaps of the sources whose records changed, the source freed.
-        closure = close_run(self.ports, run_id, publish=False)
+        closure = close_run(self.wiring, run_id, publish=False)
         summary.withdrawn = closure.withdrawn
         summary.signmaps = closure.signmaps
         summary.crosswalk_errors.extend(closure.errors)
@@ -360,7 +363,7 @@ class LocalHarvester:
         """Harvest a registered source of this directory (from its entry URL, or from
         ``entry_url`` on one of its hosts) with its resolution options, as one run that holds
         the source until it ends. Raises UnknownSource, HostNotAllowed or SourceBusy."""
-        source, url, run_id = claim_source_run(self.ports, source_id, entry_url=entry_url)
+        source, url, run_id = claim_source_run(self.wiring, source_id, entry_url=entry_url)
         try:
             return self.harvest(
                 [url], options=source.options, trigger=trigger, source_id=source_id, run_id=run_id
@@ -379,8 +382,8 @@ class LocalHarvester:
             f"  warning: run counters say {run.entered} URLs entered, {run.settled} settled, "
             f"{run.sitemaps} sitemap jobs left; marking the run finished"
         )
-        self.catalog.recount_run(run_id, at=self.ports.clock.now().isoformat(timespec="seconds"))
-        self.catalog.finish_run(run_id, at=self.ports.clock.now().isoformat(timespec="seconds"))
+        self.catalog.recount_run(run_id, at=self.wiring.clock.now().isoformat(timespec="seconds"))
+        self.catalog.finish_run(run_id, at=self.wiring.clock.now().isoformat(timespec="seconds"))
 
     # -- the main thread's work -----------------------------------------------------------------
 
@@ -390,7 +393,7 @@ class LocalHarvester:
             if body is not None:
                 work = self._decode(body, contract, stage)
                 try:
-                    run_job(self.ports, work.job, stage)
+                    run_job(self.wiring, work.job, stage)
                 except Exception as exc:  # noqa: BLE001 - every error ends in an outcome
                     self._after_failure(work, exc)
                 return True
@@ -424,9 +427,9 @@ class LocalHarvester:
     def _give_up(self, work: _Work, error: HarvestError) -> None:
         """Record the URL's outcome; a sitemap job given up on is done in its run too."""
         job = work.job
-        settle(self.ports, run_id=job.run_id, source=job.source, url=job.url, error=error)
+        settle(self.wiring, run_id=job.run_id, source=job.source, url=job.url, error=error)
         if work.contract is SitemapJob:
-            sitemap_done(self.ports, job)
+            sitemap_done(self.wiring, job)
 
     @staticmethod
     def _queue_of(contract: type[Any]) -> str:
@@ -467,7 +470,7 @@ class LocalHarvester:
     def _next_of(self, host: str) -> _Work | None:
         line = self._lines[host]
         running = [w for w in self._running.values() if w.host == host]
-        if len(running) >= self.ports.settings.slots_for(host):
+        if len(running) >= self.wiring.settings.slots_for(host):
             return None
         if line.urls:
             work = line.urls.popleft()
@@ -481,7 +484,7 @@ class LocalHarvester:
         return work
 
     def _work(self, work: _Work) -> None:
-        run_job(self.ports, work.job, work.stage)
+        run_job(self.wiring, work.job, work.stage)
 
     def _collect(self) -> None:
         """Settle the jobs the workers have finished."""
@@ -509,7 +512,7 @@ class LocalHarvester:
         while (body := self.queue.receive(CROSSWALK_QUEUE)) is not None:
             for key in keys_from_s3_event(json.loads(body)):
                 try:
-                    made += len(build_views(self.ports, key))
+                    made += len(build_views(self.wiring, key))
                 except (HarvestError, KeyError) as exc:
                     summary.crosswalk_errors.append(f"{key}: {exc}")
         return made
@@ -551,7 +554,7 @@ class LocalHarvester:
         summary.valid_records = sum(1 for r in records if r.valid)
         summary.invalid_records = summary.records - summary.valid_records
         summary.views = views
-        summary.finished_at = self.ports.clock.now().isoformat(timespec="seconds")
+        summary.finished_at = self.wiring.clock.now().isoformat(timespec="seconds")
         summary.elapsed_seconds = time.monotonic() - started
         lines = "".join(
             json.dumps(_outcome_line(o), ensure_ascii=False, sort_keys=True) + "\n"

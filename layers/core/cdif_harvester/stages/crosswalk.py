@@ -90,7 +90,7 @@ from cdif_harvester.keys import (
     view_keys,
 )
 from cdif_harvester.model import TypedLink
-from cdif_harvester.stages import Ports
+from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "NotARecordKey",
@@ -165,13 +165,13 @@ def _signposts(
     return context, links, invented
 
 
-def _put_if_changed(ports: Ports, key: str, body: bytes, content_type: str) -> bool:
+def _put_if_changed(wiring: Wiring, key: str, body: bytes, content_type: str) -> bool:
     try:
-        if ports.store.get(key) == body:
+        if wiring.store.get(key) == body:
             return False
     except KeyError:
         pass
-    ports.store.put(key, body, content_type=content_type)
+    wiring.store.put(key, body, content_type=content_type)
     return True
 
 
@@ -194,7 +194,7 @@ def _views(record: Mapping[str, Any], report: Mapping[str, Any]) -> dict[str, tu
     }
 
 
-def build_views(ports: Ports, key: str) -> dict[str, str]:
+def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     """Write every view of the record under ``key``; return the view keys (empty if invalid).
 
     A view whose bytes did not change is not written again. Raises NotARecordKey for a key
@@ -206,15 +206,15 @@ def build_views(ports: Ports, key: str) -> dict[str, str]:
     if parsed is None:
         raise NotARecordKey(f"{key} is not a records/ key")
     source, rkey = parsed
-    report = json.loads(ports.store.get(report_key(source, rkey)))
+    report = json.loads(wiring.store.get(report_key(source, rkey)))
     if not report.get("valid"):
         return {}
-    record = json.loads(ports.store.get(key))
+    record = json.loads(wiring.store.get(key))
     bodies = _views(record, report)
     targets = view_keys(source, rkey)
     for name, target in targets.items():
         body, content_type = bodies[name]
-        _put_if_changed(ports, target, body, content_type)
+        _put_if_changed(wiring, target, body, content_type)
     return targets
 
 
@@ -230,7 +230,7 @@ def signmap_part_key(source: str, number: int) -> str:
 
 
 def build_source_signmap(
-    ports: Ports,
+    wiring: Wiring,
     source: str,
     *,
     base_url: str | None = None,
@@ -249,17 +249,17 @@ def build_source_signmap(
     """
     prefix = report_key(source, "-").rsplit("/", 1)[0] + "/"
     pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{32})\.json")
-    keys = [key for key in ports.store.list(prefix) if pattern.fullmatch(key)]
+    keys = [key for key in wiring.store.list(prefix) if pattern.fullmatch(key)]
 
     def read(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         rkey = key.removeprefix(prefix).removesuffix(".json")
         try:
-            report = json.loads(ports.store.get(key))
+            report = json.loads(wiring.store.get(key))
             if not isinstance(report, dict) or not report.get("valid"):
                 return None
             if report.get("withdrawn_at"):
                 return None
-            record = json.loads(ports.store.get(records_key(source, rkey)))
+            record = json.loads(wiring.store.get(records_key(source, rkey)))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
         return (report, record) if isinstance(record, dict) else None
@@ -285,15 +285,15 @@ def build_source_signmap(
     parts = render_signmap(entries, max_urls=max_urls, max_bytes=max_bytes)
     target = signmap_key(source)
     if len(parts) == 1:
-        _put_if_changed(ports, target, parts[0].body, SIGNMAP_MEDIA_TYPE)
+        _put_if_changed(wiring, target, parts[0].body, SIGNMAP_MEDIA_TYPE)
         return target
     listed: list[tuple[str, str | None]] = []
     for number, part in enumerate(parts, start=1):
         part_key = signmap_part_key(source, number)
-        _put_if_changed(ports, part_key, part.body, SIGNMAP_MEDIA_TYPE)
+        _put_if_changed(wiring, part_key, part.body, SIGNMAP_MEDIA_TYPE)
         location = part_key.rsplit("/", 1)[1]
         if base_url:
             location = base_url.rstrip("/") + "/" + part_key
         listed.append((location, part.lastmod))
-    _put_if_changed(ports, target, render_signmap_index(listed), SIGNMAP_MEDIA_TYPE)
+    _put_if_changed(wiring, target, render_signmap_index(listed), SIGNMAP_MEDIA_TYPE)
     return target

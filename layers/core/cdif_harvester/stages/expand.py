@@ -53,16 +53,16 @@ from cdif_harvester.model import (
     UrlOutcome,
     plain,
 )
-from cdif_harvester.stages import (
-    Ports,
+from cdif_harvester.stages.jobs import retry_after_of
+from cdif_harvester.stages.outcomes import (
     held_states,
     outcome_now,
     record_outcome,
     record_outcomes,
-    retry_after_of,
     settle,
 )
 from cdif_harvester.stages.runs import enter_urls, expect_sitemaps, sitemap_done
+from cdif_harvester.wiring import Wiring
 
 __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
 
@@ -86,7 +86,7 @@ class ExpansionResult:
     follow_up: bool = False
 
 
-def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult | UrlOutcome:
+def expand_sitemap(wiring: Wiring, job: SitemapJob) -> ExpansionResult | UrlOutcome:
     """Expand one robots.txt, sitemap, sitemap index, or single page into queued jobs.
 
     A document that is unusable (a permanent error: 4xx, not a sitemap, too deep...) ends in
@@ -95,43 +95,43 @@ def expand_sitemap(ports: Ports, job: SitemapJob) -> ExpansionResult | UrlOutcom
     answer, and whatever retryable error the fetcher raises: the job is then tried again.
     """
     try:
-        result: ExpansionResult | UrlOutcome = _expand(ports, job)
+        result: ExpansionResult | UrlOutcome = _expand(wiring, job)
     except PermanentError as error:
-        result = settle(ports, run_id=job.run_id, source=job.source, url=job.url, error=error)
-    sitemap_done(ports, job)
+        result = settle(wiring, run_id=job.run_id, source=job.source, url=job.url, error=error)
+    sitemap_done(wiring, job)
     return result
 
 
-def _expand(ports: Ports, job: SitemapJob) -> ExpansionResult:
+def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
     if job.body_key is not None:
-        return _expand_part(ports, job, job.body_key)
+        return _expand_part(wiring, job, job.body_key)
     if urlsplit(job.url).path == "/robots.txt":
-        return _expand_robots(ports, job)
-    response = _fetch(ports, job.url, max_bytes=ports.settings.max_sitemap_bytes)
+        return _expand_robots(wiring, job)
+    response = _fetch(wiring, job.url, max_bytes=wiring.settings.max_sitemap_bytes)
     if job.depth == 0 and response.media_type in HTML_MEDIA_TYPES:
         # The entry URL is a landing page, not a sitemap: harvest that one page.
-        return _emit_urls(ports, job, [SitemapEntry(loc=job.url, lastmod=None)])
+        return _emit_urls(wiring, job, [SitemapEntry(loc=job.url, lastmod=None)])
     stream = iter_sitemap(
         response.body,
         sitemap_url=response.url,
-        max_urls=ports.settings.max_sitemap_urls,
-        max_bytes=ports.settings.max_sitemap_bytes,
+        max_urls=wiring.settings.max_sitemap_urls,
+        max_bytes=wiring.settings.max_sitemap_bytes,
     )
     if stream.kind == "sitemapindex":
-        result = _emit_children(ports, job, [entry.loc for entry in stream])
+        result = _emit_children(wiring, job, [entry.loc for entry in stream])
     else:
-        result = _emit_in_parts(ports, job, stream)
-    _record_partial(ports, job, stream)
+        result = _emit_in_parts(wiring, job, stream)
+    _record_partial(wiring, job, stream)
     return result
 
 
-def _fetch(ports: Ports, url: str, *, max_bytes: int) -> FetchResponse:
-    response = ports.fetcher.fetch(url, max_bytes=max_bytes)
+def _fetch(wiring: Wiring, url: str, *, max_bytes: int) -> FetchResponse:
+    response = wiring.fetcher.fetch(url, max_bytes=max_bytes)
     if response.status >= 500 or response.status == 429:
         raise FetchFailed(
             f"{url} answered {response.status}",
             reason=f"http-{response.status}",
-            retry_after=retry_after_of(ports, response),
+            retry_after=retry_after_of(wiring, response),
         )
     if response.status != 200:
         raise SitemapFetchError(
@@ -140,14 +140,14 @@ def _fetch(ports: Ports, url: str, *, max_bytes: int) -> FetchResponse:
     return response
 
 
-def _expand_robots(ports: Ports, job: SitemapJob) -> ExpansionResult:
-    policy = _robots_for(ports, job.url, entry=True)
+def _expand_robots(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
+    policy = _robots_for(wiring, job.url, entry=True)
     if not policy.sitemaps:
         raise SitemapFetchError(
             f"{job.url} announces no Sitemap: lines", reason="no-sitemaps-in-robots"
         )
     children = [_child(job, url, cdif_agent=url in policy.cdif_sitemaps) for url in policy.sitemaps]
-    _send_sitemaps(ports, job, children, what="children")
+    _send_sitemaps(wiring, job, children, what="children")
     return ExpansionResult(sitemap_jobs=len(children))
 
 
@@ -167,10 +167,10 @@ def _child(job: SitemapJob, url: str, *, cdif_agent: bool) -> SitemapJob:
     )
 
 
-def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionResult:
-    if job.depth + 1 > ports.settings.max_sitemap_depth:
+def _emit_children(wiring: Wiring, job: SitemapJob, urls: list[str]) -> ExpansionResult:
+    if job.depth + 1 > wiring.settings.max_sitemap_depth:
         raise SitemapFetchError(
-            f"sitemap index nesting deeper than {ports.settings.max_sitemap_depth} levels",
+            f"sitemap index nesting deeper than {wiring.settings.max_sitemap_depth} levels",
             reason="sitemap-depth-exceeded",
         )
     lineage = {*job.ancestors, job.url}
@@ -179,19 +179,19 @@ def _emit_children(ports: Ports, job: SitemapJob, urls: list[str]) -> ExpansionR
         for url in dict.fromkeys(urls)
         if url not in lineage  # an index listing one of its ancestors would never end
     ]
-    _send_sitemaps(ports, job, children, what="children")
+    _send_sitemaps(wiring, job, children, what="children")
     return ExpansionResult(sitemap_jobs=len(children))
 
 
-def _send_sitemaps(ports: Ports, job: SitemapJob, jobs: list[SitemapJob], *, what: str) -> None:
+def _send_sitemaps(wiring: Wiring, job: SitemapJob, jobs: list[SitemapJob], *, what: str) -> None:
     """Send sitemap jobs, counted in the run first (so the run cannot look finished while
     they are on their way)."""
-    expect_sitemaps(ports, job, len(jobs), what=what)
+    expect_sitemaps(wiring, job, len(jobs), what=what)
     if jobs:
-        ports.queue.send(SITEMAP_QUEUE, [encode(item) for item in jobs])
+        wiring.queue.send(SITEMAP_QUEUE, [encode(item) for item in jobs])
 
 
-def _emit_in_parts(ports: Ports, job: SitemapJob, stream: SitemapStream) -> ExpansionResult:
+def _emit_in_parts(wiring: Wiring, job: SitemapJob, stream: SitemapStream) -> ExpansionResult:
     """Hand on the first part of the sitemap now; write the others out for follow-up jobs.
 
     Parts are written as the stream is read, each once the next entry proves it is not the
@@ -199,7 +199,7 @@ def _emit_in_parts(ports: Ports, job: SitemapJob, stream: SitemapStream) -> Expa
     first part's URL jobs go out only once the whole document has been read: a sitemap that
     turns out too large is refused whole.
     """
-    size = ports.settings.max_urls_per_job
+    size = wiring.settings.max_urls_per_job
     first: list[SitemapEntry] = []
     done: list[SitemapEntry] | None = None  # a full part, written once another entry comes
     current: list[SitemapEntry] = []
@@ -210,7 +210,7 @@ def _emit_in_parts(ports: Ports, job: SitemapJob, stream: SitemapStream) -> Expa
             continue
         if done is not None:
             written += 1
-            _write_part(ports, job, written, done, last=False)
+            _write_part(wiring, job, written, done, last=False)
             done = None
         current.append(entry)
         if len(current) == size:
@@ -218,17 +218,17 @@ def _emit_in_parts(ports: Ports, job: SitemapJob, stream: SitemapStream) -> Expa
     tail = done if done is not None else current
     if tail:
         written += 1
-        _write_part(ports, job, written, tail, last=True)
-    result = _emit_urls(ports, job, first)
+        _write_part(wiring, job, written, tail, last=True)
+    result = _emit_urls(wiring, job, first)
     if not written:
         return result
     follow_up = replace(job, offset=len(first), body_key=sitemap_part_key(job.run_id, job.url, 1))
-    _send_sitemaps(ports, job, [follow_up], what="follow-up")
+    _send_sitemaps(wiring, job, [follow_up], what="follow-up")
     return replace(result, sitemap_jobs=1, follow_up=True)
 
 
 def _write_part(
-    ports: Ports, job: SitemapJob, index: int, entries: list[SitemapEntry], *, last: bool
+    wiring: Wiring, job: SitemapJob, index: int, entries: list[SitemapEntry], *, last: bool
 ) -> None:
     part = {
         "sitemap": job.url,
@@ -242,7 +242,7 @@ def _write_part(
         ],
         "next": None if last else sitemap_part_key(job.run_id, job.url, index + 1),
     }
-    ports.store.put(
+    wiring.store.put(
         sitemap_part_key(job.run_id, job.url, index),
         json.dumps(part, separators=(",", ":")).encode("utf-8"),
         content_type="application/json",
@@ -279,10 +279,10 @@ def _link_of_part(kept: list[str | None] | dict[str, Any], loc: str) -> TypedLin
     return TypedLink(href, rel, type=media_type, profile=profile, anchor=loc, found_in="signmap")
 
 
-def _expand_part(ports: Ports, job: SitemapJob, key: str) -> ExpansionResult:
+def _expand_part(wiring: Wiring, job: SitemapJob, key: str) -> ExpansionResult:
     """A follow-up job: hand on one stored part, then start the job of the next part."""
     try:
-        part = json.loads(ports.store.get(key))
+        part = json.loads(wiring.store.get(key))
     except KeyError as exc:
         raise SitemapFetchError(
             f"sitemap part {key} is gone", reason="sitemap-part-missing"
@@ -295,17 +295,17 @@ def _expand_part(ports: Ports, job: SitemapJob, key: str) -> ExpansionResult:
         )
         for item in part["entries"]
     ]
-    result = _emit_urls(ports, job, entries)
+    result = _emit_urls(wiring, job, entries)
     if part["next"] is None:
         return result
     follow_up = replace(job, offset=job.offset + len(entries), body_key=part["next"])
     # Sent after this part's URL jobs: a redelivered job repeats only its own part.
-    _send_sitemaps(ports, job, [follow_up], what="follow-up")
+    _send_sitemaps(wiring, job, [follow_up], what="follow-up")
     return replace(result, sitemap_jobs=1, follow_up=True)
 
 
 def _emit_urls(
-    ports: Ports, job: SitemapJob, entries: tuple[SitemapEntry, ...] | list[SitemapEntry]
+    wiring: Wiring, job: SitemapJob, entries: tuple[SitemapEntry, ...] | list[SitemapEntry]
 ) -> ExpansionResult:
     """Hand on one URL job per allowed, new location of ``entries``.
 
@@ -320,12 +320,12 @@ def _emit_urls(
         if entry.loc in seen:
             continue
         seen.add(entry.loc)
-        policy = _robots_for(ports, entry.loc)
-        refusal = _refusal(ports, job, entry.loc, policy)
+        policy = _robots_for(wiring, entry.loc)
+        refusal = _refusal(wiring, job, entry.loc, policy)
         if refusal is not None:
             disallowed += 1
             record_outcome(
-                ports,
+                wiring,
                 run_id=job.run_id,
                 source=job.source,
                 url=entry.loc,
@@ -335,28 +335,28 @@ def _emit_urls(
             continue
         allowed.append((entry, policy))
     # A URL another sitemap of the run already handed on is not sent again.
-    to_send = enter_urls(ports, job, [entry.loc for entry, _ in allowed])
+    to_send = enter_urls(wiring, job, [entry.loc for entry, _ in allowed])
     handed = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
     # Normalised once: compared with the held lastmod, then carried on the URL job.
     lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _ in handed}
-    unchanged = _unchanged_by_lastmod(ports, job, lastmods)
+    unchanged = _unchanged_by_lastmod(wiring, job, lastmods)
     jobs = [(entry, policy) for entry, policy in handed if entry.loc not in unchanged]
-    _send_urls(ports, job, jobs, lastmods)
-    record_outcomes(ports, list(unchanged.values()))
+    _send_urls(wiring, job, jobs, lastmods)
+    record_outcomes(wiring, list(unchanged.values()))
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
 
 
 def _unchanged_by_lastmod(
-    ports: Ports, job: SitemapJob, lastmods: dict[str, str | None]
+    wiring: Wiring, job: SitemapJob, lastmods: dict[str, str | None]
 ) -> dict[str, UrlOutcome]:
     """The ``unchanged`` outcomes of the URLs whose sitemap lastmod (normalised, by URL) is not
     newer than the one their held records came from
     (:mod:`cdif_harvester.domain.discovery.incremental`)."""
     dated = {url: lastmod for url, lastmod in lastmods.items() if lastmod}
-    held = held_states(ports, list(dated))
+    held = held_states(wiring, list(dated))
     return {
         url: outcome_now(
-            ports,
+            wiring,
             run_id=job.run_id,
             source=job.source,
             url=url,
@@ -369,7 +369,7 @@ def _unchanged_by_lastmod(
 
 
 def _send_urls(
-    ports: Ports,
+    wiring: Wiring,
     job: SitemapJob,
     entries: list[tuple[SitemapEntry, RobotsPolicy]],
     lastmods: dict[str, str | None],
@@ -382,7 +382,7 @@ def _send_urls(
     own_delay = job.crawl_delay or 0.0
     for entry, policy in entries:
         origin = origin_of(entry.loc)
-        delay = max(ports.settings.crawl_delay_of(policy), own_delay)
+        delay = max(wiring.settings.crawl_delay_of(policy), own_delay)
         delays.append(int(per_origin[origin] * delay))
         per_origin[origin] += 1
         bodies.append(
@@ -401,12 +401,12 @@ def _send_urls(
                 )
             )
         )
-    ports.queue.send(URL_QUEUE, bodies, delays=delays if any(delays) else None)
+    wiring.queue.send(URL_QUEUE, bodies, delays=delays if any(delays) else None)
 
 
-def _refusal(ports: Ports, job: SitemapJob, url: str, policy: RobotsPolicy) -> str | None:
+def _refusal(wiring: Wiring, job: SitemapJob, url: str, policy: RobotsPolicy) -> str | None:
     """Why ``url`` may not be harvested from this sitemap, or None when it may."""
-    settings = ports.settings
+    settings = wiring.settings
     if origin_of(url) != origin_of(job.url) and not (
         {job.url, *job.ancestors} & set(policy.sitemaps)
     ):
@@ -423,17 +423,17 @@ def _refusal(ports: Ports, job: SitemapJob, url: str, policy: RobotsPolicy) -> s
     return None
 
 
-def _record_partial(ports: Ports, job: SitemapJob, parsed: SitemapStream) -> None:
+def _record_partial(wiring: Wiring, job: SitemapJob, parsed: SitemapStream) -> None:
     """A sitemap that broke part-way or went over the limit is recorded as failed, with how
     many of its URLs were still handed on."""
     if parsed.error is None and parsed.limit_hit is None:
         return
     problem = parsed.error or (
-        f"{parsed.limit_hit}: more than {ports.settings.max_sitemap_urls} URLs (the sitemaps.org "
+        f"{parsed.limit_hit}: more than {wiring.settings.max_sitemap_urls} URLs (the sitemaps.org "
         "limit); the rest were ignored"
     )
     record_outcome(
-        ports,
+        wiring,
         run_id=job.run_id,
         source=job.source,
         url=job.url,
@@ -442,24 +442,24 @@ def _record_partial(ports: Ports, job: SitemapJob, parsed: SitemapStream) -> Non
     )
 
 
-def _robots_for(ports: Ports, url: str, *, entry: bool = False) -> RobotsPolicy:
+def _robots_for(wiring: Wiring, url: str, *, entry: bool = False) -> RobotsPolicy:
     """The robots.txt policy of ``url``'s origin, fetched once per origin and cached.
 
     RFC 9309 2.3.1: 4xx means no restrictions; 5xx or an unreachable file means "not now",
     which is a retryable error. When the robots.txt is itself the entry URL, a 4xx is an error.
     """
     origin = origin_of(url)
-    cached = ports.robots.get(origin)
+    cached = wiring.robots.get(origin)
     if cached is not None:
         return cached
     robots_url = f"{origin}/robots.txt"
-    response = ports.fetcher.fetch(robots_url, max_bytes=_ROBOTS_MAX_BYTES)
+    response = wiring.fetcher.fetch(robots_url, max_bytes=_ROBOTS_MAX_BYTES)
     if response.status >= 500 or response.status == 429:
         # (429 is read as "not now" too, as the major crawlers do, not as a 4xx "allow all".)
         raise FetchFailed(
             f"{robots_url} answered {response.status}",
             reason="robots-unavailable",
-            retry_after=retry_after_of(ports, response),
+            retry_after=retry_after_of(wiring, response),
         )
     if response.status == 200:
         policy = parse_robots(response.body, robots_url=robots_url)
@@ -469,5 +469,5 @@ def _robots_for(ports: Ports, url: str, *, entry: bool = False) -> RobotsPolicy:
         )
     else:
         policy = allow_all(robots_url)
-    ports.robots[origin] = policy
+    wiring.robots[origin] = policy
     return policy

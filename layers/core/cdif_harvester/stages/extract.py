@@ -29,7 +29,8 @@ from cdif_harvester.domain.resolution.rules import is_cdif_profile
 from cdif_harvester.errors import PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome
-from cdif_harvester.stages import Ports, record_outcome
+from cdif_harvester.stages.outcomes import record_outcome
+from cdif_harvester.wiring import Wiring
 
 __all__ = ["MalformedMetadata", "extract_documents", "load_trusted_contexts"]
 
@@ -40,7 +41,7 @@ class MalformedMetadata(PermanentError):
     reason = "malformed-json"
 
 
-def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
+def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome:
     """Extract, normalise and validate every Dataset in the job's documents.
 
     Returns the IndexJob sent to the indexer, the recorded ``no-metadata`` outcome when no
@@ -52,7 +53,7 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
     skipped: list[dict[str, Any]] = []
     parsed_blocks: list[tuple[dict[str, Any], ParsedJson]] = []
     for ref in job.documents:
-        for index, text in _blocks(ports, ref):
+        for index, text in _blocks(wiring, ref):
             where: dict[str, Any] = {
                 "document": ref.key,
                 "block": index,
@@ -71,21 +72,21 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
 
     hashes = tuple(sorted({block_hash(parsed.data) for _, parsed in parsed_blocks}))
     dates = tuple(sorted({d for _, parsed in parsed_blocks for d in sd_dates(parsed.data)}))
-    unchanged = _unchanged_reason(ports, job, parsed_blocks, hashes, dates)
+    unchanged = _unchanged_reason(wiring, job, parsed_blocks, hashes, dates)
     if unchanged is not None:
         return unchanged
 
     seen_ids: set[str] = set()
     by_ref = {ref.key: ref for ref in job.documents}
     for where, parsed in parsed_blocks:
-        _extract_block(ports, by_ref[where["document"]], where, parsed, records, skipped, seen_ids)
+        _extract_block(wiring, by_ref[where["document"]], where, parsed, records, skipped, seen_ids)
 
     if not records:
         if skipped and all(item["reason"].startswith("malformed-json") for item in skipped):
             raise MalformedMetadata("; ".join(item["reason"] for item in skipped))
         reasons = "; ".join(item["reason"] for item in skipped) or "no JSON-LD found"
         return record_outcome(
-            ports,
+            wiring,
             run_id=job.run_id,
             source=job.source,
             url=job.url,
@@ -108,25 +109,25 @@ def extract_documents(ports: Ports, job: DocumentJob) -> IndexJob | UrlOutcome:
         "sd_dates": list(dates),
     }
     key = staging_key(job.run_id, job.url)
-    ports.store.put(key, json.dumps(staged).encode("utf-8"), content_type="application/json")
+    wiring.store.put(key, json.dumps(staged).encode("utf-8"), content_type="application/json")
     index_job = IndexJob(
         run_id=job.run_id, source=job.source, url=job.url, pattern=job.pattern, staged_key=key
     )
-    ports.queue.send(INDEX_QUEUE, [encode(index_job)])
+    wiring.queue.send(INDEX_QUEUE, [encode(index_job)])
     return index_job
 
 
 def _unchanged_reason(
-    ports: Ports,
+    wiring: Wiring,
     job: DocumentJob,
     parsed_blocks: list[tuple[dict[str, Any], ParsedJson]],
     hashes: tuple[str, ...],
     dates: tuple[str, ...],
 ) -> UrlOutcome | None:
     """Record ``unchanged`` when the Dataset blocks are those of the held harvest."""
-    if not ports.settings.incremental or not parsed_blocks:
+    if not wiring.settings.incremental or not parsed_blocks:
         return None
-    held = ports.catalog.get_url(job.url)
+    held = wiring.catalog.get_url(job.url)
     if held is None or not held.record_ids or held.withdrawn_at:
         return None
     if hashes == held.blocks:
@@ -145,7 +146,7 @@ def _unchanged_reason(
         return None
     # The documents did change (or the resolver would have stopped): remember them, so the next
     # harvest stops at the resolver.
-    ports.catalog.put_url(
+    wiring.catalog.put_url(
         replace(
             held,
             fingerprint=fingerprint(job.pattern, [ref.key for ref in job.documents]),
@@ -153,7 +154,7 @@ def _unchanged_reason(
         )
     )
     return record_outcome(
-        ports,
+        wiring,
         run_id=job.run_id,
         source=job.source,
         url=job.url,
@@ -163,8 +164,8 @@ def _unchanged_reason(
     )
 
 
-def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
-    body = ports.store.get(ref.key)
+def _blocks(wiring: Wiring, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
+    body = wiring.store.get(ref.key)
     if ref.media_type in HTML_MEDIA_TYPES:
         blocks = find_jsonld_scripts(body)
         # Blocks that declare a CDIF profile go first (CDIF metadata publication, Option 1), so
@@ -175,7 +176,7 @@ def _blocks(ports: Ports, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
 
 
 def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumulators
-    ports: Ports,
+    wiring: Wiring,
     ref: DocumentRef,
     where: dict[str, Any],
     parsed: ParsedJson,
@@ -184,7 +185,7 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
     seen_ids: set[str],
 ) -> None:
     index = where["block"]
-    context_notes = load_trusted_contexts(ports, parsed.data)
+    context_notes = load_trusted_contexts(wiring, parsed.data)
     try:
         normalised = normalise(parsed.data, document_url=ref.url)
     except NormalisationError as exc:
@@ -219,7 +220,7 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
                 "record_id": item.record_id,
                 "resource_id": item.resource_id,
                 "record": item.record,
-                "report": _judge(ports, item.record),
+                "report": _judge(wiring, item.record),
                 "repairs": list(parsed.repairs),
                 "notes": [*context_notes, *item.notes],
                 "identity_fallback": item.identity_fallback,
@@ -228,11 +229,11 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
         )
 
 
-def _judge(ports: Ports, record: dict[str, Any]) -> dict[str, Any]:
+def _judge(wiring: Wiring, record: dict[str, Any]) -> dict[str, Any]:
     """The record's validation report: JSON Schema, plus SHACL when the settings ask for it
     (its violations are errors: an operator who turns SHACL on wants them to count)."""
     report = validate_record(record).to_dict()
-    if ports.settings.shacl:
+    if wiring.settings.shacl:
         issues = [issue.to_dict() for issue in shacl_issues(record)]
         report["errors"] = [*report["errors"], *issues]
         report["valid"] = report["valid"] and not issues
@@ -259,7 +260,7 @@ def _trusted(url: str, trusted: tuple[str, ...]) -> bool:
     return any(url == item or (item.endswith("/") and url.startswith(item)) for item in trusted)
 
 
-def load_trusted_contexts(ports: Ports, data: Any) -> list[str]:
+def load_trusted_contexts(wiring: Wiring, data: Any) -> list[str]:
     """Fetch the remote ``@context`` documents of ``data`` that the settings trust.
 
     Each is fetched once per process through the safe fetcher (``max_context_bytes``) and
@@ -269,25 +270,25 @@ def load_trusted_contexts(ports: Ports, data: Any) -> list[str]:
     """
     notes: list[str] = []
     for url in _remote_contexts(data):
-        if jsonld_loader.is_served(url) or not _trusted(url, ports.settings.trusted_contexts):
+        if jsonld_loader.is_served(url) or not _trusted(url, wiring.settings.trusted_contexts):
             continue
-        failure = _CONTEXT_FAILURES.get(url) or _fetch_context(ports, url)
+        failure = _CONTEXT_FAILURES.get(url) or _fetch_context(wiring, url)
         if failure is not None:
             notes.append(f"trusted context {url} could not be loaded: {failure}")
     return notes
 
 
-def _fetch_context(ports: Ports, url: str) -> str | None:
+def _fetch_context(wiring: Wiring, url: str) -> str | None:
     """Fetch and register one trusted context; return why it failed, or None.
 
     A permanent failure is remembered for the life of the process; a passing one (timeout,
     5xx) is not, so the next record asks again.
     """
     try:
-        response = ports.fetcher.fetch(
+        response = wiring.fetcher.fetch(
             url,
             headers={"Accept": "application/ld+json, application/json;q=0.9"},
-            max_bytes=ports.settings.max_context_bytes,
+            max_bytes=wiring.settings.max_context_bytes,
         )
     except RetryableError as exc:  # (a Deferred job is retried whole: it is not caught here)
         return f"{exc.reason}: {exc}"

@@ -35,8 +35,8 @@ from urllib.parse import urlsplit
 from cdif_harvester.errors import HarvestError
 from cdif_harvester.keys import signmap_key, source_of
 from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, outcome_to_dict
-from cdif_harvester.stages import Ports
 from cdif_harvester.stages.crosswalk import build_source_signmap
+from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "RunClosure",
@@ -68,41 +68,41 @@ class RunClosure:
     outcomes: list[UrlOutcome] = field(default_factory=list)
 
 
-def close_run(ports: Ports, run_id: str, *, publish: bool = True) -> RunClosure:
+def close_run(wiring: Wiring, run_id: str, *, publish: bool = True) -> RunClosure:
     """Deal with the end of a finished run (see the module docstring); return what was done.
 
     With ``publish`` the run's summary, outcomes and publisher report are written to the object
     store under :func:`run_files_prefix`. A Signmap that cannot be written is reported in
     ``errors``, never raised: the rest of the closing still happens.
     """
-    run = ports.catalog.get_run(run_id)
+    run = wiring.catalog.get_run(run_id)
     entry_urls: Sequence[str] = run.entry_urls if run else ()
     closure = RunClosure(run_id=run_id)
     closure.withdrawn = withdraw_vanished(
-        ports, run_id, sitemaps=ports.catalog.run_sitemaps(run_id), entry_urls=entry_urls
+        wiring, run_id, sitemaps=wiring.catalog.run_sitemaps(run_id), entry_urls=entry_urls
     )
-    closure.outcomes = list(ports.catalog.outcomes(run_id))
-    for source in _changed_sources(ports, closure.outcomes, closure.withdrawn):
+    closure.outcomes = list(wiring.catalog.outcomes(run_id))
+    for source in _changed_sources(wiring, closure.outcomes, closure.withdrawn):
         try:
-            closure.signmaps.append(build_source_signmap(ports, source))
+            closure.signmaps.append(build_source_signmap(wiring, source))
         except HarvestError as exc:
             closure.errors.append(f"signmap of {source}: {exc}")
-    now = ports.clock.now().isoformat(timespec="seconds")
+    now = wiring.clock.now().isoformat(timespec="seconds")
     if publish and run is not None:
-        closure.report_key = _publish(ports, run, closure)
-    if run is not None and run.source_id and ports.sources is not None:
-        ports.sources.release_source(run.source_id, run_id)
-    ports.catalog.close_run(run_id, at=now, report_key=closure.report_key)
+        closure.report_key = _publish(wiring, run, closure)
+    if run is not None and run.source_id and wiring.sources is not None:
+        wiring.sources.release_source(run.source_id, run_id)
+    wiring.catalog.close_run(run_id, at=now, report_key=closure.report_key)
     return closure
 
 
-def _changed_sources(ports: Ports, outcomes: list[UrlOutcome], withdrawn: list[str]) -> list[str]:
+def _changed_sources(wiring: Wiring, outcomes: list[UrlOutcome], withdrawn: list[str]) -> list[str]:
     """Sources whose Signmap must be (re)written: records new or rewritten, URLs withdrawn,
     or records but no Signmap yet."""
     changed = {o.source for o in outcomes if o.outcome is Outcome.RECORD}
     changed |= {source_of(url) for url in withdrawn}
     with_records = {o.source for o in outcomes if o.records} - changed
-    changed |= {s for s in with_records if not ports.store.exists(signmap_key(s))}
+    changed |= {s for s in with_records if not wiring.store.exists(signmap_key(s))}
     return sorted(changed)
 
 
@@ -134,25 +134,25 @@ def run_summary(
     }
 
 
-def _publish(ports: Ports, run: RunStatus, closure: RunClosure) -> str:
+def _publish(wiring: Wiring, run: RunStatus, closure: RunClosure) -> str:
     """Write the run's summary, outcomes and report; return the report's key."""
     from cdif_harvester.domain.report import render_report  # noqa: PLC0415 - only when closing
 
     prefix = run_files_prefix(run.run_id)
     summary = run_summary(run, closure.outcomes, closure)
     lines = [outcome_to_dict(o) for o in closure.outcomes]
-    ports.store.put(
+    wiring.store.put(
         prefix + SUMMARY_NAME,
         (json.dumps(summary, indent=2) + "\n").encode("utf-8"),
         content_type="application/json",
     )
-    ports.store.put(
+    wiring.store.put(
         prefix + OUTCOMES_NAME,
         "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8"),
         content_type="application/x-ndjson",
     )
     report = render_report(summary, lines)
-    ports.store.put(
+    wiring.store.put(
         prefix + REPORT_NAME, report.encode("utf-8"), content_type="text/html; charset=utf-8"
     )
     return prefix + REPORT_NAME
@@ -162,14 +162,14 @@ _SITEMAP_FAILURES = frozenset({Outcome.FAILED, Outcome.BLOCKED, Outcome.DISALLOW
 
 
 def withdraw_vanished(
-    ports: Ports, run_id: str, *, sitemaps: Iterable[str], entry_urls: Iterable[str]
+    wiring: Wiring, run_id: str, *, sitemaps: Iterable[str], entry_urls: Iterable[str]
 ) -> list[str]:
     """Mark the URLs the run shows as vanished withdrawn; return them, sorted.
 
     ``sitemaps`` are the URLs of every sitemap job the run processed, ``entry_urls`` the run's
     entry URLs.
     """
-    outcomes = {o.url: o for o in ports.catalog.outcomes(run_id)}
+    outcomes = {o.url: o for o in wiring.catalog.outcomes(run_id)}
     processed = set(sitemaps)
     failed = {
         url for url in processed if url in outcomes and outcomes[url].outcome in _SITEMAP_FAILURES
@@ -179,29 +179,29 @@ def withdraw_vanished(
         source_of(url) for url in entry_urls if urlsplit(url).path == "/robots.txt" and not failed
     }
     sources = {o.source for o in outcomes.values()} | entry_sources
-    now = ports.clock.now().isoformat(timespec="seconds")
+    now = wiring.clock.now().isoformat(timespec="seconds")
     withdrawn: list[str] = []
     for source in sorted(sources):
-        for state in ports.catalog.urls(source):
+        for state in wiring.catalog.urls(source):
             if state.url in outcomes or state.withdrawn_at or not state.sitemap:
                 continue
             if state.sitemap not in whole and source not in entry_sources:
                 continue
-            ports.catalog.put_url(replace(state, withdrawn_at=now))
+            wiring.catalog.put_url(replace(state, withdrawn_at=now))
             for record_id in state.record_ids:
-                entry = ports.catalog.get_record(record_id)
+                entry = wiring.catalog.get_record(record_id)
                 if entry is not None and entry.url == state.url and not entry.withdrawn_at:
-                    _mark_report(ports, entry.report_key, now)
-                    ports.catalog.put_record(replace(entry, withdrawn_at=now))
+                    _mark_report(wiring, entry.report_key, now)
+                    wiring.catalog.put_record(replace(entry, withdrawn_at=now))
             withdrawn.append(state.url)
     return sorted(withdrawn)
 
 
-def _mark_report(ports: Ports, key: str, when: str) -> None:
+def _mark_report(wiring: Wiring, key: str, when: str) -> None:
     try:
-        report = json.loads(ports.store.get(key))
+        report = json.loads(wiring.store.get(key))
     except (KeyError, ValueError):
         return  # no readable report: the catalogue entry still carries the mark
     report["withdrawn_at"] = when
     body = json.dumps(report, indent=2, sort_keys=True).encode("utf-8")
-    ports.store.put(key, body, content_type="application/json")
+    wiring.store.put(key, body, content_type="application/json")

@@ -23,7 +23,8 @@ from cdif_harvester.domain.discovery.incremental import fingerprint, record_dige
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import record_key, records_key, report_key, version_key, view_keys
 from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState
-from cdif_harvester.stages import Ports, finish_if_done
+from cdif_harvester.stages.outcomes import finish_if_done
+from cdif_harvester.wiring import Wiring
 
 __all__ = ["index_records"]
 
@@ -34,19 +35,19 @@ class StagedObjectMissing(PermanentError):
     reason = "staged-object-missing"
 
 
-def index_records(ports: Ports, job: IndexJob) -> UrlOutcome:
+def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     """Store and index the records staged for one URL; return the recorded outcome.
 
     Raises StagedObjectMissing when the staged object cannot be found.
     """
     try:
-        staged = json.loads(ports.store.get(job.staged_key))
+        staged = json.loads(wiring.store.get(job.staged_key))
     except KeyError as exc:
         raise StagedObjectMissing(f"no staged object {job.staged_key}") from exc
-    now = ports.clock.now().isoformat(timespec="seconds")
-    results = [_index_one(ports, job, staged, item, now) for item in staged["records"]]
+    now = wiring.clock.now().isoformat(timespec="seconds")
+    results = [_index_one(wiring, job, staged, item, now) for item in staged["records"]]
     refs = tuple(ref for ref, _changed in results)
-    ports.catalog.put_url(
+    wiring.catalog.put_url(
         UrlState(
             url=job.url,
             source=job.source,
@@ -71,22 +72,22 @@ def index_records(ports: Ports, job: IndexJob) -> UrlOutcome:
         records=refs,
         recorded_at=now,
     )
-    finish_if_done(ports, ports.catalog.put_outcome(outcome))
+    finish_if_done(wiring, wiring.catalog.put_outcome(outcome))
     return outcome
 
 
 def _index_one(
-    ports: Ports, job: IndexJob, staged: dict[str, Any], item: dict[str, Any], now: str
+    wiring: Wiring, job: IndexJob, staged: dict[str, Any], item: dict[str, Any], now: str
 ) -> tuple[RecordRef, bool]:
     """Store one record unless it is unchanged; return its reference and whether it was."""
     rkey = record_key(item["record_id"])
     authority = item.get("authority")
     record = item["record"]
     digest = record_digest(record, item["report"], staged.get("links", []), authority)
-    held = ports.catalog.get_record(item["record_id"])
+    held = wiring.catalog.get_record(item["record_id"])
     valid = bool(item["report"]["valid"]) and record is not None
     unchanged = held is not None and held.content_hash == digest and not held.withdrawn_at
-    if held is not None and unchanged and ports.settings.incremental:
+    if held is not None and unchanged and wiring.settings.incremental:
         return _ref(job, item, held.record_key, held.report_key, valid=valid), False
     warnings = list(item["report"].get("warnings", []))
     if authority == "not-authoritative":
@@ -126,7 +127,7 @@ def _index_one(
         },
     }
     rep_key = report_key(job.source, rkey)
-    ports.store.put(
+    wiring.store.put(
         rep_key,
         json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
         content_type="application/json",
@@ -135,14 +136,14 @@ def _index_one(
     if record is not None:
         body = json.dumps(record, indent=2, ensure_ascii=False).encode("utf-8")
         # The version first: once records/ changes, the crosswalk runs, and history is whole.
-        ports.store.put(
+        wiring.store.put(
             version_key(job.source, rkey, digest), body, content_type="application/ld+json"
         )
         rec_key = records_key(job.source, rkey)
-        ports.store.put(rec_key, body, content_type="application/ld+json")
+        wiring.store.put(rec_key, body, content_type="application/ld+json")
     subject = (record or {}).get("schema:subjectOf") or {}
     title = (record or {}).get("schema:name")
-    ports.catalog.put_record(
+    wiring.catalog.put_record(
         CatalogEntry(
             record_id=item["record_id"],
             resource_id=item["resource_id"],

@@ -16,8 +16,8 @@ from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import source_of
 from cdif_harvester.model import RunStatus
 from cdif_harvester.ports import Clock
-from cdif_harvester.stages import Ports
 from cdif_harvester.stages.runs import begin_run
+from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "InvalidEntryUrl",
@@ -82,7 +82,7 @@ def check_entry_url(url: str) -> str:
 
 
 def start_run(
-    ports: Ports,
+    wiring: Wiring,
     entry_urls: Sequence[str],
     *,
     run_id: str | None = None,
@@ -104,7 +104,7 @@ def start_run(
     if not urls:
         raise InvalidEntryUrl("no entry URL given")
     checked = check_options(options)
-    run_id = run_id or new_run_id(ports.clock)
+    run_id = run_id or new_run_id(wiring.clock)
     jobs = [
         SitemapJob(
             run_id=run_id,
@@ -116,13 +116,13 @@ def start_run(
         )
         for url in urls
     ]
-    run = begin_run(ports, run_id, urls, trigger=trigger, source_id=source_id)
-    ports.queue.send(SITEMAP_QUEUE, [encode(job) for job in jobs])
+    run = begin_run(wiring, run_id, urls, trigger=trigger, source_id=source_id)
+    wiring.queue.send(SITEMAP_QUEUE, [encode(job) for job in jobs])
     return run, jobs
 
 
 def start_harvest(
-    ports: Ports,
+    wiring: Wiring,
     entry_url: str,
     *,
     run_id: str | None = None,
@@ -131,5 +131,5 @@ def start_harvest(
 ) -> SitemapJob:
     """Start a harvest run of one robots.txt, sitemap or single page URL (see
     :func:`start_run`); return its sitemap job."""
-    _run, jobs = start_run(ports, [entry_url], run_id=run_id, options=options, trigger=trigger)
+    _run, jobs = start_run(wiring, [entry_url], run_id=run_id, options=options, trigger=trigger)
     return jobs[0]

@@ -89,7 +89,9 @@ from cdif_harvester.model import (
     TypedLink,
     UrlOutcome,
 )
-from cdif_harvester.stages import Ports, held_state, record_outcome, retry_after_of
+from cdif_harvester.stages.jobs import retry_after_of
+from cdif_harvester.stages.outcomes import held_state, record_outcome
+from cdif_harvester.wiring import Wiring
 
 __all__ = ["HttpStatusError", "resolve_url", "store_raw"]
 
@@ -115,14 +117,14 @@ class HttpStatusError(PermanentError):
     reason = "http-status"
 
 
-def resolve_url(ports: Ports, job: UrlJob) -> DocumentJob | UrlOutcome:
+def resolve_url(wiring: Wiring, job: UrlJob) -> DocumentJob | UrlOutcome:
     """Find the metadata of ``job.url`` (see the module docstring) and hand it on.
 
     Returns the DocumentJob sent to the extractor, or the recorded ``no-metadata`` outcome.
     Raises HttpStatusError (permanent) for a 4xx answer of the URL itself, FetchFailed
     (retryable, with ``retry_after``) for 429 and 5xx, and whatever the fetcher raises.
     """
-    return _Resolver(ports, job).run()
+    return _Resolver(wiring, job).run()
 
 
 @dataclass
@@ -150,8 +152,8 @@ class _Page:
 class _Resolver:
     """One resolution: the links seen, the notes written and the documents found so far."""
 
-    def __init__(self, ports: Ports, job: UrlJob) -> None:
-        self.ports = ports
+    def __init__(self, wiring: Wiring, job: UrlJob) -> None:
+        self.wiring = wiring
         self.job = job
         self.links: list[TypedLink] = list(job.links)
         self.notes: list[str] = []
@@ -162,7 +164,7 @@ class _Resolver:
         # What the catalogue holds from the harvest that last produced records from this URL
         # (None when incremental harvesting is off or there is none), and whether every answer
         # so far was a 304 revalidation.
-        self.held = held_state(ports, job.url)
+        self.held = held_state(wiring, job.url)
         self.answers = 0
         self.all_revalidated = True
 
@@ -215,11 +217,11 @@ class _Resolver:
         max_bytes: int | None = None,
     ) -> FetchResponse:
         headers = {"Accept": accept} if accept else None
-        response = self.ports.fetcher.fetch(
+        response = self.wiring.fetcher.fetch(
             url,
             method=method,
             headers=headers,
-            max_bytes=max_bytes or self.ports.settings.max_document_bytes,
+            max_bytes=max_bytes or self.wiring.settings.max_document_bytes,
         )
         self.answers += 1
         self.all_revalidated = self.all_revalidated and response.revalidated
@@ -272,7 +274,7 @@ class _Resolver:
             raise FetchFailed(
                 f"{url} answered {status}",
                 reason=f"http-{status}",
-                retry_after=retry_after_of(self.ports, response),
+                retry_after=retry_after_of(self.wiring, response),
             )
         if status in (200, 203, 204, 410):
             return
@@ -470,7 +472,7 @@ class _Resolver:
             *claimed_resources(data),
         ]
         foreign = [url for url in claims if not same_origin(url, found.response.url)]
-        if not foreign or not self.ports.settings.verify_claims:
+        if not foreign or not self.wiring.settings.verify_claims:
             return found
         resource = foreign[0]
         forward = self._forward_links_of(resource)
@@ -562,12 +564,12 @@ class _Resolver:
             sitemap=self.job.sitemap,
             lastmod=self.job.lastmod,
         )
-        self.ports.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
+        self.wiring.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
         return document_job
 
     def _store(self, item: _Found, pattern: str) -> DocumentRef:
         return store_raw(
-            self.ports,
+            self.wiring,
             self.job,
             item.response,
             pattern,
@@ -579,7 +581,7 @@ class _Resolver:
 
     def _unchanged(self, reason: str, pattern: str | None = None) -> UrlOutcome:
         return record_outcome(
-            self.ports,
+            self.wiring,
             run_id=self.job.run_id,
             source=self.job.source,
             url=self.job.url,
@@ -594,7 +596,7 @@ class _Resolver:
         gone = "gone (410 tombstone); " if page.response.status == 410 else ""
         reason = f"no-metadata: {gone}no CDIF metadata found in {what} (tried: {tried})"
         return record_outcome(
-            self.ports,
+            self.wiring,
             run_id=self.job.run_id,
             source=self.job.source,
             url=self.job.url,
@@ -646,7 +648,7 @@ def _looks_like_json(response: FetchResponse) -> bool:
 
 
 def store_raw(  # noqa: PLR0913 - the provenance of a document has this many parts
-    ports: Ports,
+    wiring: Wiring,
     job: UrlJob,
     response: FetchResponse,
     pattern: str,
@@ -664,14 +666,14 @@ def store_raw(  # noqa: PLR0913 - the provenance of a document has this many par
     content = response.body if body is None else body
     media = media_type or response.media_type
     key = raw_key(job.source, response.url, content, _extension(media))
-    ports.store.put(key, content, content_type=media or "application/octet-stream")
+    wiring.store.put(key, content, content_type=media or "application/octet-stream")
     provenance = {
         "url": job.url,
         "final_url": response.url,
         "redirects": list(response.redirects),
         "status": response.status,
         "headers": [list(pair) for pair in response.headers],
-        "fetched_at": ports.clock.now().isoformat(timespec="seconds"),
+        "fetched_at": wiring.clock.now().isoformat(timespec="seconds"),
         "pattern": pattern,
         "via": via,
         "authority": authority,
@@ -679,7 +681,7 @@ def store_raw(  # noqa: PLR0913 - the provenance of a document has this many par
         "sitemap": job.sitemap,
         "lastmod": job.lastmod,
     }
-    ports.store.put(
+    wiring.store.put(
         raw_meta_key(key),
         json.dumps(provenance, indent=2, sort_keys=True).encode("utf-8"),
         content_type="application/json",

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 
 from cdif_harvester.contracts import SitemapJob
 from cdif_harvester.model import RunStatus
-from cdif_harvester.stages import Ports, finish_if_done
+from cdif_harvester.stages.outcomes import finish_if_done
+from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "begin_run",
@@ -38,7 +39,7 @@ __all__ = [
 
 
 def begin_run(
-    ports: Ports,
+    wiring: Wiring,
     run_id: str,
     entry_urls: Sequence[str],
     *,
@@ -46,7 +47,7 @@ def begin_run(
     source_id: str | None = None,
 ) -> RunStatus:
     """Record a new run that starts with one sitemap job per entry URL; return its status."""
-    now = ports.clock.now().isoformat(timespec="seconds")
+    now = wiring.clock.now().isoformat(timespec="seconds")
     run = RunStatus(
         run_id=run_id,
         entry_urls=tuple(entry_urls),
@@ -56,7 +57,7 @@ def begin_run(
         sitemaps=len(entry_urls),
         updated_at=now,
     )
-    ports.catalog.start_run(run)
+    wiring.catalog.start_run(run)
     return run
 
 
@@ -66,24 +67,24 @@ def sitemap_step(job: SitemapJob) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def expect_sitemaps(ports: Ports, job: SitemapJob, count: int, *, what: str) -> None:
+def expect_sitemaps(wiring: Wiring, job: SitemapJob, count: int, *, what: str) -> None:
     """Count ``count`` sitemap jobs that ``job`` is about to send (``what``: ``children`` or
     ``follow-up``; each counted once per job, however often the job runs)."""
     if count:
-        ports.catalog.count_sitemaps(job.run_id, count, step=f"{sitemap_step(job)}:{what}")
+        wiring.catalog.count_sitemaps(job.run_id, count, step=f"{sitemap_step(job)}:{what}")
 
 
-def sitemap_done(ports: Ports, job: SitemapJob) -> bool:
+def sitemap_done(wiring: Wiring, job: SitemapJob) -> bool:
     """Count ``job`` done (and its sitemap read by the run); True when that finished the run."""
-    status = ports.catalog.count_sitemaps(
+    status = wiring.catalog.count_sitemaps(
         job.run_id, -1, step=f"{sitemap_step(job)}:done", sitemap=job.url
     )
-    return finish_if_done(ports, status)
+    return finish_if_done(wiring, status)
 
 
-def enter_urls(ports: Ports, job: SitemapJob, urls: Sequence[str]) -> set[str]:
+def enter_urls(wiring: Wiring, job: SitemapJob, urls: Sequence[str]) -> set[str]:
     """Enter ``urls`` into ``job``'s run; return those to send (new to the run, or entered by
     this same job before)."""
     if not urls:
         return set()
-    return set(ports.catalog.enter_urls(job.run_id, urls, step=sitemap_step(job)))
+    return set(wiring.catalog.enter_urls(job.run_id, urls, step=sitemap_step(job)))

@@ -27,9 +27,10 @@ from urllib.parse import urlsplit
 from cdif_harvester.errors import HarvestError, PermanentError
 from cdif_harvester.model import RunState, RunStatus, Source
 from cdif_harvester.ports import SourceRegistry
-from cdif_harvester.stages import Ports, finish_if_done
 from cdif_harvester.stages.finish import close_run
 from cdif_harvester.stages.intake import check_entry_url, check_options, new_run_id, start_run
+from cdif_harvester.stages.outcomes import finish_if_done
+from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "HostNotAllowed",
@@ -152,15 +153,15 @@ def is_due(source: Source, now: datetime) -> bool:
     return now - last >= parse_schedule(source.schedule)
 
 
-def registry_of(ports: Ports) -> SourceRegistry:
-    """The sources registry of ``ports``; raises UnknownSource when there is none."""
-    if ports.sources is None:
+def registry_of(wiring: Wiring) -> SourceRegistry:
+    """The sources registry of ``wiring``; raises UnknownSource when there is none."""
+    if wiring.sources is None:
         raise UnknownSource("no sources registry is configured")
-    return ports.sources
+    return wiring.sources
 
 
 def claim_source_run(
-    ports: Ports, source_id: str, *, entry_url: str | None = None
+    wiring: Wiring, source_id: str, *, entry_url: str | None = None
 ) -> tuple[Source, str, str]:
     """Check that a run of a registered source may start, and claim the source for it.
 
@@ -169,7 +170,7 @@ def claim_source_run(
     run id, which now holds the source. Raises UnknownSource, HostNotAllowed, SourceBusy (a run
     of it is under way), or InvalidEntryUrl for an unusable posted URL.
     """
-    registry = registry_of(ports)
+    registry = registry_of(wiring)
     source = registry.get_source(source_id)
     if source is None:
         raise UnknownSource(f"no source {source_id!r} is registered")
@@ -179,22 +180,22 @@ def claim_source_run(
             f"{_host_of(url)} is not a host of source {source_id!r} "
             f"(registered hosts: {', '.join(source.hosts) or _host_of(source.entry_url)})"
         )
-    run_id = new_run_id(ports.clock)
-    now = ports.clock.now().isoformat(timespec="seconds")
+    run_id = new_run_id(wiring.clock)
+    now = wiring.clock.now().isoformat(timespec="seconds")
     if not registry.claim_source(source_id, run_id, at=now):
         raise SourceBusy(f"source {source_id!r} has a run under way: {source.active_run}")
     return source, url, run_id
 
 
 def start_source_run(
-    ports: Ports, source_id: str, *, trigger: str, entry_url: str | None = None
+    wiring: Wiring, source_id: str, *, trigger: str, entry_url: str | None = None
 ) -> RunStatus:
     """Start a run of a registered source (see :func:`claim_source_run` for what is checked
     and raised): record it and queue its sitemap job."""
-    source, url, run_id = claim_source_run(ports, source_id, entry_url=entry_url)
+    source, url, run_id = claim_source_run(wiring, source_id, entry_url=entry_url)
     try:
         run, _jobs = start_run(
-            ports,
+            wiring,
             [url],
             run_id=run_id,
             options=source.options,
@@ -204,7 +205,7 @@ def start_source_run(
             crawl_delay=source.crawl_delay,
         )
     except HarvestError:
-        registry_of(ports).release_source(source_id, run_id)
+        registry_of(wiring).release_source(source_id, run_id)
         raise
     return run
 
@@ -220,28 +221,28 @@ class TickResult:
     errors: list[str] = field(default_factory=list)
 
 
-def tick(ports: Ports, *, stall_after: timedelta = STALL_AFTER) -> TickResult:
+def tick(wiring: Wiring, *, stall_after: timedelta = STALL_AFTER) -> TickResult:
     """One scheduler tick (see the module docstring). One failing source or run never stops
-    the others: its error is listed in the result. Raises UnknownSource when ``ports`` has no
+    the others: its error is listed in the result. Raises UnknownSource when ``wiring`` has no
     sources registry."""
-    registry = registry_of(ports)
+    registry = registry_of(wiring)
     result = TickResult()
-    now = ports.clock.now()
+    now = wiring.clock.now()
     at = now.isoformat(timespec="seconds")
-    for listed in ports.catalog.runs(limit=500):
+    for listed in wiring.catalog.runs(limit=500):
         run = listed
         try:
             if run.state is RunState.RUNNING and _stale(run, now, stall_after):
-                fresh = ports.catalog.recount_run(run.run_id, at=at)
-                if not finish_if_done(ports, fresh):
-                    ports.catalog.finish_run(run.run_id, at=at, state=RunState.STALLED)
+                fresh = wiring.catalog.recount_run(run.run_id, at=at)
+                if not finish_if_done(wiring, fresh):
+                    wiring.catalog.finish_run(run.run_id, at=at, state=RunState.STALLED)
                     if run.source_id:
                         registry.release_source(run.source_id, run.run_id)
                     result.stalled.append(run.run_id)
                     continue
-                run = ports.catalog.get_run(run.run_id) or run
+                run = wiring.catalog.get_run(run.run_id) or run
             if run.state is RunState.FINISHED and run.closed_at is None:
-                close_run(ports, run.run_id)
+                close_run(wiring, run.run_id)
                 result.closed.append(run.run_id)
         except HarvestError as exc:
             result.errors.append(f"run {run.run_id}: {exc}")
@@ -249,7 +250,7 @@ def tick(ports: Ports, *, stall_after: timedelta = STALL_AFTER) -> TickResult:
         if not is_due(source, now):
             continue
         try:
-            result.started.append(start_source_run(ports, source.source_id, trigger="schedule"))
+            result.started.append(start_source_run(wiring, source.source_id, trigger="schedule"))
         except SourceBusy:
             result.busy.append(source.source_id)
         except HarvestError as exc:

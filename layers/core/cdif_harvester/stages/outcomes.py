@@ -1,0 +1,128 @@
+"""Recording what happened to a URL: outcomes, the state held from earlier harvests, and the
+end of a run (shared by every stage)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cdif_harvester.errors import HarvestError
+from cdif_harvester.model import (
+    Outcome,
+    RunState,
+    RunStatus,
+    UrlOutcome,
+    UrlState,
+)
+from cdif_harvester.wiring import Wiring
+
+__all__ = [
+    "record_outcome",
+    "outcome_now",
+    "record_outcomes",
+    "held_state",
+    "held_states",
+    "finish_if_done",
+    "settle",
+]
+
+
+def record_outcome(
+    wiring: Wiring,
+    *,
+    run_id: str,
+    source: str,
+    url: str,
+    outcome: Outcome,
+    reason: str | None = None,
+    pattern: str | None = None,
+) -> UrlOutcome:
+    """Record (and return) the outcome of one URL in one run."""
+    result = outcome_now(
+        wiring,
+        run_id=run_id,
+        source=source,
+        url=url,
+        outcome=outcome,
+        reason=reason,
+        pattern=pattern,
+    )
+    finish_if_done(wiring, wiring.catalog.put_outcome(result))
+    return result
+
+
+def outcome_now(
+    wiring: Wiring,
+    *,
+    run_id: str,
+    source: str,
+    url: str,
+    outcome: Outcome,
+    reason: str | None = None,
+    pattern: str | None = None,
+) -> UrlOutcome:
+    """The outcome of one URL in one run, stamped with the time now (not yet recorded)."""
+    return UrlOutcome(
+        run_id=run_id,
+        source=source,
+        url=url,
+        outcome=outcome,
+        reason=reason,
+        pattern=pattern,
+        recorded_at=wiring.clock.now().isoformat(timespec="seconds"),
+    )
+
+
+def record_outcomes(wiring: Wiring, outcomes: Sequence[UrlOutcome]) -> None:
+    """Record many outcomes of one run at once (one catalogue write for the run's counters)."""
+    if outcomes:
+        finish_if_done(wiring, wiring.catalog.put_outcomes(outcomes))
+
+
+def held_state(wiring: Wiring, url: str) -> UrlState | None:
+    """The URL's state when it last produced records and is still listed, else None: what
+    incremental harvesting compares against (always None when it is off)."""
+    if not wiring.settings.incremental:
+        return None
+    state = wiring.catalog.get_url(url)
+    return state if state is not None and _holds_records(state) else None
+
+
+def held_states(wiring: Wiring, urls: Sequence[str]) -> dict[str, UrlState]:
+    """:func:`held_state` of many URLs at once (batched catalogue reads), by URL."""
+    if not wiring.settings.incremental or not urls:
+        return {}
+    return {
+        url: state for url, state in wiring.catalog.get_urls(urls).items() if _holds_records(state)
+    }
+
+
+def _holds_records(state: UrlState) -> bool:
+    return bool(state.fingerprint and state.record_ids and not state.withdrawn_at)
+
+
+def finish_if_done(wiring: Wiring, status: RunStatus | None) -> bool:
+    """Mark the run finished when ``status`` (the run's counters just written) says every URL
+    that entered has its outcome and no sitemap job is left; True only for the one caller
+    that marked it (see :mod:`cdif_harvester.stages.runs`)."""
+    if status is None or status.state is RunState.FINISHED or not status.done:
+        return False
+    return wiring.catalog.finish_run(
+        status.run_id, at=wiring.clock.now().isoformat(timespec="seconds")
+    )
+
+
+def settle(
+    wiring: Wiring, *, run_id: str, source: str, url: str, error: HarvestError
+) -> UrlOutcome:
+    """Record the outcome a permanent (or finally given-up retryable) error ends a URL in.
+
+    The reason is ``<code>: <details>`` so it is both machine-groupable and readable.
+    """
+    return record_outcome(
+        wiring,
+        run_id=run_id,
+        source=source,
+        url=url,
+        outcome=Outcome(error.outcome),
+        reason=f"{error.reason}: {error}",
+    )
