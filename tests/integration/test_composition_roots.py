@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
-from cdif_harvester import aws_runtime
+from cdif_harvester import aws_runtime, local_runtime
 from cdif_harvester.contracts import UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite
+from cdif_harvester.local_runtime import LocalConfig
+from cdif_harvester.wiring import Wiring
 from tests.support.aws import ProvisionedStack, sqs_event
 from tests.support.lambda_driver import FakeLambdaContext
 from tests.support.pipeline import function_environment, handler_of
@@ -29,6 +33,7 @@ PAGES = [
     "/datasets/retired-mooring-2009.html",  # gone: failed
     "/datasets/kelp-forest-survey.html",  # handed to the extractor
 ]
+PORTS = {"store", "catalog", "queue", "fetcher", "clock", "settings", "robots", "sources"}
 BUILDERS = ("IdempotencyConfig", "idempotent_function", "DynamoDBPersistenceLayer")
 
 
@@ -103,3 +108,21 @@ def test_remembered_work_keeps_its_key(stack: ProvisionedStack, site: PublisherS
         handler_of(stack, RESOLVER)(_batch(stack, site, "run-key", 1), context)
     (key,) = _remembered(stack)
     assert key.startswith("test-func.cdif_harvester.aws_runtime._once.<locals>.once#"), key
+
+
+def _filled(bundle: Wiring) -> set[str]:
+    """The parts of a wiring its root filled (a part left None is not wired)."""
+    return {part.name for part in fields(Wiring) if getattr(bundle, part.name) is not None}
+
+
+def test_both_roots_fill_the_same_ports(stack: ProvisionedStack, tmp_path: Path) -> None:
+    with function_environment(stack, RESOLVER):
+        on_aws = _filled(aws_runtime.wiring())
+    local = local_runtime.wiring(tmp_path, LocalConfig())
+    try:
+        on_one_machine = _filled(local.wiring)
+    finally:
+        local.close()
+
+    assert on_aws == on_one_machine
+    assert on_aws >= PORTS
