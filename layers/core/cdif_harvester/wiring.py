@@ -2,7 +2,7 @@
 
 The protocols themselves are in :mod:`cdif_harvester.ports`; the two composition roots that build a
 :class:`Wiring` are :mod:`cdif_harvester.aws_runtime` (Lambda) and
-:mod:`cdif_harvester.cli.runner` (one machine).
+:mod:`cdif_harvester.local_runtime` (one machine), each with a ``wiring()`` builder.
 """
 
 from __future__ import annotations
