@@ -18,7 +18,8 @@ Routes (JSON unless said otherwise; who may call each in brackets):
   ``.../linkset`` (``application/linkset+json`` or ``application/linkset`` by ``Accept``)
   [operator, the publisher of the record's host].
 
-Every input is validated (pydantic models, :mod:`cdif_harvester.api.models`); every refusal is
+The routes are :mod:`cdif_harvester.api.routes`, one Powertools router per resource. Every
+input is validated (pydantic models, :mod:`cdif_harvester.api.models`); every refusal is
 ``{"error": ..., "detail": ...}`` (:mod:`cdif_harvester.api.errors`, where exceptions become
 responses); who may do what is :mod:`cdif_harvester.api.access`.
 
