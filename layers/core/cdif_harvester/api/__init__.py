@@ -47,7 +47,7 @@ _DESCRIPTION = (
 )
 
 
-def _unused_ports() -> Wiring:
+def _no_wiring() -> Wiring:
     raise RuntimeError("the OpenAPI document is made without wiring")
 
 
@@ -62,7 +62,7 @@ def openapi_document() -> dict[str, Any]:
         SecurityScheme,
     )
 
-    app = build_api(_unused_ports)
+    app = build_api(_no_wiring)
     schemes: dict[str, SecurityScheme] = {
         "apiKey": APIKey.model_validate({"type": "apiKey", "in": "header", "name": "x-api-key"})
     }

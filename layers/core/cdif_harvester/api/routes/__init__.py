@@ -37,13 +37,13 @@ _RESOURCES = (sources, signmap, harvests, runs, records)
 
 
 def build_api(
-    get_ports: Callable[[], Wiring],
+    get_wiring: Callable[[], Wiring],
     *,
     get_operators: Callable[[], Iterable[str]] = operator_keys,
 ) -> APIGatewayRestResolver:
     """Return the intake API.
 
-    ``get_ports`` builds the adapters on first use (never at import time); ``get_operators``
+    ``get_wiring`` builds the adapters on first use (never at import time); ``get_operators``
     returns the operator key ids (by default ``OPERATOR_API_KEY_IDS``). Every call makes new
     routers, so two APIs of one process never share a request's context.
     """
@@ -69,7 +69,7 @@ def build_api(
         return next_middleware(app)
 
     app.use([admission])
-    ctx = RouteContext(app, get_ports)
+    ctx = RouteContext(app, get_wiring)
     for resource in _RESOURCES:
         app.include_router(resource.router(ctx))
     return app
