@@ -2,7 +2,8 @@
 
 The protocols themselves are in :mod:`cdif_harvester.ports`; the two composition roots that build a
 :class:`Wiring` are :mod:`cdif_harvester.aws_runtime` (Lambda) and
-:mod:`cdif_harvester.cli.runner` (one machine).
+:mod:`cdif_harvester.cli.runner` (one machine). State that depends on configuration or on what ran
+before (parsed robots.txt, the JSON-LD contexts learnt) lives on the Wiring, never in a module.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cdif_harvester.domain.discovery.robots import RobotsPolicy
+from cdif_harvester.domain.records.contexts import JsonLdContexts
 from cdif_harvester.ports import (
     CatalogIndex,
     Clock,
@@ -48,7 +50,9 @@ class RobotsCache(dict[str, RobotsPolicy]):
 @dataclass
 class Wiring:
     """Everything a stage talks to. ``robots`` caches parsed robots.txt by origin;
-    ``sources`` is the registry of publishers (None where no registry is used)."""
+    ``sources`` is the registry of publishers (None where no registry is used); ``contexts``
+    serves the JSON-LD contexts (the shipped ones and the trusted ones registered) and
+    remembers the trusted ones that failed."""
 
     store: ObjectStore
     catalog: CatalogIndex
@@ -58,3 +62,4 @@ class Wiring:
     settings: Settings = field(default_factory=Settings)
     robots: RobotsCache = field(default_factory=RobotsCache)
     sources: SourceRegistry | None = None
+    contexts: JsonLdContexts = field(default_factory=JsonLdContexts)
