@@ -271,10 +271,8 @@ class LocalHarvester:
 
         # The Crawl-delay of every robots.txt the expander reads goes to the gate at once (never
         # below a registered source's own delay for that host).
-        self.wiring.robots.subscribe(
-            lambda origin, policy: self.gate.set_interval(
-                origin, max(settings.crawl_delay_of(policy), floor_of(origin))
-            )
+        self.wiring.record_crawl_delay = lambda origin, policy: self.gate.set_interval(
+            origin, max(settings.crawl_delay_of(policy), floor_of(origin))
         )
         self.progress = progress
         self.max_attempts = max_attempts
