@@ -230,8 +230,8 @@ def wiring() -> Wiring:
     )
     # A Crawl-delay read by the expander is recorded on the host's gate item, where every
     # resolver sees it.
-    bundle.robots.subscribe(
-        lambda origin, policy: gate.set_interval(origin, settings.crawl_delay_of(policy))
+    bundle.record_crawl_delay = lambda origin, policy: gate.set_interval(
+        origin, settings.crawl_delay_of(policy)
     )
     return bundle
 

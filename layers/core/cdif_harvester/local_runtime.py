@@ -2,9 +2,9 @@
 
 The counterpart of :mod:`cdif_harvester.aws_runtime` for a harvest on one machine with no AWS
 account. :class:`LocalConfig` holds what the command's options set (as ``AwsConfig`` holds what a
-function's environment sets); :func:`wiring` reads it, builds the local adapters, subscribes what
-needs subscribing and returns the :class:`~cdif_harvester.wiring.Wiring`, with the local parts
-the runner (:mod:`cdif_harvester.cli.runner`) drives itself: the in-process queue, the SQLite
+function's environment sets); :func:`wiring` reads it, builds the local adapters, connects the
+Crawl-delay recorder to the gate and returns the :class:`~cdif_harvester.wiring.Wiring`, with the
+local parts the runner (:mod:`cdif_harvester.cli.runner`) drives itself: the in-process queue, the SQLite
 catalogue, the politeness gate.
 
 The output directory is the object store (same key layout as the S3 bucket), wrapped so that a
@@ -181,10 +181,8 @@ def wiring(
 
     # The Crawl-delay of every robots.txt the expander reads goes to the gate at once (never
     # below a registered source's own delay for that host).
-    bundle.robots.subscribe(
-        lambda origin, policy: gate.set_interval(
-            origin, max(settings.crawl_delay_of(policy), floor_of(origin))
-        )
+    bundle.record_crawl_delay = lambda origin, policy: gate.set_interval(
+        origin, max(settings.crawl_delay_of(policy), floor_of(origin))
     )
     return LocalWiring(
         wiring=bundle,

@@ -14,7 +14,6 @@ from typing import Any
 
 from cdif_harvester.contracts import INDEX_QUEUE, DocumentJob, DocumentRef, IndexJob, encode
 from cdif_harvester.domain.discovery.incremental import block_hash, fingerprint, sd_dates
-from cdif_harvester.domain.records import jsonld_loader
 from cdif_harvester.domain.records.extraction import (
     ExtractionError,
     ParsedJson,
@@ -187,7 +186,7 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
     index = where["block"]
     context_notes = load_trusted_contexts(wiring, parsed.data)
     try:
-        normalised = normalise(parsed.data, document_url=ref.url)
+        normalised = normalise(parsed.data, document_url=ref.url, contexts=wiring.contexts)
     except NormalisationError as exc:
         # The raw document is kept; the record is listed, unnormalised, with why.
         records.append(
@@ -234,15 +233,11 @@ def _judge(wiring: Wiring, record: dict[str, Any]) -> dict[str, Any]:
     (its violations are errors: an operator who turns SHACL on wants them to count)."""
     report = validate_record(record).to_dict()
     if wiring.settings.shacl:
-        issues = [issue.to_dict() for issue in shacl_issues(record)]
+        issues = [issue.to_dict() for issue in shacl_issues(record, contexts=wiring.contexts)]
         report["errors"] = [*report["errors"], *issues]
         report["valid"] = report["valid"] and not issues
         report["shacl"] = True
     return report
-
-
-# Trusted contexts that could not be loaded, with why: asked once per process, not per record.
-_CONTEXT_FAILURES: dict[str, str] = {}
 
 
 def _remote_contexts(data: Any) -> list[str]:
@@ -263,16 +258,16 @@ def _trusted(url: str, trusted: tuple[str, ...]) -> bool:
 def load_trusted_contexts(wiring: Wiring, data: Any) -> list[str]:
     """Fetch the remote ``@context`` documents of ``data`` that the settings trust.
 
-    Each is fetched once per process through the safe fetcher (``max_context_bytes``) and
-    registered with the offline loader; returns notes on trusted contexts that could not be
-    loaded (the normaliser notes every remote context it still cannot use). Contexts not in
-    ``Settings.trusted_contexts`` are never fetched.
+    Each is fetched once per wiring (``wiring.contexts``: once per process) through the safe
+    fetcher (``max_context_bytes``) and registered on ``wiring.contexts``; returns notes on
+    trusted contexts that could not be loaded (the normaliser notes every remote context it
+    still cannot use). Contexts not in ``Settings.trusted_contexts`` are never fetched.
     """
     notes: list[str] = []
     for url in _remote_contexts(data):
-        if jsonld_loader.is_served(url) or not _trusted(url, wiring.settings.trusted_contexts):
+        if wiring.contexts.is_served(url) or not _trusted(url, wiring.settings.trusted_contexts):
             continue
-        failure = _CONTEXT_FAILURES.get(url) or _fetch_context(wiring, url)
+        failure = wiring.contexts.failure(url) or _fetch_context(wiring, url)
         if failure is not None:
             notes.append(f"trusted context {url} could not be loaded: {failure}")
     return notes
@@ -281,8 +276,8 @@ def load_trusted_contexts(wiring: Wiring, data: Any) -> list[str]:
 def _fetch_context(wiring: Wiring, url: str) -> str | None:
     """Fetch and register one trusted context; return why it failed, or None.
 
-    A permanent failure is remembered for the life of the process; a passing one (timeout,
-    5xx) is not, so the next record asks again.
+    A permanent failure is remembered on ``wiring.contexts`` (for the life of the process); a
+    passing one (timeout, 5xx) is not, so the next record asks again.
     """
     try:
         response = wiring.fetcher.fetch(
@@ -293,16 +288,19 @@ def _fetch_context(wiring: Wiring, url: str) -> str | None:
     except RetryableError as exc:  # (a Deferred job is retried whole: it is not caught here)
         return f"{exc.reason}: {exc}"
     except PermanentError as exc:
-        _CONTEXT_FAILURES[url] = f"{exc.reason}: {exc}"
-        return _CONTEXT_FAILURES[url]
+        return _failed(wiring, url, f"{exc.reason}: {exc}")
     if response.status >= 500 or response.status == 429:
         return f"answered {response.status}"
     if response.status != 200:
-        _CONTEXT_FAILURES[url] = f"answered {response.status}"
-        return _CONTEXT_FAILURES[url]
+        return _failed(wiring, url, f"answered {response.status}")
     try:
-        jsonld_loader.register_context(url, json.loads(response.body))
+        wiring.contexts.register(url, json.loads(response.body))
     except ValueError as exc:  # malformed JSON, or not a context document
-        _CONTEXT_FAILURES[url] = f"not a JSON-LD context: {exc}"
-        return _CONTEXT_FAILURES[url]
+        return _failed(wiring, url, f"not a JSON-LD context: {exc}")
     return None
+
+
+def _failed(wiring: Wiring, url: str, reason: str) -> str:
+    """Remember a permanent failure to load ``url``; return the reason."""
+    wiring.contexts.remember_failure(url, reason)
+    return reason

@@ -46,18 +46,22 @@ behaves as reproduced here. The rules below cite the pyld 3.x behaviour they rep
 (``jsonld.py``: ``_expand``, ``_expand_object``, ``_expand_iri``, ``_create_term_definition``,
 ``_compact``, ``_compact_iri``, ``_compact_value``).
 
-Caching: a processed context is kept for the life of the process, keyed by its parent context
+Caching: processed contexts live on a :class:`ProcessedContexts`, built for one way of serving
+context URLs (the shipped contexts alone, or those plus the trusted ones a
+:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts` registered, which owns one and
+empties it on every registration). A processed context is kept there keyed by its parent context
 and the local context's text (or URL); so are the expansions of property keys and of
-vocabulary-relative ``@type`` values per context, and the compaction of IRIs. Every cache is
-bounded (a full one is emptied and fills again with what is in use); registering a trusted
-context (``jsonld_loader.register_context``) empties them all. The caches are plain
-dictionaries: concurrent threads may at worst compute an entry twice.
+vocabulary-relative ``@type`` values per context. The compaction of IRIs with the CDIF context
+(shipped, never registered over) is a pure function of the IRI, memoised for the process. Every
+cache is bounded (a full one is emptied and fills again with what is in use). The caches are
+plain dictionaries: concurrent threads may at worst compute an entry twice.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -69,6 +73,7 @@ from cdif_harvester.domain.records import jsonld_loader
 __all__ = [
     "Declined",
     "Expansion",
+    "ProcessedContexts",
     "compact",
     "compact_iri",
     "compact_value",
@@ -129,15 +134,23 @@ def _is_absolute(iri: str) -> bool:
 # --- active contexts ------------------------------------------------------------------------
 
 
+# Serves a context URL: its document (only read, never altered), or None when not served.
+Served = Callable[[str], dict[str, Any] | None]
+
+
 class _Context:
-    """A processed context of the supported subset: terms, prefixes and ``@vocab``."""
+    """A processed context of the supported subset: terms, prefixes and ``@vocab``; ``served``
+    is how its child contexts load context URLs (the root's, passed down)."""
 
-    __slots__ = ("children", "keys", "prefixes", "terms", "types", "vocab")
+    __slots__ = ("children", "keys", "prefixes", "served", "terms", "types", "vocab")
 
-    def __init__(self, terms: dict[str, str], prefixes: dict[str, str], vocab: str | None):
+    def __init__(
+        self, terms: dict[str, str], prefixes: dict[str, str], vocab: str | None, served: Served
+    ):
         self.terms = terms  # term -> absolute IRI, or the keyword "@id" / "@type"
         self.prefixes = prefixes  # the terms that may be used as prefixes -> their IRI
         self.vocab = vocab
+        self.served = served
         self.keys: dict[str, str | None] = {}  # property key -> expanded IRI (None: dropped)
         self.types: dict[str, str] = {}  # @type value -> IRI, where no base is involved
         self.children: dict[Any, _Context | str] = {}  # local context -> processed or why not
@@ -187,7 +200,7 @@ def _process_entry(parent: _Context, entry: Any) -> _Context:
             resolved = resolve(entry, None)
         except ValueError as exc:
             raise Declined(f"context URL {entry!r} is not absolute") from exc
-        document = jsonld_loader.served_document(entry) if resolved == entry else None
+        document = parent.served(entry) if resolved == entry else None
         if document is None:
             raise Declined(f"remote context {entry} is not served")
         inner = document.get("@context")
@@ -216,7 +229,7 @@ def _process_object(parent: _Context, local: dict[str, Any]) -> _Context:
     for term in local:
         if not term.startswith("@"):
             builder.define(term)
-    return _Context(builder.terms, builder.prefixes, vocab)
+    return _Context(builder.terms, builder.prefixes, vocab, parent.served)
 
 
 class _TermBuilder:
@@ -292,27 +305,41 @@ class _TermBuilder:
         return iri
 
 
-# Root contexts: empty, or (for a document without @context) our schema.org context. Both are
-# rebuilt when the loader's registry changes, with everything cached under them.
-_ROOTS: dict[str, _Context] = {}
-_ROOTS_VERSION = [-1]
+class ProcessedContexts:
+    """The fast path's processed contexts for one way of serving context URLs.
+
+    ``served`` gives the document served at a context URL (None when not served); everything
+    processed here was read through it. Two root contexts (empty, and our schema.org context for
+    documents without ``@context``) hold every processed context under them; :meth:`clear`
+    forgets them all, which whoever changes what ``served`` answers must call.
+    """
+
+    __slots__ = ("_roots", "_served")
+
+    def __init__(self, served: Served) -> None:
+        self._served = served
+        self._roots: dict[str, _Context] = {}
+
+    def root(self, default_context: bool) -> _Context:
+        """The root context: our schema.org context with ``default_context``, else empty."""
+        name = "schema.org" if default_context else "empty"
+        root = self._roots.get(name)
+        if root is None:
+            root = _Context({}, {}, None, self._served)
+            if default_context:
+                root = root.child(jsonld_loader.schema_org_context())
+            self._roots[name] = root
+        return root
+
+    def clear(self) -> None:
+        """Forget every processed context (what a context URL serves has changed)."""
+        self._roots.clear()
 
 
-def _root(default_context: bool) -> _Context:
-    version = jsonld_loader.registry_version()
-    if _ROOTS_VERSION[0] != version:
-        _ROOTS.clear()
-        _COMPACTED_VOCAB.clear()
-        _COMPACTED_ID.clear()
-        _ROOTS_VERSION[0] = version
-    name = "schema.org" if default_context else "empty"
-    root = _ROOTS.get(name)
-    if root is None:
-        root = _Context({}, {}, None)
-        if default_context:
-            root = root.child(jsonld_loader.schema_org_context())
-        _ROOTS[name] = root
-    return root
+@cache
+def _shipped() -> ProcessedContexts:
+    # The shipped contexts alone never change: processing them is a pure cache, shared.
+    return ProcessedContexts(jsonld_loader.served_document)
 
 
 # --- expansion ------------------------------------------------------------------------------
@@ -629,13 +656,19 @@ class Expansion:
     identified: list[dict[str, Any]] | None
 
 
-def _expand(
-    document: Any, base: str, default_context: bool, schema_http: bool, raw: bool = False
+def _expand(  # noqa: PLR0913, PLR0917 - private: the public functions name each argument
+    document: Any,
+    base: str,
+    default_context: bool,
+    schema_http: bool,
+    contexts: ProcessedContexts | None,
+    raw: bool = False,
 ) -> Expansion:
     if not base:
         raise Declined("no base IRI")
+    root = (contexts if contexts is not None else _shipped()).root(default_context)
     expander = _Expander(base, schema_http, raw)
-    expanded = expander.element(_root(default_context), document, True, False)
+    expanded = expander.element(root, document, True, False)
     if isinstance(expanded, dict) and len(expanded) == 1 and "@graph" in expanded:
         expanded = expanded["@graph"]
     if expanded is None:
@@ -649,23 +682,35 @@ def _expand(
     return Expansion(expanded, expander.mapped, identified)
 
 
-def expand(document: Any, *, base: str, default_context: bool = False) -> list[Any] | None:
+def expand(
+    document: Any,
+    *,
+    base: str,
+    default_context: bool = False,
+    contexts: ProcessedContexts | None = None,
+) -> list[Any] | None:
     """Expand ``document`` exactly as ``pyld.jsonld.expand`` would, or decline with None.
 
     ``base`` is the document's base IRI; ``default_context`` reads the document with our
     schema.org context first (pyld's ``expandContext``), for documents without ``@context``.
-    The document is not altered; the result shares only immutable scalars with it. Raises
-    nothing: whatever the fast path does not implement (see the module docstring), including
-    every input pyld would reject, makes it return None.
+    ``contexts`` serves the context URLs (the shipped contexts alone when None). The document
+    is not altered; the result shares only immutable scalars with it. Raises nothing: whatever
+    the fast path does not implement (see the module docstring), including every input pyld
+    would reject, makes it return None.
     """
     try:
-        return _expand(document, base, default_context, False).nodes
+        return _expand(document, base, default_context, False, contexts).nodes
     except (Declined, RecursionError):
         return None
 
 
 def expand_schema_http(
-    document: Any, *, base: str, default_context: bool = False, raw: bool = False
+    document: Any,
+    *,
+    base: str,
+    default_context: bool = False,
+    raw: bool = False,
+    contexts: ProcessedContexts | None = None,
 ) -> Expansion | None:
     """:func:`expand`, with ``https://schema.org/`` IRIs written ``http://schema.org/``.
 
@@ -679,18 +724,24 @@ def expand_schema_http(
     does not serve, noting each): the walk then also declines on blank ``@id`` values and on
     dropped keys holding objects or arrays (whose insides only the preparation walks); null
     contexts and contexts not served it declines anyway, and an empty context array changes
-    nothing.
+    nothing. ``contexts`` serves the context URLs (the shipped contexts alone when None).
     """
     try:
-        return _expand(document, base, default_context, True, raw)
+        return _expand(document, base, default_context, True, contexts, raw)
     except (Declined, RecursionError):
         return None
 
 
-def decline_reason(document: Any, *, base: str, default_context: bool = False) -> str | None:
+def decline_reason(
+    document: Any,
+    *,
+    base: str,
+    default_context: bool = False,
+    contexts: ProcessedContexts | None = None,
+) -> str | None:
     """Why :func:`expand` declines ``document`` (None when it does not): for diagnostics."""
     try:
-        _expand(document, base, default_context, False)
+        _expand(document, base, default_context, False, contexts)
     except Declined as exc:
         return str(exc)
     return None
@@ -698,7 +749,8 @@ def decline_reason(document: Any, *, base: str, default_context: bool = False) -
 
 # --- compaction with the CDIF context --------------------------------------------------------
 
-# Compacted IRIs: for properties and types (vocab), and for @id values.
+# Compacted IRIs: for properties and types (vocab), and for @id values. A pure memo: compaction
+# uses only the shipped CDIF context.
 _COMPACTED_VOCAB: dict[str, str] = {}
 _COMPACTED_ID: dict[str, str] = {}
 

@@ -11,13 +11,13 @@ How (JSON-LD 1.1, fully offline; expansion and compaction take the fast path of
 :mod:`cdif_harvester.domain.records.jsonld_fast` when it understands every context and construct of
 the document, which gives exactly pyld's output, and pyld otherwise):
 
-1. *Prepare* the raw JSON: remote ``@context`` URLs that the offline loader does not serve
-   are removed (note "remote context X not loaded"); ``@id`` values that are empty or not
-   strings are removed (they would otherwise silently become the page URL). A document
-   without any ``@context`` is read with our schema.org context (note "no @context").
-2. *Expand* (fast path, else pyld with
-   :func:`cdif_harvester.domain.records.jsonld_loader.document_loader`) with ``base = document_url``
-   (relative ``@id`` such as ``#metadata`` become absolute). Then every
+1. *Prepare* the raw JSON: remote ``@context`` URLs that the given contexts
+   (:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`) do not serve are removed
+   (note "remote context X not loaded"); ``@id`` values that are empty or not strings are
+   removed (they would otherwise silently become the page URL). A document without any
+   ``@context`` is read with our schema.org context (note "no @context").
+2. *Expand* (fast path, else pyld with the document loader of those contexts) with
+   ``base = document_url`` (relative ``@id`` such as ``#metadata`` become absolute). Then every
    ``https://schema.org/`` property, type and ``@id`` is mapped to ``http://schema.org/`` (the
    IRI the CDIF schemas and schema.org's own context use).
 3. *Find the Datasets*: top-level nodes (root, top-level array, ``@graph``), the ``about`` of a
@@ -76,6 +76,7 @@ from urllib.parse import urldefrag
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
+from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.errors import PermanentError
 
 __all__ = ["NormalisationError", "NormalisedRecord", "normalise"]
@@ -349,15 +350,19 @@ def _https_to_http(value: Any) -> tuple[Any, bool]:
 # --- step 1: prepare the raw JSON --------------------------------------------------------
 
 
-def _prepare(document: Any, notes: list[str]) -> tuple[Any, bool]:
-    """Drop refused remote contexts and unusable ``@id`` values; tell whether a context exists."""
+def _prepare(
+    document: Any, notes: list[str], contexts: JsonLdContexts | None = None
+) -> tuple[Any, bool]:
+    """Drop remote contexts not served (by ``contexts``, the shipped ones alone when None) and
+    unusable ``@id`` values; tell whether a context exists."""
+    served = contexts if contexts is not None else shipped_contexts()
     found_context = False
 
     def clean_context(ctx: Any) -> Any:
         entries = _as_list(ctx)
         kept: list[Any] = []
         for entry in entries:
-            if isinstance(entry, str) and not jsonld_loader.is_served(entry):
+            if isinstance(entry, str) and not served.is_served(entry):
                 notes.append(f"remote context {entry} not loaded")
                 continue
             kept.append(entry)
@@ -867,13 +872,17 @@ def _compact(node: dict[str, Any], fast_path: bool, discovery: bool) -> dict[str
 # --- the entry point ---------------------------------------------------------------------
 
 
-def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> jsonld_fast.Expansion:
+def _expand(
+    prepared: Any, base: str, has_context: bool, fast_path: bool, contexts: JsonLdContexts
+) -> jsonld_fast.Expansion:
     """Expanded JSON-LD with https schema.org IRIs as http, and whether any was mapped."""
     if fast_path:
-        found = jsonld_fast.expand_schema_http(prepared, base=base, default_context=not has_context)
+        found = jsonld_fast.expand_schema_http(
+            prepared, base=base, default_context=not has_context, contexts=contexts.processed
+        )
         if found is not None:
             return found
-    options: dict[str, Any] = {"documentLoader": jsonld_loader.document_loader, "base": base}
+    options = contexts.pyld_options(base=base)
     if not has_context:
         options["expandContext"] = {"@context": jsonld_loader.schema_org_context()}
     try:
@@ -889,7 +898,11 @@ def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> jso
 
 
 def normalise(
-    document: Any, *, document_url: str, fast_path: bool = True
+    document: Any,
+    *,
+    document_url: str,
+    fast_path: bool = True,
+    contexts: JsonLdContexts | None = None,
 ) -> list[NormalisedRecord]:
     """Normalise a parsed JSON-LD document to CDIF 1.0 records, one per Dataset it holds.
 
@@ -897,7 +910,9 @@ def normalise(
     (the base for relative ``@id`` and for fallback identities). See the module docstring for
     the accepted shapes, the target shape and the identity rules. ``fast_path=False`` makes
     pyld do all JSON-LD processing (the result is the same; see
-    :mod:`cdif_harvester.domain.records.jsonld_fast`).
+    :mod:`cdif_harvester.domain.records.jsonld_fast`). ``contexts`` serves the remote contexts
+    the document names (the shipped contexts alone when None); other remote contexts are
+    dropped with a note.
 
     Raises :class:`NormalisationError` with reason ``no-dataset`` when no Dataset node is
     found, or ``normalisation-failed`` when the input is not JSON-LD that pyld can process.
@@ -907,6 +922,7 @@ def normalise(
             f"not a JSON-LD document: top-level JSON {type(document).__name__}",
             reason="no-dataset",
         )
+    served = contexts if contexts is not None else shipped_contexts()
     doc_notes: list[str] = []
     base = _strip_fragment(document_url)
     expansion: jsonld_fast.Expansion | None = None
@@ -915,11 +931,15 @@ def normalise(
         # change anything; the document is then prepared and expanded again.
         has_context = _declares_context(document)
         expansion = jsonld_fast.expand_schema_http(
-            document, base=base, default_context=not has_context, raw=True
+            document,
+            base=base,
+            default_context=not has_context,
+            raw=True,
+            contexts=served.processed,
         )
     if expansion is None:
-        prepared, has_context = _prepare(document, doc_notes)
-        expansion = _expand(prepared, base, has_context, fast_path)
+        prepared, has_context = _prepare(document, doc_notes, served)
+        expansion = _expand(prepared, base, has_context, fast_path, served)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
     expanded = expansion.nodes

@@ -37,7 +37,7 @@ coordinate ranges; the official shapes' checks of that kind belong in the schema
 ``datePublished`` versus ``dateModified`` (content may be modified before it is published), and
 the official shapes' informational (``sh:Info``) advice.
 
-How (no network, no global state beyond per-process caches):
+How (no network, no global state beyond per-process caches of pure functions):
 
 1. The record is copied; the copy's root is typed ``cdifh:RecordRoot`` and its
    ``schema:subjectOf`` node ``cdifh:MetadataRecord`` (RDF forgets which node was at the root,
@@ -45,12 +45,13 @@ How (no network, no global state beyond per-process caches):
    JSON Pointer in the record, so a result on a nested node (a distribution's provider) is
    reported where the publisher wrote it. ``cdifh:`` is ``urn:cdif-harvester:shapes:``; none
    of this is written into any record.
-2. The copy goes to RDF with pyld ``to_rdf`` and the offline loader
-   (:func:`cdif_harvester.domain.records.jsonld_loader.document_loader`), written as N-Quads and
-   parsed by rdflib (never rdflib's own JSON-LD parser, which may fetch contexts). Only the default
-   graph is validated (a CDIF record has no named graphs), so the N-Quads carry no graph names
-   and rdflib reads them as N-Triples. Relative references resolve against the base
-   ``cdif-harvester-relative:/``, so the shapes can tell them from IRIs and leave them alone.
+2. The copy goes to RDF with pyld ``to_rdf`` and the offline loader of the contexts given
+   (:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
+   default), written as N-Quads and parsed by rdflib (never rdflib's own JSON-LD parser, which
+   may fetch contexts). Only the default graph is validated (a CDIF record has no named graphs),
+   so the N-Quads carry no graph names and rdflib reads them as N-Triples. Relative references
+   resolve against the base ``cdif-harvester-relative:/``, so the shapes can tell them from IRIs
+   and leave them alone.
 3. pyshacl validates that graph against the shapes graph, parsed once per process. SPARQL
    query texts are parsed once per process too (pyshacl would have rdflib parse the same text
    for every record, which costs more than all the rest).
@@ -77,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_loader
+from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.domain.records.validation import ValidationIssue
 from cdif_harvester.errors import PermanentError
 
@@ -391,7 +393,9 @@ def _issues(
 # --- the entry point ----------------------------------------------------------------------
 
 
-def shacl_issues(record: Mapping[str, Any]) -> list[ValidationIssue]:
+def shacl_issues(
+    record: Mapping[str, Any], *, contexts: JsonLdContexts | None = None
+) -> list[ValidationIssue]:
     """Check a normalised CDIF record against our SHACL shapes; return the violations.
 
     Returns one :class:`~cdif_harvester.domain.records.validation.ValidationIssue` per violation
@@ -411,7 +415,8 @@ def shacl_issues(record: Mapping[str, Any]) -> list[ValidationIssue]:
     if not isinstance(record, Mapping):
         return [ValidationIssue("", "the record must be a JSON object", "shacl:jsonld")]
     prepared, marked = _prepared(record)
-    options = {"base": _RELATIVE_BASE, "documentLoader": jsonld_loader.document_loader}
+    served = contexts if contexts is not None else shipped_contexts()
+    options = served.pyld_options(base=_RELATIVE_BASE)
     try:
         dataset = jsonld.to_rdf(prepared, options)
     except jsonld.JsonLdError as exc:
