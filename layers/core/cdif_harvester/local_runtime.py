@@ -4,8 +4,8 @@ The counterpart of :mod:`cdif_harvester.aws_runtime` for a harvest on one machin
 account. :class:`LocalConfig` holds what the command's options set (as ``AwsConfig`` holds what a
 function's environment sets); :func:`wiring` reads it, builds the local adapters, connects the
 Crawl-delay recorder to the gate and returns the :class:`~cdif_harvester.wiring.Wiring`, with the
-local parts the runner (:mod:`cdif_harvester.cli.runner`) drives itself: the in-process queue, the SQLite
-catalogue, the politeness gate.
+local parts the runner (:mod:`cdif_harvester.cli.runner`) drives itself: the in-process queue,
+the SQLite catalogue, the politeness gate.
 
 The output directory is the object store (same key layout as the S3 bucket), wrapped so that a
 record written plays the S3 notification that triggers the crosswalk; ``catalog.sqlite`` in it is
