@@ -486,7 +486,7 @@ class LocalHarvester:
         written = summary.to_dict()
         summary_text = json.dumps(written, indent=2) + "\n"
         # The publisher report is made from exactly what summary.json and outcomes.jsonl say.
-        from cdif_harvester.domain.report import render_report  # noqa: PLC0415 - end of run only
+        from cdif_harvester.report import render_report  # noqa: PLC0415 - end of run only
 
         report = render_report(written, [outcome_to_dict(o) for o in outcomes])
         run_dir = self.out_dir / "runs" / summary.run_id
