@@ -11,6 +11,10 @@ also kept, content-addressed, under ``versions/<source>/<key>/``, so a changed r
 history and an unchanged one writes nothing (no object, no catalogue entry, no views). A URL
 whose records are all unchanged ends ``unchanged`` (``content-hash``). Redelivered index jobs
 and reruns therefore change nothing.
+
+The extractor's hand-over is a :class:`~cdif_harvester.contracts.StagedRecords`, read with
+:func:`~cdif_harvester.contracts.decode_staged`: a malformed one is a permanent ContractError
+that names the bad field, recorded as the URL's outcome.
 """
 
 from __future__ import annotations
@@ -18,11 +22,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdif_harvester.contracts import IndexJob
+from cdif_harvester.contracts import (
+    IndexJob,
+    StagedRecord,
+    StagedRecords,
+    StagedReport,
+    decode_staged,
+)
 from cdif_harvester.domain.discovery.incremental import fingerprint, record_digest
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import record_key, records_key, report_key, version_key, view_keys
-from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState
+from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState, plain
 from cdif_harvester.stages.outcomes import finish_if_done
 from cdif_harvester.wiring import Wiring
 
@@ -38,24 +48,26 @@ class StagedObjectMissing(PermanentError):
 def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     """Store and index the records staged for one URL; return the recorded outcome.
 
-    Raises StagedObjectMissing when the staged object cannot be found.
+    Raises StagedObjectMissing when the staged object cannot be found, and ContractError when
+    it is malformed (both permanent: the URL's outcome is recorded).
     """
     try:
-        staged = json.loads(wiring.store.get(job.staged_key))
+        raw = wiring.store.get(job.staged_key)
     except KeyError as exc:
         raise StagedObjectMissing(f"no staged object {job.staged_key}") from exc
+    staged = decode_staged(raw)
     now = wiring.clock.now().isoformat(timespec="seconds")
-    results = [_index_one(wiring, job, staged, item, now) for item in staged["records"]]
+    results = [_index_one(wiring, job, staged, item, now) for item in staged.records]
     refs = tuple(ref for ref, _changed in results)
     wiring.catalog.put_url(
         UrlState(
             url=job.url,
             source=job.source,
-            sitemap=staged.get("sitemap"),
-            lastmod=staged.get("lastmod"),
-            fingerprint=fingerprint(job.pattern, [d["key"] for d in staged["documents"]]),
-            blocks=tuple(staged.get("blocks") or ()),
-            sd_dates=tuple(staged.get("sd_dates") or ()),
+            sitemap=staged.sitemap,
+            lastmod=staged.lastmod,
+            fingerprint=fingerprint(job.pattern, [ref.key for ref in staged.documents]),
+            blocks=staged.blocks,
+            sd_dates=staged.sd_dates,
             record_ids=tuple(ref.record_id for ref in refs),
         )
     )
@@ -77,19 +89,21 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
 
 
 def _index_one(
-    wiring: Wiring, job: IndexJob, staged: dict[str, Any], item: dict[str, Any], now: str
+    wiring: Wiring, job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str
 ) -> tuple[RecordRef, bool]:
     """Store one record unless it is unchanged; return its reference and whether it was."""
-    rkey = record_key(item["record_id"])
-    authority = item.get("authority")
-    record = item["record"]
-    digest = record_digest(record, item["report"], staged.get("links", []), authority)
-    held = wiring.catalog.get_record(item["record_id"])
-    valid = bool(item["report"]["valid"]) and record is not None
+    rkey = record_key(item.record_id)
+    authority = item.authority
+    record = item.record
+    links = plain(staged.links)
+    verdict = _verdict(item.report)
+    digest = record_digest(record, verdict, links, authority)
+    held = wiring.catalog.get_record(item.record_id)
+    valid = item.report.valid and record is not None
     unchanged = held is not None and held.content_hash == digest and not held.withdrawn_at
     if held is not None and unchanged and wiring.settings.incremental:
         return _ref(job, item, held.record_key, held.report_key, valid=valid), False
-    warnings = list(item["report"].get("warnings", []))
+    warnings: list[dict[str, Any]] = plain(item.report.warnings)
     if authority == "not-authoritative":
         # Anti-spoofing verdict (1997 metadata-linking draft): the resource this record claims
         # names other metadata as its own.
@@ -103,26 +117,26 @@ def _index_one(
             },
         )
     report = {
-        **item["report"],
+        **verdict,
         "warnings": warnings,
-        "record_id": item["record_id"],
-        "resource_id": item["resource_id"],
-        "identity_fallback": item["identity_fallback"],
-        "repairs": item["repairs"],
-        "notes": item["notes"],
+        "record_id": item.record_id,
+        "resource_id": item.resource_id,
+        "identity_fallback": item.identity_fallback,
+        "repairs": list(item.repairs),
+        "notes": list(item.notes),
         "provenance": {
             "url": job.url,
             "pattern": job.pattern,
             "run_id": job.run_id,
-            "document": item["document"],
-            "block": item["block"],
-            "via": item.get("via"),
+            "document": item.document,
+            "block": item.block,
+            "via": item.via,
             "authority": authority,
-            "resolution_notes": staged.get("resolution_notes", []),
-            "links": staged.get("links", []),
+            "resolution_notes": list(staged.resolution_notes),
+            "links": links,
             # A record from a CDIF-list-1.0 ItemList keeps the list: its id, name, url, and
             # the element's position.
-            "item_list": item.get("item_list"),
+            "item_list": item.item_list,
             "harvested_at": now,
         },
     }
@@ -145,14 +159,14 @@ def _index_one(
     title = (record or {}).get("schema:name")
     wiring.catalog.put_record(
         CatalogEntry(
-            record_id=item["record_id"],
-            resource_id=item["resource_id"],
+            record_id=item.record_id,
+            resource_id=item.resource_id,
             source=job.source,
             url=job.url,
             title=title if isinstance(title, str) else None,
             pattern=job.pattern,
             valid=valid,
-            conformance=item["report"].get("conformance"),
+            conformance=item.report.conformance,
             date_modified=_text((record or {}).get("schema:dateModified")),
             sd_date_published=_text(
                 subject.get("schema:sdDatePublished") if isinstance(subject, dict) else None
@@ -169,15 +183,24 @@ def _index_one(
     return _ref(job, item, rec_key, rep_key, valid=valid), True
 
 
+def _verdict(report: StagedReport) -> dict[str, Any]:
+    """The staged verdict as the report object holds it and as the digest reads it (``shacl``
+    only when the shapes were run, as the extractor has always written it)."""
+    verdict: dict[str, Any] = plain(report)
+    if not report.shacl:
+        del verdict["shacl"]
+    return verdict
+
+
 def _ref(
-    job: IndexJob, item: dict[str, Any], rec_key: str | None, rep_key: str, *, valid: bool
+    job: IndexJob, item: StagedRecord, rec_key: str | None, rep_key: str, *, valid: bool
 ) -> RecordRef:
-    rkey = record_key(item["record_id"])
+    rkey = record_key(item.record_id)
     return RecordRef(
-        record_id=item["record_id"],
-        resource_id=item["resource_id"],
+        record_id=item.record_id,
+        resource_id=item.resource_id,
         valid=valid,
-        errors=tuple(str(e.get("message")) for e in item["report"].get("errors", [])),
+        errors=tuple(issue.message for issue in item.report.errors),
         record_key=rec_key,
         report_key=rep_key,
         view_keys=view_keys(job.source, rkey) if valid else {},
