@@ -23,7 +23,7 @@ and its harvest state (``state``, a JSON document written by :meth:`DynamoCatalo
 separate attributes, each written with ``UpdateItem``, so neither write loses the other's.
 
 URLs and record ids are keyed by their hashes (:func:`cdif_harvester.keys.url_hash`,
-:func:`cdif_harvester.keys.record_key`, the same as in object keys) because DynamoDB limits a sort
+:func:`cdif_harvester.keys.record_hash`, the same as in object keys) because DynamoDB limits a sort
 key to 1,024 bytes and both may be longer; the values themselves are attributes.
 """
 
@@ -42,7 +42,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
-from cdif_harvester.keys import record_key, url_hash
+from cdif_harvester.keys import record_hash, url_hash
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
@@ -143,7 +143,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def put_record(self, entry: CatalogEntry) -> None:
         """Insert or replace the entry of ``entry.record_id``."""
-        rkey = record_key(entry.record_id)
+        rkey = record_hash(entry.record_id)
         self._put(
             {
                 "pk": f"RECORD#{rkey}",
@@ -159,7 +159,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""
-        found = self._get({"pk": f"RECORD#{record_key(record_id)}", "sk": "RECORD"})
+        found = self._get({"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"})
         return entry_from_dict(json.loads(str(found["body"]))) if found else None
 
     def records(self, source: str, *, changed_since: str | None = None) -> list[CatalogEntry]:

@@ -51,7 +51,7 @@ from cdif_harvester.api.models import (
     SourceView,
 )
 from cdif_harvester.api.negotiation import negotiate
-from cdif_harvester.keys import record_key, signmap_key, source_of, view_key
+from cdif_harvester.keys import record_hash, signmap_key, source_of, view_key
 from cdif_harvester.model import (
     CatalogEntry,
     Outcome,
@@ -280,7 +280,7 @@ class _Requests:
             raise NotFound(
                 f"record {entry.record_id!r} is not valid: it has no views (its report says why)"
             )
-        key = view_key(entry.source, record_key(entry.record_id), view)
+        key = view_key(entry.source, record_hash(entry.record_id), view)
         return self.stored(key, f"the {view} view of record {entry.record_id!r} is not written yet")
 
     def started(self, run_id: str, url: str, source_id: str | None) -> Response[str]:

@@ -83,9 +83,9 @@ from cdif_harvester.domain.views.crosswalk import (
 )
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
-    parse_records_key,
-    records_key,
-    report_key,
+    normalised_record_key,
+    parse_normalised_record_key,
+    record_report_key,
     signmap_key,
     view_keys,
 )
@@ -202,11 +202,11 @@ def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     :class:`~cdif_harvester.domain.views.nquads.NQuadsError` (permanent) when the record cannot be
     turned into RDF; then no view is written.
     """
-    parsed = parse_records_key(key)
+    parsed = parse_normalised_record_key(key)
     if parsed is None:
         raise NotARecordKey(f"{key} is not a records/ key")
     source, rkey = parsed
-    report = json.loads(wiring.store.get(report_key(source, rkey)))
+    report = json.loads(wiring.store.get(record_report_key(source, rkey)))
     if not report.get("valid"):
         return {}
     record = json.loads(wiring.store.get(key))
@@ -247,7 +247,7 @@ def build_source_signmap(
     Reports and records are read by up to ``readers`` threads at once. Unchanged objects are
     not written again. Raises StorageError when the store fails.
     """
-    prefix = report_key(source, "-").rsplit("/", 1)[0] + "/"
+    prefix = record_report_key(source, "-").rsplit("/", 1)[0] + "/"
     pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{32})\.json")
     keys = [key for key in wiring.store.list(prefix) if pattern.fullmatch(key)]
 
@@ -259,7 +259,7 @@ def build_source_signmap(
                 return None
             if report.get("withdrawn_at"):
                 return None
-            record = json.loads(wiring.store.get(records_key(source, rkey)))
+            record = json.loads(wiring.store.get(normalised_record_key(source, rkey)))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
         return (report, record) if isinstance(record, dict) else None

@@ -21,7 +21,13 @@ from typing import Any
 from cdif_harvester.contracts import IndexJob
 from cdif_harvester.domain.discovery.incremental import fingerprint, record_digest
 from cdif_harvester.errors import PermanentError
-from cdif_harvester.keys import record_key, records_key, report_key, version_key, view_keys
+from cdif_harvester.keys import (
+    normalised_record_key,
+    record_hash,
+    record_report_key,
+    version_key,
+    view_keys,
+)
 from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState
 from cdif_harvester.stages.outcomes import finish_if_done
 from cdif_harvester.wiring import Wiring
@@ -80,7 +86,7 @@ def _index_one(
     wiring: Wiring, job: IndexJob, staged: dict[str, Any], item: dict[str, Any], now: str
 ) -> tuple[RecordRef, bool]:
     """Store one record unless it is unchanged; return its reference and whether it was."""
-    rkey = record_key(item["record_id"])
+    rkey = record_hash(item["record_id"])
     authority = item.get("authority")
     record = item["record"]
     digest = record_digest(record, item["report"], staged.get("links", []), authority)
@@ -126,7 +132,7 @@ def _index_one(
             "harvested_at": now,
         },
     }
-    rep_key = report_key(job.source, rkey)
+    rep_key = record_report_key(job.source, rkey)
     wiring.store.put(
         rep_key,
         json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
@@ -139,7 +145,7 @@ def _index_one(
         wiring.store.put(
             version_key(job.source, rkey, digest), body, content_type="application/ld+json"
         )
-        rec_key = records_key(job.source, rkey)
+        rec_key = normalised_record_key(job.source, rkey)
         wiring.store.put(rec_key, body, content_type="application/ld+json")
     subject = (record or {}).get("schema:subjectOf") or {}
     title = (record or {}).get("schema:name")
@@ -172,7 +178,7 @@ def _index_one(
 def _ref(
     job: IndexJob, item: dict[str, Any], rec_key: str | None, rep_key: str, *, valid: bool
 ) -> RecordRef:
-    rkey = record_key(item["record_id"])
+    rkey = record_hash(item["record_id"])
     return RecordRef(
         record_id=item["record_id"],
         resource_id=item["resource_id"],
