@@ -1,35 +1,11 @@
 """The object-store key layout, identical in S3 and in the local output directory.
 
-::
+Every key is built here: ``raw/`` (documents as fetched), ``staging/`` (hand-overs, sitemap
+parts, fetch journals), ``records/``, ``reports/``, ``views/``, ``versions/`` and ``cache/``.
+:func:`record_hash` and :func:`url_hash` are the short stable hashes (the first 32 hex digits of a
+SHA-256) that name a record or a URL inside those keys: segments of keys, not keys.
 
-    raw/<source>/<url-hash>/<content-hash>.<ext>        a document exactly as fetched
-    raw/<source>/<url-hash>/<content-hash>.meta.json    its provenance: URL, when, status,
-                                                         response headers, discovery pattern
-    staging/<run-id>/<url-hash>.json                     extractor -> indexer hand-over (claim
-                                                         check; expires after 7 days on AWS)
-    staging/<run-id>/sitemaps/<url-hash>/<n>.json        part n of a sitemap too big for one
-                                                         job, handed on by a follow-up job
-    staging/<run-id>/journal/<job-key>/journal.json      the answers a job got before it was
-                                                         deferred (politeness), replayed when it
-                                                         runs again
-    staging/<run-id>/journal/<job-key>/<sha256>.body     one answer's body, stored once
-    records/<source>/<record-hash>.jsonld                 the record normalised to CDIF 1.0
-    reports/<source>/<record-hash>.json                   its validation report
-    views/<source>/<record-hash>/pid-kernel.json          PID Kernel view (Appendix 2)
-    views/<source>/<record-hash>/linkset.json             Signposting linkset (linkset+json)
-    views/<source>/<record-hash>/linkset.txt              Signposting linkset, application/linkset
-    views/<source>/<record-hash>/link-header.txt          Signposting HTTP Link header value
-    views/<source>/<record-hash>/links.html               Signposting HTML <link> elements
-    views/<source>/<record-hash>/record.nq                the record as N-Quads
-    views/<source>/signmap.xml                           Signmap of the source's harvested records
-    views/<source>/signmap-<n>.xml                       part n of a Signmap too big for one sitemap
-    cache/<source>/<hash>.json, .body                    the last answer to a request, for
-                                                         conditional requests (adapters/httpcache)
-    versions/<source>/<record-hash>/<content-hash>.jsonld every version a record has had
-
-``source`` is a file-name-safe form of the publisher's host and port; ``url-hash`` and
-``record-hash`` are the first 32 hex digits of a SHA-256 (of the URL and of the metadata record id),
-so keys stay short, stable and safe on every file system.
+See docs/decisions/0001-object-store-key-layout.md for the layout in full.
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """AWS adapters: S3 as object store, DynamoDB as catalogue and host gate, SQS as job queue.
 
-Clients are passed in (built lazily by :mod:`cdif_harvester.runtime`), never created at import
-time. Every botocore error is wrapped in :class:`~cdif_harvester.errors.StorageError`, a retryable
-error: the message is redelivered and, after maxReceiveCount tries, dead-lettered.
+Clients are passed in (built lazily by :mod:`cdif_harvester.aws_runtime`), never created at
+import time. Every botocore error is wrapped in :class:`~cdif_harvester.errors.StorageError`, a
+retryable error. The catalogue is one DynamoDB table (``pk``/``sk``, index ``gsi1``) keyed by the
+hashes of :mod:`cdif_harvester.keys`.
 
-DynamoDB layout (single table, ``pk``/``sk``):
-
-=============================  ===================  ==========================================
-pk                             sk                   item
-=============================  ===================  ==========================================
-``RECORD#<record key>``        ``RECORD``           catalogue entry of a record
-``RUN#<run id>``               ``URL#<url hash>``   outcome of a URL in a run
-``URL#<url hash>``             ``LATEST``           latest outcome of a URL
-``HOST#<origin>``              ``GATE``             politeness state of a host (DynamoHostGate)
-=============================  ===================  ==========================================
-
-``gsi1pk``/``gsi1sk`` index records by source and time of change (``SOURCE#<source>`` /
-``RECORD#<changed at>#<key>``, so "changed since" is a range query) and URLs by source and latest
-outcome (``SOURCE#<source>`` / ``URL#<outcome>#<url hash>``). A URL's item holds its latest outcome
-(``outcome``, ``last_run``, ``last_seen``, ``body``: written by :meth:`DynamoCatalog.put_outcome`)
-and its harvest state (``state``, a JSON document written by :meth:`DynamoCatalog.put_url`) as
-separate attributes, each written with ``UpdateItem``, so neither write loses the other's.
-
-URLs and record ids are keyed by their hashes (:func:`cdif_harvester.keys.url_hash`,
-:func:`cdif_harvester.keys.record_hash`, the same as in object keys) because DynamoDB limits a sort
-key to 1,024 bytes and both may be longer; the values themselves are attributes.
+See docs/decisions/0003-dynamodb-single-table.md for the table layout.
 """
 
 from __future__ import annotations
