@@ -19,10 +19,11 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from cdif_harvester import aws_runtime
 from cdif_harvester.adapters.aws import DynamoHostGate
 from cdif_harvester.adapters.politeness import GatedFetcher
-from cdif_harvester.contracts import UrlJob, encode
+from cdif_harvester.contracts import SitemapJob, UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.errors import RetryableError
 from cdif_harvester.keys import origin_of
+from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.wiring import Wiring
 from tests.support.aws import ProvisionedStack
@@ -179,3 +180,22 @@ def test_the_resolver_honours_a_429_retry_after(
         assert statuses == [429, 200]
         gap = site.timings[1].started - site.timings[0].finished
         assert gap >= 1.0 - 0.05  # neither SQS nor the gate let it come back earlier
+
+
+def test_the_expander_records_a_robots_crawl_delay_on_the_hosts_gate_item(
+    stack: ProvisionedStack,
+) -> None:
+    with (
+        PublisherSite(None) as site,
+        function_environment(stack, "SitemapExpanderFunction", ALLOW_LOOPBACK="true"),
+    ):
+        robots = "User-agent: *\nCrawl-delay: 2\nSitemap: {{BASE}}/sitemap.xml\n"
+        site.add_route("/robots.txt", headers={"Content-Type": "text/plain"}, body=robots)
+        bundle = aws_runtime.wiring()
+        job = SitemapJob(run_id="20260301T120000Z-polite", source="s", url=site.url("/robots.txt"))
+        expand_sitemap(bundle, job)
+        # Read by the expander, the delay is on the gate item every resolver reads
+        table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+        origin = origin_of(site.base_url)
+        item = table.get_item(Key={"pk": f"HOST#{origin}", "sk": "GATE"})["Item"]
+        assert float(item["crawl_delay"]) == 2.0

@@ -18,6 +18,7 @@ from cdif_harvester.adapters.local import (
     SystemClock,
 )
 from cdif_harvester.contracts import DocumentJob, DocumentRef
+from cdif_harvester.domain.records.contexts import JsonLdContexts
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.wiring import Wiring
 from tests.support.httpserver import LocalHTTPServer, Route
@@ -139,3 +140,28 @@ def test_a_passing_failure_is_not_remembered(served: tuple[LocalHTTPServer, Wiri
     assert any("answered 503" in note for note in first["notes"])
     assert second["record"]["schema:name"] == "Named through the remote context"
     assert server.paths() == ["/flaky.jsonld", "/flaky.jsonld"]
+
+
+def test_what_one_wiring_learnt_about_a_context_is_not_anothers(
+    served: tuple[LocalHTTPServer, Wiring], tmp_path: Path
+) -> None:
+    server, wiring = served
+    answers = iter([Route(status=404), Route(body=json.dumps(CONTEXT).encode())])
+    server.route("/moved.jsonld", respond=lambda _request: next(answers))
+    url = server.url("/moved.jsonld")
+    wiring.settings = replace(wiring.settings, trusted_contexts=(url,))
+    failed = _extract(wiring, url)
+    assert any("answered 404" in note for note in failed["notes"])
+    again = _extract(wiring, url)  # remembered by this wiring: not asked again
+    assert any("answered 404" in note for note in again["notes"])
+    assert server.paths() == ["/moved.jsonld"]
+
+    # Another wiring (another process) asks for itself, and loads the context now served
+    other = replace(
+        wiring, store=DirectoryObjectStore(tmp_path / "other"), contexts=JsonLdContexts()
+    )
+    loaded = _extract(other, url)
+    assert loaded["record"]["schema:name"] == "Named through the remote context"
+    assert server.paths() == ["/moved.jsonld", "/moved.jsonld"]
+    # ... and what it registered is not served by the first
+    assert not wiring.contexts.is_served(url)

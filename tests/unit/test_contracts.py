@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
 from cdif_harvester.contracts import (
     CONTRACT_VERSION,
     MAX_MESSAGE_BYTES,
+    STAGED_VERSION,
     DocumentJob,
     DocumentRef,
     IndexJob,
     RecordStored,
+    ReportIssue,
     SitemapJob,
+    SkippedBlock,
+    StagedRecord,
+    StagedRecords,
+    StagedReport,
     UrlJob,
     decode,
+    decode_staged,
     encode,
+    encode_staged,
 )
 from cdif_harvester.errors import ContractError
 from cdif_harvester.model import Outcome, TypedLink, plain
@@ -206,3 +214,147 @@ def test_version_4_url_jobs_are_still_read_without_source_limits() -> None:
     del data["requests_per_host"], data["crawl_delay"]
     job = decode(json.dumps(data), UrlJob)
     assert (job.requests_per_host, job.crawl_delay) == (None, None)
+
+
+# --- the extractor's hand-over to the indexer (staged-records) ------------------------------
+
+STAGED = StagedRecords(
+    url="https://example.org/a",
+    pattern="embedded-script",
+    links=MESSAGES[2].links,  # type: ignore[attr-defined]
+    documents=MESSAGES[2].documents,  # type: ignore[attr-defined]
+    resolution_notes=("link-header: missing angle brackets repaired",),
+    records=(
+        StagedRecord(
+            document="raw/x/y/z.html",
+            block=2,
+            via="self",
+            authority="not-authoritative",
+            record_id="https://example.org/a#metadata",
+            resource_id="https://doi.org/10.5072/a",
+            # Keys in an order sorting would change: a record keeps the order of its keys.
+            record={"@id": "https://example.org/a#metadata", "@context": {"schema": "x"}},
+            report=StagedReport(
+                valid=False,
+                conformance="https://w3id.org/cdif/core/1.0",
+                rules="cdif-core-1.0",
+                errors=(ReportIssue(pointer="/schema:name", message="é", keyword="required"),),
+                warnings=(),
+                shacl=True,
+            ),
+            repairs=("removed comments",),
+            notes=("no @context: read with the schema.org context",),
+            identity_fallback=False,
+            item_list={"id": "https://example.org/list", "position": 2},
+        ),
+    ),
+    skipped=(
+        SkippedBlock(
+            document="raw/x/y/z.html", block=0, via="self", authority=None, reason="no Dataset"
+        ),
+    ),
+    sitemap="https://example.org/sitemap.xml",
+    lastmod="2024-01-02T00:00:00Z",
+    blocks=("abc",),
+    sd_dates=("2024-01-01",),
+)
+
+
+def test_staged_records_round_trip_and_keep_the_order_of_a_record() -> None:
+    raw = encode_staged(STAGED)
+    data = json.loads(raw)
+    assert (data["v"], data["kind"]) == (STAGED_VERSION, "staged-records")
+    assert decode_staged(raw) == STAGED
+    assert list(decode_staged(raw).records[0].record or {}) == ["@id", "@context"]
+
+
+def test_a_staged_object_has_no_size_limit() -> None:
+    record = replace(STAGED.records[0], notes=("n" * 1000,) * 300)
+    big = replace(STAGED, records=(record,))
+    assert len(encode_staged(big)) > MAX_MESSAGE_BYTES
+    assert decode_staged(encode_staged(big)) == big
+
+
+def test_a_staged_object_of_version_1_has_no_marks_and_optional_fields_missing() -> None:
+    # As the extractor wrote it before the hand-over was a contract: no v, no kind; a record
+    # that could not be normalised had no item_list, a report no shacl unless the shapes ran.
+    v1 = json.loads(encode_staged(STAGED))
+    del v1["v"], v1["kind"], v1["records"][0]["item_list"], v1["records"][0]["report"]["shacl"]
+    staged = decode_staged(json.dumps(v1))
+    assert staged.records[0].item_list is None and staged.records[0].report.shacl is False
+    assert staged == replace(
+        STAGED,
+        records=(
+            replace(
+                STAGED.records[0],
+                item_list=None,
+                report=replace(STAGED.records[0].report, shacl=False),
+            ),
+        ),
+    )
+
+
+def _staged(path: str, value: object) -> dict[str, object]:
+    """The staged object of STAGED with the value at ``path`` (dotted; ... deletes it)."""
+    data = json.loads(encode_staged(STAGED))
+    *parents, last = path.split(".")
+    node = data
+    for name in parents:
+        node = node[int(name)] if isinstance(node, list) else node[name]
+    if value is ...:
+        del node[last]
+    else:
+        node[last] = value
+    return data  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (_staged("v", STAGED_VERSION + 1), "staged object version 3 not supported"),
+        (_staged("v", ...), "staged object version None"),
+        (_staged("kind", "index-job"), "expected a staged-records object, got 'index-job'"),
+        (_staged("kind", ...), "expected a staged-records object, got None"),
+    ],
+)
+def test_a_staged_object_of_another_version_or_kind_is_refused(
+    data: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(ContractError, match=fragment):
+        decode_staged(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (_staged("records", {}), r"staged-records\.records: expected an array"),
+        (_staged("documents.0.key", ...), r"staged-records\.documents\[0\]: missing .*'key'"),
+        (_staged("records.0.record_id", 7), r"records\[0\]\.record_id: expected a string"),
+        (_staged("records.0.record", [1]), r"records\[0\]\.record: \[1\] matches none"),
+        (_staged("records.0.block", "2"), r"records\[0\]\.block: expected an integer"),
+        (_staged("records.0.report.valid", "no"), r"report\.valid: expected a boolean"),
+        (_staged("records.0.report.errors.0.message", None), r"errors\[0\]\.message: expected"),
+        (_staged("records.0.reprot", {}), r"records\[0\]: unknown field\(s\) \['reprot'\]"),
+        (_staged("links.0.rel", ...), r"staged-records\.links\[0\]: missing .*'rel'"),
+    ],
+)
+def test_a_malformed_staged_object_is_refused_naming_the_field(
+    data: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(ContractError, match=fragment):
+        decode_staged(json.dumps(data))
+    # The same fault in an object of version 1 (no v, no kind) is refused the same way.
+    v1 = {k: v for k, v in data.items() if k not in ("v", "kind")}
+    with pytest.raises(ContractError, match=fragment):
+        decode_staged(json.dumps(v1))
+
+
+@pytest.mark.parametrize(("raw", "fragment"), [(b"{ no", "not JSON"), (b"[]", "not a JSON object")])
+def test_a_staged_object_that_is_no_json_object_is_refused(raw: bytes, fragment: str) -> None:
+    with pytest.raises(ContractError, match=f"staged object is {fragment}"):
+        decode_staged(raw)
+
+
+def test_a_staged_object_is_no_message() -> None:
+    with pytest.raises(ContractError, match="unknown message kind 'staged-records'"):
+        decode(json.dumps({**json.loads(encode_staged(STAGED)), "v": CONTRACT_VERSION}))

@@ -27,6 +27,7 @@ import pytest
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
+from cdif_harvester.domain.records.contexts import JsonLdContexts
 from cdif_harvester.domain.records.extraction import find_jsonld_scripts, has_dataset, parse_jsonld
 from cdif_harvester.domain.records.normalisation import (
     NormalisationError,
@@ -590,16 +591,17 @@ def test_processed_contexts_are_kept_for_the_life_of_the_process(
     assert calls == [context]
 
 
-def test_registering_a_context_is_seen_by_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonld_loader, "_REGISTERED", {})
+def test_registering_a_context_is_seen_by_the_fast_path() -> None:
+    contexts = JsonLdContexts()
     url = "https://vocab.example.org/trusted.jsonld"
     document = {"@context": ["https://schema.org", url], "@type": "Dataset", "word": "w"}
-    assert jsonld_fast.expand(document, base=BASE) is None  # not served yet
-    jsonld_loader.register_context(url, {"@context": {"word": "http://example.org/one"}})
-    (first,) = jsonld_fast.expand(document, base=BASE) or [None]
+    processed = contexts.processed
+    assert jsonld_fast.expand(document, base=BASE, contexts=processed) is None  # not served yet
+    contexts.register(url, {"@context": {"word": "http://example.org/one"}})
+    (first,) = jsonld_fast.expand(document, base=BASE, contexts=processed) or [None]
     assert "http://example.org/one" in first
-    jsonld_loader.register_context(url, {"@context": {"word": "http://example.org/two"}})
-    (second,) = jsonld_fast.expand(document, base=BASE) or [None]
+    contexts.register(url, {"@context": {"word": "http://example.org/two"}})
+    (second,) = jsonld_fast.expand(document, base=BASE, contexts=processed) or [None]
     assert "http://example.org/two" in second
 
 
@@ -703,10 +705,10 @@ def test_documents_the_normaliser_prepares_first_agree(document: Any) -> None:
 
 def test_a_full_context_cache_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jsonld_fast, "_CHILD_LIMIT", 2)
-    monkeypatch.setattr(jsonld_fast, "_ROOTS", {})  # a fresh cache for this test
+    processed = jsonld_fast.ProcessedContexts(jsonld_loader.served_document)  # a fresh cache
     for number in range(5):
         context = {"@vocab": "http://schema.org/", "t": f"http://example.org/t{number}"}
         document = {"@context": context, "@type": "Dataset", "t": "v"}
-        (node,) = jsonld_fast.expand(document, base=BASE) or [None]
+        (node,) = jsonld_fast.expand(document, base=BASE, contexts=processed) or [None]
         assert node[f"http://example.org/t{number}"] == [{"@value": "v"}]
-        assert len(jsonld_fast._ROOTS["empty"].children) <= 2
+        assert len(processed.root(False).children) <= 2

@@ -24,7 +24,7 @@ from cdif_harvester.model import FetchResponse
 from cdif_harvester.ports import HostSlot, Wait
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.jobs import job_key, run_job
-from cdif_harvester.wiring import RobotsCache, Wiring
+from cdif_harvester.wiring import Wiring
 
 A = "https://a.example.org"
 B = "https://b.example.org:8443"
@@ -402,12 +402,20 @@ def test_slots_per_host_default_and_overrides() -> None:
     assert Settings().slots_for(A) == 2
 
 
-def test_the_robots_cache_tells_its_listeners_the_crawl_delay() -> None:
+def test_remembering_a_robots_policy_writes_nowhere_else(tmp_path: Path) -> None:
+    heard: list[str] = []
+    wiring = _ports(tmp_path, _gated(FakeFetcher(), FakeClock()))
+    wiring.record_crawl_delay = lambda origin, policy: heard.append(origin)
+    policy = parse_robots(b"User-agent: *\nCrawl-delay: 60\n", robots_url=f"{A}/robots.txt")
+    wiring.robots.remember(A, policy)
+    assert heard == []  # telling the gate is the expander's own call, never a side effect
+    assert dict(wiring.robots) == {A: policy}
+    with pytest.raises(TypeError):
+        wiring.robots[B] = policy  # type: ignore[index]  # no write by assignment
+
+
+def test_the_crawl_delay_a_policy_sets_is_capped_by_the_settings() -> None:
     settings = Settings(max_crawl_delay=10.0)
-    cache = RobotsCache()
-    heard: list[tuple[str, float]] = []
-    cache.subscribe(lambda origin, policy: heard.append((origin, settings.crawl_delay_of(policy))))
-    cache[A] = parse_robots(b"User-agent: *\nCrawl-delay: 60\n", robots_url=f"{A}/robots.txt")
-    cache[B] = parse_robots(b"User-agent: *\nDisallow:\n", robots_url=f"{B}/robots.txt")
-    assert heard == [(A, 10.0), (B, 0.0)]
-    assert set(cache) == {A, B}
+    slow = parse_robots(b"User-agent: *\nCrawl-delay: 60\n", robots_url=f"{A}/robots.txt")
+    none = parse_robots(b"User-agent: *\nDisallow:\n", robots_url=f"{B}/robots.txt")
+    assert (settings.crawl_delay_of(slow), settings.crawl_delay_of(none)) == (10.0, 0.0)

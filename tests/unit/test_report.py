@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.domain.report import (
+from cdif_harvester.report import (
     FIXES,
     MAX_URL_ROWS,
     classify_error,

@@ -453,6 +453,25 @@ def test_crawl_delay_spreads_a_hosts_url_jobs_and_is_capped(tmp_path: Path) -> N
     assert queue.delays == [0, cap, 2 * cap]  # 60 s asked, capped
 
 
+def test_the_expander_stores_a_robots_policy_then_tells_the_gate_its_crawl_delay(
+    tmp_path: Path,
+) -> None:
+    wiring = _ports(
+        tmp_path,
+        {
+            f"{BASE}/robots.txt": (200, {}, b"User-agent: *\nCrawl-delay: 60\n"),
+            f"{BASE}/sm.xml": (200, XML, _urlset("/a", "/b")),
+        },
+    )
+    heard: list[tuple[str, float, bool]] = []
+    wiring.record_crawl_delay = lambda origin, policy: heard.append(
+        (origin, wiring.settings.crawl_delay_of(policy), origin in wiring.robots)
+    )
+    expand_sitemap(wiring, _job("/sm.xml", depth=1))
+    expand_sitemap(wiring, _job("/sm.xml", depth=1))  # the policy is held: read and told once
+    assert heard == [(BASE, wiring.settings.max_crawl_delay, True)]
+
+
 def test_a_sources_own_limits_ride_from_its_run_to_every_url_job(tmp_path: Path) -> None:
     wiring = _ports(
         tmp_path,

@@ -1,13 +1,16 @@
 """The AWS composition root: configuration from the environment, adapters, batch processing.
 
 Lambda handlers import from here and stay thin. Configuration is read and validated once per
-cold start; boto3 clients are built lazily on first use and cached; :func:`wiring` builds the
-:class:`~cdif_harvester.wiring.Wiring` every stage takes. Fetches go through the DynamoDB host
-gate in ``defer`` mode (a deferred job is sent again with a message delay), and Powertools
-idempotency keys each job on its work (:func:`work_key`), never on the SQS message id.
+cold start; boto3 clients and the idempotency machinery are built lazily on first use and cached;
+:func:`wiring` builds the :class:`~cdif_harvester.wiring.Wiring` every stage takes, with the
+Crawl-delay recorder writing to the host's gate item. Both batch handlers share one skeleton
+(:func:`_process_batch`); each names only how one record is handled. Fetches go through the
+DynamoDB host gate in ``defer`` mode (a deferred job is sent again with a message delay), and
+Powertools idempotency keys each job on its work (:func:`work_key`), never on the SQS message id.
 
-See docs/decisions/0008-politeness-per-host.md and
-docs/decisions/0007-idempotency-keyed-on-work.md.
+See docs/decisions/0008-politeness-per-host.md,
+docs/decisions/0007-idempotency-keyed-on-work.md and
+docs/decisions/0043-state-on-the-wiring.md.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -53,6 +56,9 @@ from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
 from cdif_harvester.stages.jobs import run_job
 from cdif_harvester.wiring import Wiring
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
 __all__ = [
     "AwsConfig",
@@ -216,8 +222,8 @@ def wiring() -> Wiring:
     )
     # A Crawl-delay read by the expander is recorded on the host's gate item, where every
     # resolver sees it.
-    bundle.robots.subscribe(
-        lambda origin, policy: gate.set_interval(origin, settings.crawl_delay_of(policy))
+    bundle.record_crawl_delay = lambda origin, policy: gate.set_interval(
+        origin, settings.crawl_delay_of(policy)
     )
     return bundle
 
@@ -239,7 +245,50 @@ def handle_sqs_batch(
     counted in ``Outcomes`` (dimensions ``Stage`` and ``Outcome``); every log line of a job
     carries its ``run_id`` (also the correlation id), ``url`` and ``message_id``.
     """
-    stage_name = _STAGE_OF.get(contract, contract.__name__)
+
+    def handle(bundle: Wiring, record: SQSRecord) -> _Processed | None:
+        return _handle_job(bundle, record, contract, stage, context)
+
+    return _process_batch(event, context, _STAGE_OF.get(contract, contract.__name__), handle)
+
+
+def handle_s3_notifications(
+    event: dict[str, Any], context: Any, stage: Callable[[Wiring, str], Any]
+) -> dict[str, Any]:
+    """Run ``stage`` on every object key of the S3 notifications carried by an SQS batch.
+
+    A notification that names no record (the ``s3:TestEvent``, a key outside ``records/``) is
+    logged and consumed. Metrics carry ``Stage=crosswalk``; every log line of a key carries it
+    (``key``) and the SQS ``message_id``. Raises ContractError when ``event`` is not an SQS event.
+    """
+
+    def handle(bundle: Wiring, record: SQSRecord) -> _Processed | None:
+        return _handle_notification(bundle, record, stage)
+
+    return _process_batch(event, context, CROSSWALK_STAGE, handle)
+
+
+@dataclass(frozen=True)
+class _Processed:
+    """A record its handler processed, and the outcome it ended in (None: no outcome yet)."""
+
+    outcome: str | None = None
+
+
+def _process_batch(
+    event: dict[str, Any],
+    context: Any,
+    stage_name: str,
+    handle: Callable[[Wiring, SQSRecord], _Processed | None],
+) -> dict[str, Any]:
+    """Run ``handle`` on every record of the SQS batch ``event`` for the stage ``stage_name``,
+    and return the partial batch response.
+
+    A record ``handle`` raised on is reported failed (SQS redelivers it); one it returned None
+    for was consumed without being processed (it logged and counted why). Each processed record
+    counts in ``JobsProcessed``, its outcome in ``Outcomes``; the batch counts in ``Batches`` and
+    its failed records in ``JobsFailed``. Raises ContractError when ``event`` is not an SQS event.
+    """
     _label_stage(stage_name)
     _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
@@ -247,46 +296,11 @@ def handle_sqs_batch(
     outcomes: Counter[str] = Counter()
 
     def record_handler(record: SQSRecord) -> None:
-        # The keys of the batch's previous record must not leak into this record's lines.
-        logger.append_keys(message_id=record.message_id, run_id=None, url=None)
-        logger.set_correlation_id(None)
-        try:
-            job = decode(record.body, contract)
-        except ContractError as exc:
-            logger.error("message breaks its contract", error=str(exc))
-            metrics.add_metric(name="BadMessages", unit=MetricUnit.Count, value=1)
+        processed = handle(bundle, record)
+        if processed is None:
             return
-        run_id = getattr(job, "run_id", None)
-        logger.append_keys(run_id=run_id, url=getattr(job, "url", None))
-        # The run id is the correlation id: one filter follows a harvest through every stage.
-        logger.set_correlation_id(run_id)
-        resume = record.message_attributes.get(RESUME_ATTRIBUTE) is not None
-
-        def run() -> dict[str, Any]:
-            result = run_job(bundle, job, stage, resume=resume)  # type: ignore[type-var]
-            return {"outcome": str(getattr(result, "outcome", "") or "") or None}
-
-        try:
-            done = _once(run, work_key(job), context)
-        except Deferred as deferred:
-            _send_again(bundle, contract, record, deferred.delay)
-            logger.info("job deferred (politeness)", delay=deferred.delay, reason=str(deferred))
-            metrics.add_metric(name="Deferred", unit=MetricUnit.Count, value=1)
-            return
-        except RetryableError as error:
-            logger.warning(
-                "job failed; SQS redelivers it", error=str(error), retry_after=error.retry_after
-            )
-            if error.retry_after is not None:
-                _retry_later(bundle, contract, record, error.retry_after)
-            raise
-        except Exception:  # a bug, not the data: Powertools would log it only at DEBUG
-            logger.exception("job failed unexpectedly; SQS redelivers it")
-            raise
-        outcome = done.get("outcome")
-        if outcome is not None:
-            outcomes[outcome] += 1
-        logger.info("job done", outcome=outcome)
+        if processed.outcome is not None:
+            outcomes[processed.outcome] += 1
         metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
 
     metrics.add_metric(name="Batches", unit=MetricUnit.Count, value=1)
@@ -297,6 +311,94 @@ def handle_sqs_batch(
     finally:
         _count_batch(stage_name, processor, outcomes)
     return dict(response)
+
+
+def _handle_job(
+    bundle: Wiring,
+    record: SQSRecord,
+    contract: type[_J],
+    stage: Callable[[Wiring, _J], Any],
+    context: Any,
+) -> _Processed | None:
+    """Decode one job and run its stage, once per unit of work (:func:`work_key`).
+
+    Returns None for a record consumed without being run: it breaks its contract, or its host
+    cannot take a request now (Deferred: the job is sent again, delayed). Raises RetryableError
+    (after asking SQS to wait out its ``Retry-After``) and any unexpected error, for SQS to
+    redeliver the record.
+    """
+    # The keys of the batch's previous record must not leak into this record's lines.
+    logger.append_keys(message_id=record.message_id, run_id=None, url=None)
+    logger.set_correlation_id(None)
+    try:
+        job = decode(record.body, contract)
+    except ContractError as exc:
+        logger.error("message breaks its contract", error=str(exc))
+        metrics.add_metric(name="BadMessages", unit=MetricUnit.Count, value=1)
+        return None
+    run_id = getattr(job, "run_id", None)
+    logger.append_keys(run_id=run_id, url=getattr(job, "url", None))
+    # The run id is the correlation id: one filter follows a harvest through every stage.
+    logger.set_correlation_id(run_id)
+    resume = record.message_attributes.get(RESUME_ATTRIBUTE) is not None
+
+    def run() -> dict[str, Any]:
+        result = run_job(bundle, job, stage, resume=resume)  # type: ignore[type-var]
+        return {"outcome": str(getattr(result, "outcome", "") or "") or None}
+
+    try:
+        done = _run_once(run, work_key(job), context)
+    except Deferred as deferred:
+        _send_again(bundle, contract, record, deferred.delay)
+        logger.info("job deferred (politeness)", delay=deferred.delay, reason=str(deferred))
+        metrics.add_metric(name="Deferred", unit=MetricUnit.Count, value=1)
+        return None
+    except RetryableError as error:
+        logger.warning(
+            "job failed; SQS redelivers it", error=str(error), retry_after=error.retry_after
+        )
+        if error.retry_after is not None:
+            _retry_later(bundle, contract, record, error.retry_after)
+        raise
+    except Exception:  # a bug, not the data: Powertools would log it only at DEBUG
+        logger.exception("job failed unexpectedly; SQS redelivers it")
+        raise
+    outcome = done.get("outcome")
+    logger.info("job done", outcome=outcome)
+    return _Processed(outcome)
+
+
+def _handle_notification(
+    bundle: Wiring, record: SQSRecord, stage: Callable[[Wiring, str], Any]
+) -> _Processed | None:
+    """Run the crosswalk on every record an S3 notification names.
+
+    Returns None for a body that is not JSON (logged). A key whose record cannot be crosswalked
+    (PermanentError) is logged and skipped; any other error is raised, for SQS to redeliver the
+    notification.
+    """
+    logger.append_keys(message_id=record.message_id, key=None)
+    try:
+        notification = json.loads(record.body)
+    except ValueError:
+        logger.error("notification is not JSON")
+        return None
+    keys = keys_from_s3_event(notification)
+    if not keys:  # the s3:TestEvent sent when the notification was set up
+        event_name = notification.get("Event") if isinstance(notification, dict) else None
+        logger.info("notification names no object", event=event_name)
+    for key in keys:
+        logger.append_keys(key=key)
+        try:
+            views = stage(bundle, key)
+        except PermanentError as exc:
+            logger.warning("record not crosswalked", error=str(exc))
+            continue
+        except Exception:
+            logger.exception("crosswalk failed; SQS redelivers the notification")
+            raise
+        logger.info("record crosswalked", views=len(views) if isinstance(views, dict) else None)
+    return _Processed()
 
 
 def _label_stage(stage_name: str) -> None:
@@ -343,41 +445,68 @@ def work_key(job: Any) -> str:
     return "|".join([kind, *parts])
 
 
-def _once(run: Callable[[], dict[str, Any]], key: str, context: Any) -> dict[str, Any]:
+def _run_once(run: Callable[[], dict[str, Any]], key: str, context: Any) -> dict[str, Any]:
     """Run ``run`` once per ``key`` (Powertools idempotency), or simply run it when no
-    idempotency table is configured."""
+    idempotency table is configured. Raises what ``run`` raises (and then nothing is
+    remembered: the work runs again)."""
+    idempotency = _once()
+    if idempotency is None:
+        return run()
+    # The configuration outlives the invocation; the context it reads (how long this invocation
+    # has left, which bounds a unit of work "in progress") is this invocation's.
+    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+        idempotency.config.register_lambda_context(context)
+    else:
+        idempotency.config.lambda_context = None
+    return idempotency.once(work={"work": key}, run=run)
+
+
+@dataclass(frozen=True)
+class _Idempotency:
+    """Powertools' idempotency configuration and the function it makes idempotent."""
+
+    config: IdempotencyConfig
+    once: Callable[..., dict[str, Any]]
+
+
+def reset() -> None:
+    """Forget the cached execution environment (wiring, idempotency store and configuration):
+    the next call builds them again from the environment, as a cold start would."""
+    wiring.cache_clear()
+    _once.cache_clear()
+    _idempotency_store.cache_clear()
+
+
+@cache
+def _once() -> _Idempotency | None:
+    """Build (once per execution environment) the idempotent runner of a unit of work; None
+    when no idempotency table is configured. Raises ConfigError for an incomplete environment."""
     persistence = _idempotency_store()
     if persistence is None:
-        return run()
+        return None
     from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415
         IdempotencyConfig,
         idempotent_function,
     )
 
     config = IdempotencyConfig(event_key_jmespath="work", expires_after_seconds=IDEMPOTENCY_SECONDS)
-    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
-        config.register_lambda_context(context)
 
+    # Powertools names each remembered unit of work after this function's module and qualified
+    # name (cdif_harvester.aws_runtime._once.<locals>.once): renaming either would make every
+    # unit of work remembered by the deployed version run again.
     # (Powertools' decorator is not typed; the function's own signature is.)
     @idempotent_function(  # type: ignore[untyped-decorator]
         data_keyword_argument="work", persistence_store=persistence, config=config
     )
-    def once(work: dict[str, str]) -> dict[str, Any]:
+    def once(work: dict[str, str], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return run()
 
-    result: dict[str, Any] = once(work={"work": key})
-    return result
-
-
-def reset() -> None:
-    """Forget the cached execution environment (wiring, idempotency store): the next call
-    builds them again from the environment, as a cold start would."""
-    wiring.cache_clear()
-    _idempotency_store.cache_clear()
+    return _Idempotency(config=config, once=once)
 
 
 @cache
 def _idempotency_store() -> Any:
+    """The idempotency table's persistence layer (None when no table is configured)."""
     table = AwsConfig.from_env(os.environ).idempotency_table
     if not table:
         return None
@@ -410,54 +539,6 @@ def _retry_later(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: 
         metrics.add_metric(name="RetryAfter", unit=MetricUnit.Count, value=1)
     except HarvestError as exc:  # the record still fails; SQS redelivers it after its timeout
         logger.warning("could not delay the retry", error=str(exc))
-
-
-def handle_s3_notifications(
-    event: dict[str, Any], context: Any, stage: Callable[[Wiring, str], Any]
-) -> dict[str, Any]:
-    """Run ``stage`` on every object key of the S3 notifications carried by an SQS batch.
-
-    A notification that names no record (the ``s3:TestEvent``, a key outside ``records/``) is
-    logged and consumed. Metrics carry ``Stage=crosswalk``; every log line of a key carries it
-    (``key``) and the SQS ``message_id``.
-    """
-    _label_stage(CROSSWALK_STAGE)
-    _require_sqs_event(event)
-    processor = BatchProcessor(event_type=EventType.SQS)
-    bundle = wiring()
-
-    def record_handler(record: SQSRecord) -> None:
-        logger.append_keys(message_id=record.message_id, key=None)
-        try:
-            notification = json.loads(record.body)
-        except ValueError:
-            logger.error("notification is not JSON")
-            return
-        keys = keys_from_s3_event(notification)
-        if not keys:  # the s3:TestEvent sent when the notification was set up
-            event_name = notification.get("Event") if isinstance(notification, dict) else None
-            logger.info("notification names no object", event=event_name)
-        for key in keys:
-            logger.append_keys(key=key)
-            try:
-                views = stage(bundle, key)
-            except PermanentError as exc:
-                logger.warning("record not crosswalked", error=str(exc))
-                continue
-            except Exception:
-                logger.exception("crosswalk failed; SQS redelivers the notification")
-                raise
-            logger.info("record crosswalked", views=len(views) if isinstance(views, dict) else None)
-        metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
-
-    metrics.add_metric(name="Batches", unit=MetricUnit.Count, value=1)
-    try:
-        response = process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
-        )
-    finally:
-        _count_batch(CROSSWALK_STAGE, processor, Counter())
-    return dict(response)
 
 
 def _require_sqs_event(event: Any) -> None:

@@ -6,7 +6,13 @@ the type of every field and raises :class:`~cdif_harvester.errors.ContractError`
 Large payloads travel as object-store keys (claim check); :func:`encode` refuses a message over
 :data:`MAX_MESSAGE_BYTES`.
 
-See docs/decisions/0002-message-contracts.md, with the version history (a bump adds a line there).
+The extractor's hand-over to the indexer, :class:`StagedRecords` (the object an :class:`IndexJob`
+names by ``staged_key``), follows the same rules through :func:`encode_staged` and
+:func:`decode_staged`, with a version of its own (:data:`STAGED_VERSION`), no size cap and its
+keys in their order; older staged objects are still read.
+
+See docs/decisions/0002-message-contracts.md, with the version history (a bump adds a line there),
+and docs/decisions/0041-staged-records-handover.md, with the staged objects' history.
 """
 
 from __future__ import annotations
@@ -34,14 +40,24 @@ __all__ = [
     "IndexJob",
     "Message",
     "RecordStored",
+    "ReportIssue",
+    "STAGED_VERSION",
     "SitemapJob",
+    "SkippedBlock",
+    "StagedRecord",
+    "StagedRecords",
+    "StagedReport",
     "UrlJob",
     "decode",
+    "decode_staged",
     "encode",
+    "encode_staged",
 ]
 
 CONTRACT_VERSION = 5
 READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5})
+STAGED_VERSION = 2
+STAGED_READABLE_VERSIONS = frozenset({1, 2})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:
@@ -160,6 +176,94 @@ class RecordStored:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ReportIssue:
+    """One problem found in a record: where (JSON Pointer), what, and the keyword of the rule
+    (a JSON Schema keyword, ``shacl:<constraint>``, or why normalisation failed)."""
+
+    pointer: str
+    message: str
+    keyword: str
+
+
+@dataclass(frozen=True)
+class StagedReport:
+    """The extractor's verdict on one record, as its report object holds it.
+
+    ``conformance`` and ``rules`` are ``None`` for a record that could not be normalised (its one
+    error says why); ``shacl`` is true when the SHACL shapes were run too (their violations are
+    among the errors).
+    """
+
+    valid: bool
+    conformance: str | None
+    rules: str | None
+    errors: tuple[ReportIssue, ...]
+    warnings: tuple[ReportIssue, ...]
+    shacl: bool = False
+
+
+@dataclass(frozen=True)
+class StagedRecord:
+    """One record the extractor found, judged and staged for the indexer.
+
+    ``document`` (its key), ``block``, ``via`` and ``authority`` say where it was found (see
+    :class:`DocumentRef`). ``record`` is the normalised CDIF record, ``None`` when normalisation
+    failed (``identity_fallback`` is then true and the ids are the block's). ``repairs`` are what
+    the JSON-LD parser had to repair, ``notes`` what normalisation noted, and ``item_list`` the
+    CDIF-list-1.0 ItemList the record is an element of, if any (its ``id``, ``name``, ``url``
+    where declared, and ``position``).
+    """
+
+    document: str
+    block: int
+    via: str | None
+    authority: str | None
+    record_id: str
+    resource_id: str
+    record: dict[str, Any] | None
+    report: StagedReport
+    repairs: tuple[str, ...]
+    notes: tuple[str, ...]
+    identity_fallback: bool
+    item_list: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SkippedBlock:
+    """A JSON-LD block that gave no record, with why (where it was found: as on StagedRecord)."""
+
+    document: str
+    block: int
+    via: str | None
+    authority: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class StagedRecords:
+    """The extractor's hand-over to the indexer: the records found for one URL (claim check).
+
+    Besides the records and the skipped blocks it carries what the indexer writes in each
+    report's provenance (``links``, ``resolution_notes``) and in the URL's state (``documents``
+    for its fingerprint, ``sitemap``, ``lastmod``, and the ``blocks`` hashes and ``sd_dates``
+    of :mod:`cdif_harvester.domain.discovery.incremental`).
+    """
+
+    KIND: ClassVar[str] = "staged-records"
+    url: str
+    pattern: str
+    links: tuple[TypedLink, ...]
+    documents: tuple[DocumentRef, ...]
+    resolution_notes: tuple[str, ...]
+    records: tuple[StagedRecord, ...]
+    skipped: tuple[SkippedBlock, ...]
+    sitemap: str | None
+    lastmod: str | None
+    blocks: tuple[str, ...]
+    sd_dates: tuple[str, ...]
+
+
 Message = SitemapJob | UrlJob | DocumentJob | IndexJob | RecordStored
 _KINDS: dict[str, type[Any]] = {
     cls.KIND: cls for cls in (SitemapJob, UrlJob, DocumentJob, IndexJob, RecordStored)
@@ -190,25 +294,8 @@ def decode(raw: str | bytes | dict[str, Any], expected: type[_T] | None = None) 
     Raises ContractError on malformed JSON, an unknown version or kind, a missing required field,
     an unknown field, or a field of the wrong type.
     """
-    if isinstance(raw, dict):
-        data = raw
-    else:
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ContractError(f"message is not JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ContractError("message is not a JSON object")
-    version = data.get("v")
-    if (
-        isinstance(version, bool)
-        or not isinstance(version, int)
-        or version not in READABLE_VERSIONS
-    ):
-        raise ContractError(
-            f"message version {version!r} not supported (expected {CONTRACT_VERSION})",
-            reason="bad-version",
-        )
+    data = _json_object(raw, "message")
+    _check_version(data.get("v"), READABLE_VERSIONS, CONTRACT_VERSION, "message")
     kind = data.get("kind")
     cls = _KINDS.get(str(kind))
     if cls is None:
@@ -218,6 +305,60 @@ def decode(raw: str | bytes | dict[str, Any], expected: type[_T] | None = None) 
     payload = {k: v for k, v in data.items() if k not in ("v", "kind")}
     result: _T = _build(cls, payload, str(kind))
     return result
+
+
+def encode_staged(staged: StagedRecords) -> bytes:
+    """Serialise the extractor's hand-over to the JSON kept in the object store.
+
+    Unlike :func:`encode` there is no size limit (this is the payload a message names by key)
+    and keys are not sorted: records keep the order of their keys.
+    """
+    body = {"v": STAGED_VERSION, "kind": StagedRecords.KIND, **plain(staged)}
+    return json.dumps(body).encode("utf-8")
+
+
+def decode_staged(raw: str | bytes | dict[str, Any]) -> StagedRecords:
+    """Parse and validate a staged object, of this version or an older one still read.
+
+    Raises ContractError on malformed JSON, an unknown version, another kind, a missing
+    required field, an unknown field, or a field of the wrong type (the message names the
+    field, e.g. ``staged-records.records[0].report.valid``).
+    """
+    data = _json_object(raw, "staged object")
+    if "v" not in data and "kind" not in data:
+        # Written before the hand-over was a contract (v1): the same fields, unmarked.
+        payload = data
+    else:
+        _check_version(data.get("v"), STAGED_READABLE_VERSIONS, STAGED_VERSION, "staged object")
+        kind = data.get("kind")
+        if kind != StagedRecords.KIND:
+            raise ContractError(f"expected a {StagedRecords.KIND} object, got {kind!r}")
+        payload = {k: v for k, v in data.items() if k not in ("v", "kind")}
+    staged: StagedRecords = _build(StagedRecords, payload, StagedRecords.KIND)
+    return staged
+
+
+def _json_object(raw: str | bytes | dict[str, Any], what: str) -> dict[str, Any]:
+    """``raw`` parsed as a JSON object; raises ContractError when it is not JSON or no object."""
+    if isinstance(raw, dict):
+        data = raw
+    else:
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ContractError(f"{what} is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ContractError(f"{what} is not a JSON object")
+    return data
+
+
+def _check_version(version: Any, readable: frozenset[int], current: int, what: str) -> None:
+    """Raise ContractError (``bad-version``) unless ``version`` is one of ``readable``."""
+    if isinstance(version, bool) or not isinstance(version, int) or version not in readable:
+        raise ContractError(
+            f"{what} version {version!r} not supported (expected {current})",
+            reason="bad-version",
+        )
 
 
 def _build(cls: type[Any], data: Any, where: str) -> Any:
@@ -256,6 +397,12 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:  # noqa: PLR0911 - one br
             raise ContractError(f"{where}: expected an array")
         return tuple(_coerce(item_hint, item, f"{where}[{i}]") for i, item in enumerate(value))
     if origin is dict:
+        (_key_hint, value_hint) = typing.get_args(hint)
+        if value_hint is Any:
+            # JSON kept as it is (a record, an ItemList's provenance): passed on, not read.
+            if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+                return value
+            raise ContractError(f"{where}: expected an object")
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):

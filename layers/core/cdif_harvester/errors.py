@@ -1,4 +1,4 @@
-"""The one error hierarchy of the harvester.
+"""The one error hierarchy of the harvester, and the map of every exception it defines.
 
 Every error the core raises derives from :class:`HarvestError` and falls in one of two families,
 which decide what a stage does with the work item that raised it:
@@ -10,8 +10,59 @@ which decide what a stage does with the work item that raised it:
 * :class:`PermanentError`: trying again cannot help (bad metadata, a refused address, a body that
   is too large). The stage records the outcome and the message is consumed.
 
-Adapters wrap SDK and HTTP errors in these classes (``raise ... from exc``) so no stage ever has to
-know about botocore or httpx exceptions.
+Adapters map SDK and HTTP errors to these classes (``raise ... from exc``), one mapper per
+boundary: ``SafeFetcher._mapped_errors`` (:mod:`cdif_harvester.adapters.http`) for httpx and
+:func:`~cdif_harvester.adapters.aws_errors.aws_errors` for botocore, so no stage ever has to know
+about botocore or httpx exceptions.
+
+Every exception class defined in the package, under its base class, with its module (relative to
+``cdif_harvester``), whether it is retryable or permanent, and when it is raised. Classes outside
+:class:`HarvestError` are not outcomes of a URL: they are answered where they are raised. A unit
+test keeps this tree complete::
+
+    Exception
+        HarvestError (errors): the base, never raised itself; ``outcome`` and ``reason``
+            RetryableError (errors): retryable; the base of passing faults
+                FetchTimeout (errors): retryable; a fetch's connect, read or total time ran out
+                FetchFailed (errors): retryable; connection refused or reset, TLS, a 5xx answer
+                StorageError (errors): retryable; S3, DynamoDB, SQS or the local store failed
+            Deferred (errors): neither; a host's slot is busy, the job runs again after a delay
+            PermanentError (errors): permanent; also raised itself: a bad URL, an undecodable body
+                ContractError (errors): permanent; a message between stages breaks its contract
+                AddressRefused (errors): permanent (outcome ``blocked``); refused by address policy
+                BodyTooLarge (errors): permanent; a response body over the fetcher's cap
+                RedirectError (errors): permanent; too many redirects, a loop, no Location
+                SitemapError (domain.discovery.sitemap): permanent; not a readable sitemap
+                ExtractionError (domain.records.extraction): permanent; JSON beyond repair
+                NormalisationError (domain.records.normalisation): permanent; no Dataset,
+                    or JSON-LD processing failed
+                ShaclUnavailable (domain.records.shacl): permanent; SHACL without pyshacl
+                NQuadsError (domain.views.nquads): permanent; a record that is not RDF
+                SitemapFetchError (stages.expand): permanent; no usable sitemap or robots.txt
+                HttpStatusError (stages.resolve): permanent; a page answered 4xx or an odd status
+                MalformedMetadata (stages.extract): permanent; no JSON-LD block readable
+                StagedObjectMissing (stages.index): permanent; the extractor's hand-over is gone
+                NotARecordKey (stages.crosswalk): permanent; notified of an object not a record
+                InvalidEntryUrl (stages.intake): permanent; an entry URL that cannot start a run
+                InvalidOptions (stages.intake): permanent; unknown or unusable options
+                InvalidSource (stages.sources): permanent; an unusable source registration
+                UnknownSource (stages.sources): permanent; no source under that id
+                SourceBusy (stages.sources): permanent; the source has a run under way
+                HostNotAllowed (stages.sources): permanent; a URL on a host the source does not list
+        ApiError (api.errors): permanent; the intake API refuses a request (400)
+            Unauthenticated (api.errors): permanent; no API key identity (401)
+            Forbidden (api.errors): permanent; the key may not do this (403)
+            NotFound (api.errors): permanent; no such source, run, record or view (404)
+            NotAcceptable (api.errors): permanent; ``Accept`` allows no media type (406)
+            Conflict (api.errors): permanent; the resource exists already, or is busy (409)
+            PayloadTooLarge (api.errors): permanent; a body over 8 KiB (413)
+            TooLargeToServe (api.errors): permanent; a document too big for Lambda (501)
+        UsageError (cli.dlq): permanent; ``cdif-harvest dlq`` given no usable queue (exit 2)
+        Declined (domain.records.jsonld_fast): internal, caught there; pyld takes over
+    RuntimeError
+        ConfigError (aws_runtime): fatal until redeployed; the environment lacks a setting
+    ValueError
+        NotItsSource (adapters.dlq): permanent; a redrive target that does not dead-letter there
 """
 
 from __future__ import annotations

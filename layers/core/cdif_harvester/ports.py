@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from cdif_harvester.domain.discovery.robots import RobotsPolicy
 from cdif_harvester.model import (
     CatalogEntry,
     FetchResponse,
@@ -26,6 +27,7 @@ from cdif_harvester.model import (
 __all__ = [
     "CatalogIndex",
     "Clock",
+    "CrawlDelayRecorder",
     "Fetcher",
     "HostGate",
     "HostSlot",
@@ -243,6 +245,17 @@ class Clock(Protocol):
 
     def now(self) -> datetime:
         """Return the current UTC time, timezone-aware."""
+        ...
+
+
+class CrawlDelayRecorder(Protocol):
+    """Records the Crawl-delay a host's robots.txt sets where every fetcher pacing that host
+    reads it: the host gate (on AWS the host's item in the DynamoDB table, seen by every
+    resolver; in the local runner the in-memory gate)."""
+
+    def __call__(self, origin: str, policy: RobotsPolicy) -> None:
+        """Record the Crawl-delay ``policy`` (the robots.txt of ``origin``) sets for us. Raises
+        StorageError when the gate's store fails."""
         ...
 
 

@@ -2,18 +2,24 @@
 
 The protocols themselves are in :mod:`cdif_harvester.ports`; the two composition roots that build a
 :class:`Wiring` are :mod:`cdif_harvester.aws_runtime` (Lambda) and
-:mod:`cdif_harvester.cli.runner` (one machine).
+:mod:`cdif_harvester.local_runtime` (one machine), each with a ``wiring()`` builder. State that
+depends on configuration or on what ran before (parsed robots.txt, the JSON-LD contexts learnt)
+lives on the Wiring, never in a module.
+
+See docs/decisions/0043-state-on-the-wiring.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from cdif_harvester.domain.discovery.robots import RobotsPolicy
+from cdif_harvester.domain.records.contexts import JsonLdContexts
 from cdif_harvester.ports import (
     CatalogIndex,
     Clock,
+    CrawlDelayRecorder,
     Fetcher,
     JobQueue,
     ObjectStore,
@@ -24,31 +30,37 @@ from cdif_harvester.settings import Settings
 __all__ = ["RobotsCache", "Wiring"]
 
 
-class RobotsCache(dict[str, RobotsPolicy]):
-    """Parsed robots.txt policies by origin; listeners hear of every policy stored.
+class RobotsCache(Mapping[str, RobotsPolicy]):
+    """Parsed robots.txt policies by origin, read-only but for :meth:`remember`.
 
-    That is how a host's Crawl-delay reaches the politeness gate the moment the expander has
-    read it, whichever process reads it (on AWS the resolver never parses robots.txt itself).
+    Storing a policy writes nowhere else: telling the host gate the host's Crawl-delay is the
+    expander's own, separate call (``Wiring.record_crawl_delay``).
     """
 
     def __init__(self) -> None:
-        super().__init__()
-        self._listeners: list[Callable[[str, RobotsPolicy], None]] = []
+        self._policies: dict[str, RobotsPolicy] = {}
 
-    def subscribe(self, listener: Callable[[str, RobotsPolicy], None]) -> None:
-        """Call ``listener(origin, policy)`` whenever a policy is stored from now on."""
-        self._listeners.append(listener)
+    def remember(self, origin: str, policy: RobotsPolicy) -> None:
+        """Keep ``policy`` as the robots.txt policy of ``origin`` (replacing any before)."""
+        self._policies[origin] = policy
 
-    def __setitem__(self, origin: str, policy: RobotsPolicy) -> None:
-        super().__setitem__(origin, policy)
-        for listener in self._listeners:
-            listener(origin, policy)
+    def __getitem__(self, origin: str) -> RobotsPolicy:
+        return self._policies[origin]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._policies)
+
+    def __len__(self) -> int:
+        return len(self._policies)
 
 
 @dataclass
 class Wiring:
     """Everything a stage talks to. ``robots`` caches parsed robots.txt by origin;
-    ``sources`` is the registry of publishers (None where no registry is used)."""
+    ``sources`` is the registry of publishers (None where no registry is used);
+    ``record_crawl_delay`` tells the host gate a robots.txt's Crawl-delay (None: nothing paces
+    by it); ``contexts`` serves the JSON-LD contexts (the shipped ones and the trusted ones
+    registered) and remembers the trusted ones that failed."""
 
     store: ObjectStore
     catalog: CatalogIndex
@@ -58,3 +70,5 @@ class Wiring:
     settings: Settings = field(default_factory=Settings)
     robots: RobotsCache = field(default_factory=RobotsCache)
     sources: SourceRegistry | None = None
+    record_crawl_delay: CrawlDelayRecorder | None = None
+    contexts: JsonLdContexts = field(default_factory=JsonLdContexts)

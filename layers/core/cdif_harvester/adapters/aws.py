@@ -1,11 +1,14 @@
 """AWS adapters: S3 as object store, DynamoDB as catalogue and host gate, SQS as job queue.
 
 Clients are passed in (built lazily by :mod:`cdif_harvester.aws_runtime`), never created at
-import time. Every botocore error is wrapped in :class:`~cdif_harvester.errors.StorageError`, a
-retryable error. The catalogue is one DynamoDB table (``pk``/``sk``, index ``gsi1``) keyed by the
+import time. Every call runs inside :func:`~cdif_harvester.adapters.aws_errors.aws_errors`, which
+wraps botocore errors in :class:`~cdif_harvester.errors.StorageError`, a retryable error; only the
+codes that are answers (a missing object, a failed condition) are caught by name, where they are
+asked for. The catalogue is one DynamoDB table (``pk``/``sk``, index ``gsi1``) keyed by the
 hashes of :mod:`cdif_harvester.keys`.
 
-See docs/decisions/0003-dynamodb-single-table.md for the table layout.
+See docs/decisions/0003-dynamodb-single-table.md for the table layout and
+docs/decisions/0042-one-aws-error-mapper.md for the error mapping.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
+from cdif_harvester.adapters.aws_errors import CONDITION_FAILED, aws_errors
 from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import record_hash, url_hash
@@ -51,6 +55,10 @@ _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
 _BATCH_TRIES = 8
 _SQS_MAX_DELAY = 900  # seconds, the SQS limit on DelaySeconds
 _SQS_MAX_VISIBILITY = 43_200  # seconds, the SQS limit on a message's visibility timeout
+# The codes S3 answers for a key that holds no object: GetObject says NoSuchKey (or a bare 404
+# through some endpoints); HeadObject has no body, so only its status: 404 / NotFound.
+_NO_SUCH_KEY = frozenset({"NoSuchKey", "404"})
+_NOT_FOUND = frozenset({"404", "NoSuchKey", "NotFound"})
 
 
 class S3ObjectStore:
@@ -69,7 +77,7 @@ class S3ObjectStore:
         metadata: Mapping[str, str] | None = None,
     ) -> None:
         """Put ``body`` under ``key``. Raises StorageError."""
-        try:
+        with aws_errors(f"S3 put {key}"):
             self.client.put_object(
                 Bucket=self.bucket,
                 Key=key,
@@ -77,42 +85,32 @@ class S3ObjectStore:
                 ContentType=content_type,
                 Metadata=dict(metadata or {}),
             )
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"S3 put {key} failed: {exc}") from exc
 
     def get(self, key: str) -> bytes:
         """Get the object under ``key``. Raises KeyError when absent, StorageError otherwise."""
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=key)
-            return response["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
-                raise KeyError(key) from exc
-            raise StorageError(f"S3 get {key} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"S3 get {key} failed: {exc}") from exc
+            with aws_errors(f"S3 get {key}", passing=_NO_SUCH_KEY):
+                response = self.client.get_object(Bucket=self.bucket, Key=key)
+                return response["Body"].read()
+        except ClientError as exc:  # no object under that key: the port's KeyError
+            raise KeyError(key) from exc
 
     def exists(self, key: str) -> bool:
-        """Tell whether ``key`` holds an object (HEAD)."""
+        """Tell whether ``key`` holds an object (HEAD). Raises StorageError."""
         try:
-            self.client.head_object(Bucket=self.bucket, Key=key)
+            with aws_errors(f"S3 head {key}", passing=_NOT_FOUND):
+                self.client.head_object(Bucket=self.bucket, Key=key)
             return True
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
-                return False
-            raise StorageError(f"S3 head {key} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"S3 head {key} failed: {exc}") from exc
+        except ClientError:  # no object under that key (a HEAD answer has no body, only 404)
+            return False
 
     def list(self, prefix: str) -> Iterator[str]:
-        """Yield the keys under ``prefix`` (S3 lists in key order)."""
-        try:
+        """Yield the keys under ``prefix`` (S3 lists in key order). Raises StorageError."""
+        with aws_errors(f"S3 list {prefix}"):
             paginator = self.client.get_paginator("list_objects_v2")
             for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
                 for item in page.get("Contents", []):
                     yield item["Key"]
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"S3 list {prefix} failed: {exc}") from exc
 
 
 class DynamoCatalog(DynamoRuns, DynamoSources):
@@ -180,10 +178,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "outcome": outcome.outcome.value,
             "body": body,
         }
-        try:
+        with aws_errors(f"DynamoDB put {item['pk']}"):
             old = self.table.put_item(Item=item, ReturnValues="ALL_OLD").get("Attributes")
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB put {item['pk']} failed: {exc}") from exc
         self._update(
             {"pk": url_key, "sk": "LATEST"},
             {
@@ -206,10 +202,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "ExpressionAttributeValues": {":pk": f"RUN#{run_id}", ":url": "URL#"},
         }
         while True:
-            try:
+            with aws_errors(f"DynamoDB query run {run_id}"):
                 page = self.table.query(**kwargs)
-            except (BotoCoreError, ClientError) as exc:
-                raise StorageError(f"DynamoDB query run {run_id} failed: {exc}") from exc
             for item in page.get("Items", []):
                 if item.get("outcome") != QUEUED:
                     yield outcome_from_dict(json.loads(str(item["body"])))
@@ -243,10 +237,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         name = self.table.name
         request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}
         for attempt in range(_BATCH_TRIES):
-            try:
+            with aws_errors("DynamoDB batch get of URLs"):
                 response = client.batch_get_item(RequestItems=request)
-            except (BotoCoreError, ClientError) as exc:
-                raise StorageError(f"DynamoDB batch get of URLs failed: {exc}") from exc
             yield from response.get("Responses", {}).get(name, [])
             unprocessed = response.get("UnprocessedKeys") or {}
             if not unprocessed.get(name):
@@ -284,24 +276,20 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         return sorted(states.values(), key=lambda s: s.url)
 
     def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
-        try:
+        with aws_errors(f"DynamoDB get {key['pk']}"):
             item = self.table.get_item(Key=key, ConsistentRead=True)
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB get {key['pk']} failed: {exc}") from exc
         return item.get("Item")
 
     def _update(self, key: dict[str, str], values: Mapping[str, str]) -> None:
         names = {f"#a{i}": name for i, name in enumerate(values)}
         expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(values)))
-        try:
+        with aws_errors(f"DynamoDB update {key['pk']}"):
             self.table.update_item(
                 Key=key,
                 UpdateExpression=expression,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues={f":v{i}": v for i, v in enumerate(values.values())},
             )
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB update {key['pk']} failed: {exc}") from exc
 
     def _query_index(self, condition: str, values: dict[str, str]) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = {
@@ -311,20 +299,16 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         }
         items: list[dict[str, Any]] = []
         while True:
-            try:
+            with aws_errors(f"DynamoDB query {values[':pk']}"):
                 page = self.table.query(**kwargs)
-            except (BotoCoreError, ClientError) as exc:
-                raise StorageError(f"DynamoDB query {values[':pk']} failed: {exc}") from exc
             items.extend(page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _put(self, item: dict[str, Any]) -> None:
-        try:
+        with aws_errors(f"DynamoDB put {item['pk']}"):
             self.table.put_item(Item=item)
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB put {item['pk']} failed: {exc}") from exc
 
 
 class SqsQueue:
@@ -353,10 +337,8 @@ class SqsQueue:
             if delays is not None:
                 for entry, delay in zip(entries, delays[start : start + _SQS_BATCH], strict=True):
                     entry["DelaySeconds"] = max(0, min(_SQS_MAX_DELAY, int(delay)))
-            try:
+            with aws_errors(f"SQS send to {queue}"):
                 response = self.client.send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
-            except (BotoCoreError, ClientError) as exc:
-                raise StorageError(f"SQS send to {queue} failed: {exc}") from exc
             failed = response.get("Failed", [])
             if failed:
                 raise StorageError(f"SQS rejected {len(failed)} message(s) to {queue}: {failed}")
@@ -372,27 +354,23 @@ class SqsQueue:
             name: {"DataType": "String", "StringValue": value}
             for name, value in (attributes or {}).items()
         }
-        try:
+        with aws_errors(f"SQS send to {queue}"):
             self.client.send_message(
                 QueueUrl=url,
                 MessageBody=body,
                 DelaySeconds=seconds,
                 MessageAttributes=message_attributes,  # type: ignore[arg-type]
             )
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"SQS send to {queue} failed: {exc}") from exc
 
     def retry_later(self, queue: str, receipt_handle: str, *, delay: float) -> None:
         """Make a received message visible again only after ``delay`` seconds (rounded up,
         within the SQS limit of 12 hours). Raises StorageError."""
         url = self._url(queue)
         seconds = max(0, min(_SQS_MAX_VISIBILITY, math.ceil(delay)))
-        try:
+        with aws_errors(f"SQS visibility change on {queue}"):
             self.client.change_message_visibility(
                 QueueUrl=url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
             )
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"SQS visibility change on {queue} failed: {exc}") from exc
 
     def _url(self, queue: str) -> str:
         try:
@@ -448,40 +426,39 @@ class DynamoHostGate:
         for _ in range(slots + 1):
             until = _decimal(now + self.lease)
             try:
-                self.table.update_item(
-                    Key=self._key(host),
-                    UpdateExpression=(
-                        "SET #slot = :until, #last = :now, #origin = :origin, "
-                        "#next = if_not_exists(#delay, :zero) + :now"
-                    ),
-                    ConditionExpression=(
-                        "(attribute_not_exists(#slot) OR #slot <= :now) AND "
-                        "(attribute_not_exists(#next) OR #next <= :now) AND "
-                        "(attribute_not_exists(#held) OR #held <= :now)"
-                    ),
-                    ExpressionAttributeNames={
-                        "#slot": f"slot{index}",
-                        "#last": "last_at",
-                        "#origin": "origin",
-                        "#next": "next_at",
-                        "#delay": "crawl_delay",
-                        "#held": "held_until",
-                    },
-                    ExpressionAttributeValues={
-                        ":until": until,
-                        ":now": _decimal(now),
-                        ":origin": host,
-                        ":zero": Decimal(0),
-                    },
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
+                with aws_errors(f"DynamoDB gate of {host}", passing={CONDITION_FAILED}):
+                    self.table.update_item(
+                        Key=self._key(host),
+                        UpdateExpression=(
+                            "SET #slot = :until, #last = :now, #origin = :origin, "
+                            "#next = if_not_exists(#delay, :zero) + :now"
+                        ),
+                        ConditionExpression=(
+                            "(attribute_not_exists(#slot) OR #slot <= :now) AND "
+                            "(attribute_not_exists(#next) OR #next <= :now) AND "
+                            "(attribute_not_exists(#held) OR #held <= :now)"
+                        ),
+                        ExpressionAttributeNames={
+                            "#slot": f"slot{index}",
+                            "#last": "last_at",
+                            "#origin": "origin",
+                            "#next": "next_at",
+                            "#delay": "crawl_delay",
+                            "#held": "held_until",
+                        },
+                        ExpressionAttributeValues={
+                            ":until": until,
+                            ":now": _decimal(now),
+                            ":origin": host,
+                            ":zero": Decimal(0),
+                        },
+                        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    )
                 return HostSlot(host=host, index=index, token=str(until))
             except ClientError as exc:
-                if not _condition_failed(exc):
-                    raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+                # The condition failed: the slot is taken or the host is not due yet. DynamoDB
+                # sent the item as it is, which says how long to wait or which slot is free.
                 item = _item_of(exc) or self._read(host)
-            except BotoCoreError as exc:
-                raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
             held = float(item.get("held_until", 0))
             next_at = float(item.get("next_at", 0))
             if held > now or next_at > now:
@@ -517,7 +494,7 @@ class DynamoHostGate:
     def set_interval(self, host: str, seconds: float) -> None:
         """Record the host's Crawl-delay; the last start already counts."""
         delay = _decimal(max(0.0, seconds))
-        try:
+        with aws_errors(f"DynamoDB gate of {host}"):
             response = self.table.update_item(
                 Key=self._key(host),
                 UpdateExpression="SET #delay = :delay, #origin = :origin",
@@ -525,8 +502,6 @@ class DynamoHostGate:
                 ExpressionAttributeValues={":delay": delay, ":origin": host},
                 ReturnValues="ALL_NEW",
             )
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
         item = response.get("Attributes", {})
         if "last_at" not in item:
             return
@@ -549,34 +524,26 @@ class DynamoHostGate:
     ) -> None:
         """One conditional UpdateItem; a failed condition means there is nothing to do."""
         try:
-            self.table.update_item(
-                Key=self._key(host),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as exc:
-            if not _condition_failed(exc):
-                raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB gate of {host}", passing={CONDITION_FAILED}):
+                self.table.update_item(
+                    Key=self._key(host),
+                    UpdateExpression=update,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                )
+        except ClientError:  # the condition failed: a longer hold, a later start, another lease
+            return
 
     def _read(self, host: str) -> dict[str, Any]:
-        try:
+        with aws_errors(f"DynamoDB gate of {host}"):
             found = self.table.get_item(Key=self._key(host), ConsistentRead=True)
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB gate of {host} failed: {exc}") from exc
         return dict(found.get("Item", {}))
 
 
 def _decimal(seconds: float) -> Decimal:
     """Seconds as DynamoDB takes numbers (microsecond resolution)."""
     return Decimal(f"{seconds:.6f}")
-
-
-def _condition_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
 def _item_of(exc: ClientError) -> dict[str, Any]:

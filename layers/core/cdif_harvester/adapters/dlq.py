@@ -2,8 +2,10 @@
 
 :func:`redrive` receives a batch, sends it to the target queue (checked against SQS's MD5
 digests) and deletes from the dead-letter queue only what was sent and matched: a crash can leave
-a message in both queues, never in neither. Receive errors are wrapped in
-:class:`~cdif_harvester.errors.StorageError`.
+a message in both queues, never in neither. Errors of a receive (or of reading the queues'
+attributes) are mapped to :class:`~cdif_harvester.errors.StorageError` by
+:func:`~cdif_harvester.adapters.aws_errors.aws_errors`; a send or a delete that fails is part of
+the result, counted and reported with SQS's own error code.
 
 See docs/decisions/0011-dead-letter-redrive.md.
 """
@@ -16,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from cdif_harvester.errors import StorageError
+from cdif_harvester.adapters.aws_errors import SDK_ERRORS, aws_errors, error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -145,7 +147,7 @@ def count(sqs: SQSClient, queue_url: str) -> QueueCounts:
 
     Raises StorageError when SQS cannot be asked (no such queue, access denied, network).
     """
-    try:
+    with aws_errors(f"SQS read of the attributes of {queue_url}"):
         attributes = sqs.get_queue_attributes(
             QueueUrl=queue_url,
             AttributeNames=[
@@ -154,8 +156,6 @@ def count(sqs: SQSClient, queue_url: str) -> QueueCounts:
                 "ApproximateNumberOfMessagesDelayed",
             ],
         )["Attributes"]
-    except (BotoCoreError, ClientError) as exc:
-        raise StorageError(f"cannot read the attributes of {queue_url}: {exc}") from exc
     return QueueCounts(
         visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
         in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
@@ -168,13 +168,11 @@ def check_source(sqs: SQSClient, dlq_url: str, target_url: str) -> None:
 
     Raises NotItsSource when it does not, and StorageError when SQS cannot be asked.
     """
-    try:
+    with aws_errors("SQS read of the queues' attributes"):
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
         target = sqs.get_queue_attributes(QueueUrl=target_url, AttributeNames=["RedrivePolicy"])
-    except (BotoCoreError, ClientError) as exc:
-        raise StorageError(f"cannot read the queues' attributes: {exc}") from exc
     # (SQS leaves out "Attributes" when the queue has none of those asked for.)
     policy = json.loads(target.get("Attributes", {}).get("RedrivePolicy") or "{}")
     named = policy.get("deadLetterTargetArn")
@@ -253,7 +251,9 @@ class _Redrive:
                 return
 
     def receive(self, want: int, wait_seconds: int) -> list[MessageTypeDef]:
-        try:
+        # The error says how far the redrive got: what was moved stays moved.
+        done = f"{self.result.moved} message(s) moved, {self.result.failed} left behind"
+        with aws_errors(f"SQS receive from {self.dlq_url} ({done})"):
             received = self.sqs.receive_message(
                 QueueUrl=self.dlq_url,
                 MaxNumberOfMessages=want,
@@ -261,11 +261,6 @@ class _Redrive:
                 WaitTimeSeconds=wait_seconds,
                 MessageAttributeNames=["All"],
             )
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(
-                f"cannot receive from {self.dlq_url} after moving {self.result.moved} "
-                f"message(s) ({self.result.failed} left behind): {exc}"
-            ) from exc
         return list(received.get("Messages", []))
 
     def move(self, messages: Sequence[MessageTypeDef]) -> bool:
@@ -277,8 +272,10 @@ class _Redrive:
         for chunk in _within_payload_limit(by_id):
             try:
                 sent = self.sqs.send_message_batch(QueueUrl=self.target_url, Entries=chunk)
-            except (BotoCoreError, ClientError) as exc:
-                code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else ""
+            except SDK_ERRORS as exc:
+                # Not mapped: a refused batch is part of the result, not an error of the redrive.
+                # Its messages stay behind, reported with SQS's own code (or the SDK's error).
+                code = error_code(exc) if isinstance(exc, ClientError) else ""
                 for entry in chunk:
                     self.leave(by_id[entry["Id"]], code or type(exc).__name__, str(exc))
                 refused = True
@@ -315,7 +312,8 @@ class _Redrive:
                     for entry_id, message in by_id.items()
                 ],
             )
-        except (BotoCoreError, ClientError) as exc:
+        except SDK_ERRORS as exc:
+            # Not mapped: these messages reached the target, so they are reported, not raised.
             for message in messages:
                 self.not_deleted(message, type(exc).__name__, str(exc))
             return
@@ -350,7 +348,7 @@ class _Redrive:
                         for index, handle in enumerate(chunk)
                     ],
                 )
-            except (BotoCoreError, ClientError):
+            except SDK_ERRORS:  # not mapped: best effort, the messages reappear by themselves
                 return
 
 

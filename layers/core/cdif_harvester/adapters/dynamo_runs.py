@@ -3,9 +3,12 @@
 Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps) and ``SOURCE#<source id>``. Run
 counters are top-level numbers changed with ``ADD``; what could make a run look finished too
 early is written in one transaction with the item that justifies it, and
-:meth:`DynamoRuns.recount_run` repairs counters a crash left behind.
+:meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
+:func:`~cdif_harvester.adapters.aws_errors.aws_errors` (to the retryable StorageError); a failed
+condition, the answer many of these writes ask for, is caught by name.
 
-See docs/decisions/0003-dynamodb-single-table.md and docs/decisions/0004-run-counting.md.
+See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md and
+docs/decisions/0042-one-aws-error-mapper.md.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from cdif_harvester.errors import StorageError
+from cdif_harvester.adapters.aws_errors import CONDITION_FAILED, TRANSACTION_CANCELED, aws_errors
 from cdif_harvester.keys import url_hash
 from cdif_harvester.model import (
     QUEUED,
@@ -67,19 +70,15 @@ class DynamoRuns:
         if run.source_id:
             item["source_id"] = run.source_id
         try:
-            self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
-        except ClientError as exc:
-            if not _condition_failed(exc):
-                raise StorageError(f"DynamoDB start run {run.run_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB start run {run.run_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB start run {run.run_id}", passing={CONDITION_FAILED}):
+                self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except ClientError:  # the condition failed: the run exists already and is kept
+            return
 
     def get_run(self, run_id: str) -> RunStatus | None:
         """Return the status of ``run_id``, or None."""
-        try:
+        with aws_errors(f"DynamoDB get run {run_id}"):
             found = self.table.get_item(Key=_run_key(run_id), ConsistentRead=True).get("Item")
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB get run {run_id} failed: {exc}") from exc
         return _run_of(found) if found else None
 
     def runs(
@@ -94,10 +93,8 @@ class DynamoRuns:
         }
         found: list[RunStatus] = []
         while len(found) < limit:
-            try:
+            with aws_errors("DynamoDB query runs"):
                 page = self.table.query(**kwargs)
-            except (BotoCoreError, ClientError) as exc:
-                raise StorageError(f"DynamoDB query runs failed: {exc}") from exc
             for item in page.get("Items", []):
                 if source_id is not None and item.get("source_id") != source_id:
                     continue
@@ -168,11 +165,12 @@ class DynamoRuns:
             }
         )
         try:
-            self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+            with aws_errors(f"DynamoDB enter URLs of run {run_id}", passing={TRANSACTION_CANCELED}):
+                self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
         except ClientError as exc:
-            reasons = exc.response.get("CancellationReasons")
-            if not reasons:
-                raise StorageError(f"DynamoDB enter URLs of run {run_id} failed: {exc}") from exc
+            # Cancelled: a condition failed, and CancellationReasons says which, item by item
+            # (the mapper lets the cancellation through only when it carries them).
+            reasons = exc.response.get("CancellationReasons") or []
             if reasons[-1].get("Code") == "ConditionalCheckFailed":
                 return []  # the run item does not exist
             return [
@@ -180,16 +178,12 @@ class DynamoRuns:
                 for url, reason in zip(chunk, reasons, strict=False)
                 if reason.get("Code") == "ConditionalCheckFailed"
             ]
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB enter URLs of run {run_id} failed: {exc}") from exc
         return None
 
     def _entered_by(self, run_id: str, url: str) -> str | None:
         key = {"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"}
-        try:
+        with aws_errors(f"DynamoDB get {key['pk']}"):
             found = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB get {key['pk']} failed: {exc}") from exc
         if not found or found.get("outcome") != QUEUED:
             return None
         return str(found.get("step") or "") or None
@@ -221,12 +215,11 @@ class DynamoRuns:
             },
         ]
         try:
-            self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except ClientError as exc:
-            if not exc.response.get("CancellationReasons"):
-                raise StorageError(f"DynamoDB count sitemaps of {run_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB count sitemaps of {run_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB count sitemaps of {run_id}", passing={TRANSACTION_CANCELED}):
+                self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+        except ClientError:
+            # Cancelled by a condition: the step was counted already, or the run is not tracked.
+            pass
         return self.get_run(run_id)
 
     def run_sitemaps(self, run_id: str) -> list[str]:
@@ -238,23 +231,20 @@ class DynamoRuns:
         """Mark a running or stalled run ``state``; True for the one call that did."""
         field_name = "finished_at" if state is RunState.FINISHED else "updated_at"
         try:
-            self.table.update_item(
-                Key=_run_key(run_id),
-                UpdateExpression="SET #s = :s, #t = :t",
-                ConditionExpression="attribute_exists(pk) AND #s <> :s AND #s <> :finished",
-                ExpressionAttributeNames={"#s": "state", "#t": field_name},
-                ExpressionAttributeValues={
-                    ":s": state.value,
-                    ":t": at,
-                    ":finished": RunState.FINISHED.value,
-                },
-            )
-        except ClientError as exc:
-            if _condition_failed(exc):
-                return False
-            raise StorageError(f"DynamoDB finish run {run_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB finish run {run_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB finish run {run_id}", passing={CONDITION_FAILED}):
+                self.table.update_item(
+                    Key=_run_key(run_id),
+                    UpdateExpression="SET #s = :s, #t = :t",
+                    ConditionExpression="attribute_exists(pk) AND #s <> :s AND #s <> :finished",
+                    ExpressionAttributeNames={"#s": "state", "#t": field_name},
+                    ExpressionAttributeValues={
+                        ":s": state.value,
+                        ":t": at,
+                        ":finished": RunState.FINISHED.value,
+                    },
+                )
+        except ClientError:  # the condition failed: no such run, in that state or finished
+            return False
         return True
 
     def close_run(self, run_id: str, *, at: str, report_key: str | None) -> None:
@@ -305,37 +295,32 @@ class DynamoRuns:
         values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
         values[":at"] = at
         try:
-            response = self.table.update_item(
-                Key=_run_key(run_id),
-                UpdateExpression="ADD "
-                + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
-                + " SET updated_at = :at",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as exc:
-            if _condition_failed(exc):
-                return None  # a run that is not tracked
-            raise StorageError(f"DynamoDB count outcome of {run_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB count outcome of {run_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB count outcome of {run_id}", passing={CONDITION_FAILED}):
+                response = self.table.update_item(
+                    Key=_run_key(run_id),
+                    UpdateExpression="ADD "
+                    + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
+                    + " SET updated_at = :at",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                    ReturnValues="ALL_NEW",
+                )
+        except ClientError:  # the condition failed: a run that is not tracked
+            return None
         return _run_of(response["Attributes"])
 
     def _update_run(self, run_id: str, expression: str, values: Mapping[str, Any]) -> None:
         try:
-            self.table.update_item(
-                Key=_run_key(run_id),
-                UpdateExpression=expression,
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues=dict(values),
-            )
-        except ClientError as exc:
-            if not _condition_failed(exc):
-                raise StorageError(f"DynamoDB update run {run_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB update run {run_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB update run {run_id}", passing={CONDITION_FAILED}):
+                self.table.update_item(
+                    Key=_run_key(run_id),
+                    UpdateExpression=expression,
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues=dict(values),
+                )
+        except ClientError:  # the condition failed: a run that is not tracked, nothing to note
+            return
 
     def _run_items(self, run_id: str, prefix: str) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = {
@@ -345,10 +330,8 @@ class DynamoRuns:
         }
         items: list[dict[str, Any]] = []
         while True:
-            try:
+            with aws_errors(f"DynamoDB query run {run_id}"):
                 page = self.table.query(**kwargs)
-            except (BotoCoreError, ClientError) as exc:
-                raise StorageError(f"DynamoDB query run {run_id} failed: {exc}") from exc
             items.extend(page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return items
@@ -372,31 +355,28 @@ class DynamoSources:
         extra: dict[str, Any] = (
             {"ConditionExpression": "attribute_not_exists(pk)"} if only_new else {}
         )
+        # Only a write made conditional asks the question a failed condition answers.
+        passing = {CONDITION_FAILED} if only_new else set()
         try:
-            self.table.update_item(
-                Key=_source_key(source.source_id),
-                UpdateExpression="SET body = :body, gsi1pk = :pk, gsi1sk = :id",
-                ExpressionAttributeValues={
-                    ":body": json.dumps(source_to_dict(source), sort_keys=True),
-                    ":pk": "SOURCES",
-                    ":id": source.source_id,
-                },
-                **extra,
-            )
-        except ClientError as exc:
-            if only_new and _condition_failed(exc):
-                return False
-            raise StorageError(f"DynamoDB put source {source.source_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB put source {source.source_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB put source {source.source_id}", passing=passing):
+                self.table.update_item(
+                    Key=_source_key(source.source_id),
+                    UpdateExpression="SET body = :body, gsi1pk = :pk, gsi1sk = :id",
+                    ExpressionAttributeValues={
+                        ":body": json.dumps(source_to_dict(source), sort_keys=True),
+                        ":pk": "SOURCES",
+                        ":id": source.source_id,
+                    },
+                    **extra,
+                )
+        except ClientError:  # the condition failed: the id is registered already
+            return False
         return True
 
     def get_source(self, source_id: str) -> Source | None:
         """Return the source named ``source_id``, or None."""
-        try:
+        with aws_errors(f"DynamoDB get source {source_id}"):
             found = self.table.get_item(Key=_source_key(source_id), ConsistentRead=True)
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB get source {source_id} failed: {exc}") from exc
         item = found.get("Item")
         return _source_of(item) if item else None
 
@@ -409,10 +389,8 @@ class DynamoSources:
         }
         found: list[Source] = []
         while True:
-            try:
+            with aws_errors("DynamoDB query sources"):
                 page = self.table.query(**kwargs)
-            except (BotoCoreError, ClientError) as exc:
-                raise StorageError(f"DynamoDB query sources failed: {exc}") from exc
             # (the index projects the whole item: no read per source)
             found.extend(_source_of(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
@@ -421,44 +399,37 @@ class DynamoSources:
 
     def delete_source(self, source_id: str) -> bool:
         """Remove a source; False when there was none."""
-        try:
+        with aws_errors(f"DynamoDB delete source {source_id}"):
             response = self.table.delete_item(Key=_source_key(source_id), ReturnValues="ALL_OLD")
-        except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"DynamoDB delete source {source_id} failed: {exc}") from exc
         return bool(response.get("Attributes"))
 
     def claim_source(self, source_id: str, run_id: str, *, at: str) -> bool:
         """Make ``run_id`` the source's run under way unless another one is (conditional)."""
         try:
-            self.table.update_item(
-                Key=_source_key(source_id),
-                UpdateExpression="SET active_run = :run, last_run_id = :run, last_run_at = :at",
-                ConditionExpression="attribute_exists(pk) AND "
-                "(attribute_not_exists(active_run) OR active_run = :run)",
-                ExpressionAttributeValues={":run": run_id, ":at": at},
-            )
-        except ClientError as exc:
-            if _condition_failed(exc):
-                return False
-            raise StorageError(f"DynamoDB claim source {source_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB claim source {source_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB claim source {source_id}", passing={CONDITION_FAILED}):
+                self.table.update_item(
+                    Key=_source_key(source_id),
+                    UpdateExpression="SET active_run = :run, last_run_id = :run, last_run_at = :at",
+                    ConditionExpression="attribute_exists(pk) AND "
+                    "(attribute_not_exists(active_run) OR active_run = :run)",
+                    ExpressionAttributeValues={":run": run_id, ":at": at},
+                )
+        except ClientError:  # the condition failed: no such source, or another run holds it
+            return False
         return True
 
     def release_source(self, source_id: str, run_id: str) -> None:
         """End ``run_id`` as the source's run under way."""
         try:
-            self.table.update_item(
-                Key=_source_key(source_id),
-                UpdateExpression="REMOVE active_run",
-                ConditionExpression="active_run = :run",
-                ExpressionAttributeValues={":run": run_id},
-            )
-        except ClientError as exc:
-            if not _condition_failed(exc):
-                raise StorageError(f"DynamoDB release source {source_id} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"DynamoDB release source {source_id} failed: {exc}") from exc
+            with aws_errors(f"DynamoDB release source {source_id}", passing={CONDITION_FAILED}):
+                self.table.update_item(
+                    Key=_source_key(source_id),
+                    UpdateExpression="REMOVE active_run",
+                    ConditionExpression="active_run = :run",
+                    ExpressionAttributeValues={":run": run_id},
+                )
+        except ClientError:  # the condition failed: another run (or none) holds it; leave it
+            return
 
 
 def _run_key(run_id: str) -> dict[str, str]:
@@ -499,7 +470,3 @@ def _source_of(item: Mapping[str, Any]) -> Source:
         if item.get(name) is not None:
             data[name] = str(item[name])
     return source_from_dict(data)
-
-
-def _condition_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

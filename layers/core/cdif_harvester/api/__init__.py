@@ -1,8 +1,9 @@
 """The HTTP intake API (API Gateway REST API, an API key on every route).
 
-Routes for sources, harvests, runs and records. Every input is validated (pydantic models,
-:mod:`cdif_harvester.api.models`); every refusal is ``{"error": ..., "detail": ...}``
-(:mod:`cdif_harvester.api.errors`); who may do what is :mod:`cdif_harvester.api.access`.
+Routes for sources, harvests, runs and records: :mod:`cdif_harvester.api.routes`, one Powertools
+router per resource. Every input is validated (pydantic models, :mod:`cdif_harvester.api.models`);
+every refusal is ``{"error": ..., "detail": ...}`` (:mod:`cdif_harvester.api.errors`, where
+exceptions become responses); who may do what is :mod:`cdif_harvester.api.access`.
 ``python -m cdif_harvester.api`` prints the OpenAPI document (committed as docs/openapi.json).
 
 See docs/api.md for every route, who may call it and what it answers.
@@ -29,7 +30,7 @@ _DESCRIPTION = (
 )
 
 
-def _unused_ports() -> Wiring:
+def _no_wiring() -> Wiring:
     raise RuntimeError("the OpenAPI document is made without wiring")
 
 
@@ -44,7 +45,7 @@ def openapi_document() -> dict[str, Any]:
         SecurityScheme,
     )
 
-    app = build_api(_unused_ports)
+    app = build_api(_no_wiring)
     schemes: dict[str, SecurityScheme] = {
         "apiKey": APIKey.model_validate({"type": "apiKey", "in": "header", "name": "x-api-key"})
     }

@@ -28,7 +28,6 @@ from cdif_harvester import __version__
 from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.cli import dlq
 from cdif_harvester.cli.runner import (
-    CATALOG_FILE,
     DEFAULT_WORKERS,
     HarvestSummary,
     LocalHarvester,
@@ -40,6 +39,7 @@ from cdif_harvester.cli.sources import source_harvest_settings
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.domain.records.shacl import ShaclUnavailable
 from cdif_harvester.errors import PermanentError
+from cdif_harvester.local_runtime import CATALOG_FILE
 from cdif_harvester.model import Outcome, entry_to_dict, url_state_to_dict
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions

@@ -1,10 +1,12 @@
 """The local runner: every stage, in process, against the local adapters.
 
 The output directory is the object store (the key layout of the S3 bucket), ``catalog.sqlite`` in
-it the catalogue, and in-process queues link the stages in the order of the SQS queues.
-Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``. The
-stages that fetch run on a pool of ``workers`` threads spread across hosts, every request through
-one in-memory host gate.
+it the catalogue, and in-process queues link the stages in the order of the SQS queues; running
+again on the same directory continues the same catalogue. The adapters are built by the local
+composition root, :mod:`cdif_harvester.local_runtime`; this module holds the loop that drives
+them. Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``.
+The stages that fetch run on a pool of ``workers`` threads spread across hosts, every request
+through one in-memory host gate.
 
 See docs/decisions/0010-local-runner.md.
 """
@@ -15,27 +17,15 @@ import heapq
 import json
 import shutil
 import sys
-import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from dataclasses import replace as replace_fields
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
-from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
-from cdif_harvester.adapters.httpcache import RevalidatingFetcher
-from cdif_harvester.adapters.local import (
-    DirectoryObjectStore,
-    InProcessQueue,
-    NotifyingObjectStore,
-    SqliteCatalog,
-    SystemClock,
-)
-from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate
+from cdif_harvester import local_runtime
 from cdif_harvester.contracts import (
     CROSSWALK_QUEUE,
     DOCUMENT_QUEUE,
@@ -48,12 +38,11 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
-from cdif_harvester.domain.records.shacl import check_shacl_available
 from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
-from cdif_harvester.keys import RECORDS_PREFIX, origin_of
+from cdif_harvester.keys import origin_of
+from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
-from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
@@ -69,7 +58,6 @@ from cdif_harvester.wiring import Wiring
 
 __all__ = ["HarvestSummary", "LocalHarvester"]
 
-CATALOG_FILE = "catalog.sqlite"
 SUMMARY_FILE = "summary.json"
 OUTCOMES_FILE = "outcomes.jsonl"
 
@@ -161,30 +149,6 @@ class _HostLine:
         return len(self.urls) + len(self.sitemaps)
 
 
-class _GateClock:
-    """The politeness gate's clock, kept in step with how the runner sleeps.
-
-    With real sleeping, real time passes. A ``sleep`` that does not really wait (a test's)
-    moves this clock on by what it was asked to wait, as real sleeping would have: the gate then
-    sees the wait done instead of answering "wait" again and again.
-    """
-
-    def __init__(self, sleep: Callable[[float], None]) -> None:
-        self._sleep = sleep
-        self._real = sleep is time.sleep
-        self._offset = 0.0
-        self._lock = threading.Lock()
-
-    def sleep(self, seconds: float) -> None:
-        self._sleep(seconds)
-        if not self._real:
-            with self._lock:
-                self._offset += seconds
-
-    def monotonic(self) -> float:
-        return time.monotonic() + self._offset
-
-
 class LocalHarvester:
     """Runs harvests into one output directory with the local adapters.
 
@@ -211,62 +175,24 @@ class LocalHarvester:
         crawl_delays: Mapping[str, float] | None = None,
     ) -> None:
         self.out_dir = out_dir
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.queue = InProcessQueue()
-        self.catalog = SqliteCatalog(out_dir / CATALOG_FILE)
-        self._own_fetcher = fetcher is None
-        self.fetcher: Fetcher = fetcher or SafeFetcher(FetchPolicy(allow_loopback=allow_loopback))
-        settings = Settings()
-        if requests_per_host is not None:
-            settings = replace_fields(settings, requests_per_host=max(1, requests_per_host))
-        if host_overrides:
-            settings = replace_fields(settings, requests_per_host_overrides=dict(host_overrides))
-        if trusted_contexts:
-            settings = replace_fields(settings, trusted_contexts=tuple(trusted_contexts))
-        if not incremental:
-            settings = replace_fields(settings, incremental=False)
-        if shacl:
-            check_shacl_available()  # before anything is fetched: a clear error, not N failures
-            settings = replace_fields(settings, shacl=True)
-        directory = DirectoryObjectStore(out_dir)
-        store = NotifyingObjectStore(
-            directory,
-            self.queue,
-            prefix=RECORDS_PREFIX,
-            target=CROSSWALK_QUEUE,
-        )
-        clock = _GateClock(sleep)
-        self.gate = MemoryHostGate(lease=settings.host_slot_lease, monotonic=clock.monotonic)
-        self.wiring = Wiring(
-            store=store,
-            catalog=self.catalog,
-            queue=self.queue,
-            fetcher=GatedFetcher(
-                # Conditional requests for every answer kept from earlier runs (cache/ in the
-                # output directory): an unchanged site answers 304 and sends no bodies.
-                RevalidatingFetcher(self.fetcher, directory),
-                self.gate,
-                slots_for=settings.slots_for,
-                mode="sleep",
-                max_retry_after=settings.max_retry_after,
-                sleep=clock.sleep,
+        local = local_runtime.wiring(
+            out_dir,
+            LocalConfig(
+                allow_loopback=allow_loopback,
+                requests_per_host=requests_per_host,
+                host_overrides=host_overrides,
+                trusted_contexts=tuple(trusted_contexts),
+                incremental=incremental,
+                shacl=shacl,
+                crawl_delays=crawl_delays,
             ),
-            clock=SystemClock(),
-            settings=settings,
-            sources=self.catalog,
+            fetcher=fetcher,
+            sleep=sleep,
         )
-        floors = dict(crawl_delays or {})
-
-        def floor_of(origin: str) -> float:
-            return max(floors.get(origin, 0.0), floors.get(urlsplit(origin).hostname or "", 0.0))
-
-        # The Crawl-delay of every robots.txt the expander reads goes to the gate at once (never
-        # below a registered source's own delay for that host).
-        self.wiring.robots.subscribe(
-            lambda origin, policy: self.gate.set_interval(
-                origin, max(settings.crawl_delay_of(policy), floor_of(origin))
-            )
-        )
+        self._local = local
+        self.wiring = local.wiring
+        self.queue = local.queue
+        self.catalog = local.catalog
         self.progress = progress
         self.max_attempts = max_attempts
         self.workers = max(1, workers)
@@ -279,9 +205,7 @@ class LocalHarvester:
 
     def close(self) -> None:
         """Release the catalogue and the fetcher's connections."""
-        self.catalog.close()
-        if self._own_fetcher and isinstance(self.fetcher, SafeFetcher):
-            self.fetcher.close()
+        self._local.close()
 
     def __enter__(self) -> LocalHarvester:
         return self
@@ -554,7 +478,7 @@ class LocalHarvester:
         written = summary.to_dict()
         summary_text = json.dumps(written, indent=2) + "\n"
         # The publisher report is made from exactly what summary.json and outcomes.jsonl say.
-        from cdif_harvester.domain.report import render_report  # noqa: PLC0415 - end of run only
+        from cdif_harvester.report import render_report  # noqa: PLC0415 - end of run only
 
         report = render_report(written, [outcome_to_dict(o) for o in outcomes])
         run_dir = self.out_dir / "runs" / summary.run_id

@@ -23,8 +23,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.adapters.local import SqliteCatalog, SystemClock
-from cdif_harvester.cli.runner import CATALOG_FILE, LocalHarvester, default_progress
+from cdif_harvester.cli.runner import LocalHarvester, default_progress
 from cdif_harvester.errors import PermanentError
+from cdif_harvester.local_runtime import CATALOG_FILE
 from cdif_harvester.model import Source, run_to_dict, source_to_dict
 from cdif_harvester.stages.sources import check_source, is_due
 

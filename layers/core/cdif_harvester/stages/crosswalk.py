@@ -23,6 +23,7 @@ from cdif_harvester.domain.discovery.sitemap import (
     MAX_SITEMAP_URLS,
     SitemapEntry,
 )
+from cdif_harvester.domain.records.contexts import JsonLdContexts
 from cdif_harvester.domain.records.record_values import metadata_record
 from cdif_harvester.domain.views.crosswalk import (
     NQUADS_MEDIA_TYPE,
@@ -137,7 +138,9 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
 
 
-def _views(record: Mapping[str, Any], report: Mapping[str, Any]) -> dict[str, tuple[bytes, str]]:
+def _views(
+    record: Mapping[str, Any], report: Mapping[str, Any], contexts: JsonLdContexts
+) -> dict[str, tuple[bytes, str]]:
     context, links, invented = _signposts(report, record)
     anchor = context or str(record.get("@id") or "")
     record_id = report.get("record_id")
@@ -148,7 +151,10 @@ def _views(record: Mapping[str, Any], report: Mapping[str, Any]) -> dict[str, tu
         "linkset": (linkset_text(anchor, links).encode("utf-8"), "application/linkset"),
         "link-header": (link_header(links).encode("utf-8"), "text/plain; charset=utf-8"),
         "html-links": (html_link_elements(links).encode("utf-8"), "text/html; charset=utf-8"),
-        "nquads": (record_nquads(record, graph=graph).encode("utf-8"), NQUADS_MEDIA_TYPE),
+        "nquads": (
+            record_nquads(record, graph=graph, contexts=contexts).encode("utf-8"),
+            NQUADS_MEDIA_TYPE,
+        ),
     }
 
 
@@ -168,7 +174,7 @@ def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     if not report.get("valid"):
         return {}
     record = json.loads(wiring.store.get(key))
-    bodies = _views(record, report)
+    bodies = _views(record, report, wiring.contexts)
     targets = view_keys(source, rkey)
     for name, target in targets.items():
         body, content_type = bodies[name]

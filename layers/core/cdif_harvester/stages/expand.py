@@ -447,5 +447,9 @@ def _robots_for(wiring: Wiring, url: str, *, entry: bool = False) -> RobotsPolic
         )
     else:
         policy = allow_all(robots_url)
-    wiring.robots[origin] = policy
+    wiring.robots.remember(origin, policy)
+    if wiring.record_crawl_delay is not None:
+        # The host's Crawl-delay goes to its gate now, whichever process fetches from the host
+        # next (on AWS: a write to the host's DynamoDB item; the resolver never reads robots.txt).
+        wiring.record_crawl_delay(origin, policy)
     return policy

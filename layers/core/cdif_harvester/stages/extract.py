@@ -3,18 +3,30 @@ shape and validates it.
 
 One broken script block never spoils its neighbours: each block is parsed, normalised and judged
 on its own, and every block that yields nothing is listed with its reason. The records and their
-reports wait in the object store (claim check) for the indexer.
+reports wait in the object store (claim check) for the indexer, as a
+:class:`~cdif_harvester.contracts.StagedRecords`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from cdif_harvester.contracts import INDEX_QUEUE, DocumentJob, DocumentRef, IndexJob, encode
+from cdif_harvester.contracts import (
+    INDEX_QUEUE,
+    DocumentJob,
+    DocumentRef,
+    IndexJob,
+    ReportIssue,
+    SkippedBlock,
+    StagedRecord,
+    StagedRecords,
+    StagedReport,
+    encode,
+    encode_staged,
+)
 from cdif_harvester.domain.discovery.incremental import block_hash, fingerprint, sd_dates
-from cdif_harvester.domain.records import jsonld_loader
 from cdif_harvester.domain.records.extraction import (
     ExtractionError,
     ParsedJson,
@@ -24,7 +36,7 @@ from cdif_harvester.domain.records.extraction import (
 )
 from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
 from cdif_harvester.domain.records.shacl import shacl_issues
-from cdif_harvester.domain.records.validation import validate_record
+from cdif_harvester.domain.records.validation import ValidationIssue, validate_record
 from cdif_harvester.domain.resolution.rules import is_cdif_profile
 from cdif_harvester.errors import PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
@@ -41,6 +53,21 @@ class MalformedMetadata(PermanentError):
     reason = "malformed-json"
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Where a JSON-LD block was found: its document's key, its index there, and how the
+    document was reached (see :class:`~cdif_harvester.contracts.DocumentRef`)."""
+
+    document: str
+    block: int
+    via: str | None
+    authority: str | None
+
+    def skipped(self, reason: str) -> SkippedBlock:
+        """This block, listed as giving no record because of ``reason``."""
+        return SkippedBlock(self.document, self.block, self.via, self.authority, reason)
+
+
 def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome:
     """Extract, normalise and validate every Dataset in the job's documents.
 
@@ -49,24 +76,19 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     those of the last harvest (see :mod:`cdif_harvester.domain.discovery.incremental`). Raises
     MalformedMetadata when every block was unreadable JSON.
     """
-    records: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
-    parsed_blocks: list[tuple[dict[str, Any], ParsedJson]] = []
+    records: list[StagedRecord] = []
+    skipped: list[SkippedBlock] = []
+    parsed_blocks: list[tuple[_Where, ParsedJson]] = []
     for ref in job.documents:
         for index, text in _blocks(wiring, ref):
-            where: dict[str, Any] = {
-                "document": ref.key,
-                "block": index,
-                "via": ref.via,
-                "authority": ref.authority,
-            }
+            where = _Where(ref.key, index, ref.via, ref.authority)
             try:
                 parsed = parse_jsonld(text)
             except ExtractionError as exc:
-                skipped.append({**where, "reason": f"malformed-json: {exc}"})
+                skipped.append(where.skipped(f"malformed-json: {exc}"))
                 continue
             if not has_dataset(parsed.data):
-                skipped.append({**where, "reason": "no Dataset node in this block"})
+                skipped.append(where.skipped("no Dataset node in this block"))
                 continue
             parsed_blocks.append((where, parsed))
 
@@ -79,12 +101,12 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     seen_ids: set[str] = set()
     by_ref = {ref.key: ref for ref in job.documents}
     for where, parsed in parsed_blocks:
-        _extract_block(wiring, by_ref[where["document"]], where, parsed, records, skipped, seen_ids)
+        _extract_block(wiring, by_ref[where.document], where, parsed, records, skipped, seen_ids)
 
     if not records:
-        if skipped and all(item["reason"].startswith("malformed-json") for item in skipped):
-            raise MalformedMetadata("; ".join(item["reason"] for item in skipped))
-        reasons = "; ".join(item["reason"] for item in skipped) or "no JSON-LD found"
+        if skipped and all(item.reason.startswith("malformed-json") for item in skipped):
+            raise MalformedMetadata("; ".join(item.reason for item in skipped))
+        reasons = "; ".join(item.reason for item in skipped) or "no JSON-LD found"
         return record_outcome(
             wiring,
             run_id=job.run_id,
@@ -95,21 +117,21 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
             pattern=job.pattern,
         )
 
-    staged = {
-        "url": job.url,
-        "pattern": job.pattern,
-        "links": [asdict(link) for link in job.links],
-        "documents": [asdict(ref) for ref in job.documents],
-        "resolution_notes": list(job.notes),
-        "records": records,
-        "skipped": skipped,
-        "sitemap": job.sitemap,
-        "lastmod": job.lastmod,
-        "blocks": list(hashes),
-        "sd_dates": list(dates),
-    }
+    staged = StagedRecords(
+        url=job.url,
+        pattern=job.pattern,
+        links=job.links,
+        documents=job.documents,
+        resolution_notes=job.notes,
+        records=tuple(records),
+        skipped=tuple(skipped),
+        sitemap=job.sitemap,
+        lastmod=job.lastmod,
+        blocks=hashes,
+        sd_dates=dates,
+    )
     key = staging_key(job.run_id, job.url)
-    wiring.store.put(key, json.dumps(staged).encode("utf-8"), content_type="application/json")
+    wiring.store.put(key, encode_staged(staged), content_type="application/json")
     index_job = IndexJob(
         run_id=job.run_id, source=job.source, url=job.url, pattern=job.pattern, staged_key=key
     )
@@ -120,7 +142,7 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
 def _unchanged_reason(
     wiring: Wiring,
     job: DocumentJob,
-    parsed_blocks: list[tuple[dict[str, Any], ParsedJson]],
+    parsed_blocks: list[tuple[_Where, ParsedJson]],
     hashes: tuple[str, ...],
     dates: tuple[str, ...],
 ) -> UrlOutcome | None:
@@ -178,71 +200,87 @@ def _blocks(wiring: Wiring, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
 def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumulators
     wiring: Wiring,
     ref: DocumentRef,
-    where: dict[str, Any],
+    where: _Where,
     parsed: ParsedJson,
-    records: list[dict[str, Any]],
-    skipped: list[dict[str, Any]],
+    records: list[StagedRecord],
+    skipped: list[SkippedBlock],
     seen_ids: set[str],
 ) -> None:
-    index = where["block"]
+    index = where.block
     context_notes = load_trusted_contexts(wiring, parsed.data)
     try:
-        normalised = normalise(parsed.data, document_url=ref.url)
+        normalised = normalise(parsed.data, document_url=ref.url, contexts=wiring.contexts)
     except NormalisationError as exc:
         # The raw document is kept; the record is listed, unnormalised, with why.
         records.append(
-            {
-                **where,
-                "record_id": f"{ref.url}#block-{index}",
-                "resource_id": f"{ref.url}#block-{index}",
-                "record": None,
-                "report": {
-                    "valid": False,
-                    "conformance": None,
-                    "rules": None,
-                    "errors": [{"pointer": "", "message": str(exc), "keyword": exc.reason}],
-                    "warnings": [],
-                },
-                "repairs": list(parsed.repairs),
-                "notes": context_notes,
-                "identity_fallback": True,
-            }
+            StagedRecord(
+                document=where.document,
+                block=where.block,
+                via=where.via,
+                authority=where.authority,
+                record_id=f"{ref.url}#block-{index}",
+                resource_id=f"{ref.url}#block-{index}",
+                record=None,
+                report=StagedReport(
+                    valid=False,
+                    conformance=None,
+                    rules=None,
+                    errors=(ReportIssue(pointer="", message=str(exc), keyword=exc.reason),),
+                    warnings=(),
+                ),
+                repairs=parsed.repairs,
+                notes=tuple(context_notes),
+                identity_fallback=True,
+            )
         )
         return
     for item in normalised:
         if item.record_id in seen_ids:
-            skipped.append({**where, "reason": f"duplicate of record {item.record_id}"})
+            skipped.append(where.skipped(f"duplicate of record {item.record_id}"))
             continue
         seen_ids.add(item.record_id)
         records.append(
-            {
-                **where,
-                "record_id": item.record_id,
-                "resource_id": item.resource_id,
-                "record": item.record,
-                "report": _judge(wiring, item.record),
-                "repairs": list(parsed.repairs),
-                "notes": [*context_notes, *item.notes],
-                "identity_fallback": item.identity_fallback,
-                "item_list": item.item_list,
-            }
+            StagedRecord(
+                document=where.document,
+                block=where.block,
+                via=where.via,
+                authority=where.authority,
+                record_id=item.record_id,
+                resource_id=item.resource_id,
+                record=item.record,
+                report=_judge(wiring, item.record),
+                repairs=parsed.repairs,
+                notes=(*context_notes, *item.notes),
+                identity_fallback=item.identity_fallback,
+                item_list=item.item_list,
+            )
         )
 
 
-def _judge(wiring: Wiring, record: dict[str, Any]) -> dict[str, Any]:
+def _judge(wiring: Wiring, record: dict[str, Any]) -> StagedReport:
     """The record's validation report: JSON Schema, plus SHACL when the settings ask for it
     (its violations are errors: an operator who turns SHACL on wants them to count)."""
-    report = validate_record(record).to_dict()
+    report = validate_record(record)
+    verdict = StagedReport(
+        valid=report.valid,
+        conformance=report.conformance,
+        rules=report.rules,
+        errors=tuple(_issue(issue) for issue in report.errors),
+        warnings=tuple(_issue(issue) for issue in report.warnings),
+    )
     if wiring.settings.shacl:
-        issues = [issue.to_dict() for issue in shacl_issues(record)]
-        report["errors"] = [*report["errors"], *issues]
-        report["valid"] = report["valid"] and not issues
-        report["shacl"] = True
-    return report
+        issues = tuple(_issue(issue) for issue in shacl_issues(record, contexts=wiring.contexts))
+        verdict = replace(
+            verdict,
+            errors=(*verdict.errors, *issues),
+            valid=verdict.valid and not issues,
+            shacl=True,
+        )
+    return verdict
 
 
-# Trusted contexts that could not be loaded, with why: asked once per process, not per record.
-_CONTEXT_FAILURES: dict[str, str] = {}
+def _issue(issue: ValidationIssue) -> ReportIssue:
+    return ReportIssue(pointer=issue.pointer, message=issue.message, keyword=issue.keyword)
 
 
 def _remote_contexts(data: Any) -> list[str]:
@@ -263,16 +301,16 @@ def _trusted(url: str, trusted: tuple[str, ...]) -> bool:
 def load_trusted_contexts(wiring: Wiring, data: Any) -> list[str]:
     """Fetch the remote ``@context`` documents of ``data`` that the settings trust.
 
-    Each is fetched once per process through the safe fetcher (``max_context_bytes``) and
-    registered with the offline loader; returns notes on trusted contexts that could not be
-    loaded (the normaliser notes every remote context it still cannot use). Contexts not in
-    ``Settings.trusted_contexts`` are never fetched.
+    Each is fetched once per wiring (``wiring.contexts``: once per process) through the safe
+    fetcher (``max_context_bytes``) and registered on ``wiring.contexts``; returns notes on
+    trusted contexts that could not be loaded (the normaliser notes every remote context it
+    still cannot use). Contexts not in ``Settings.trusted_contexts`` are never fetched.
     """
     notes: list[str] = []
     for url in _remote_contexts(data):
-        if jsonld_loader.is_served(url) or not _trusted(url, wiring.settings.trusted_contexts):
+        if wiring.contexts.is_served(url) or not _trusted(url, wiring.settings.trusted_contexts):
             continue
-        failure = _CONTEXT_FAILURES.get(url) or _fetch_context(wiring, url)
+        failure = wiring.contexts.failure(url) or _fetch_context(wiring, url)
         if failure is not None:
             notes.append(f"trusted context {url} could not be loaded: {failure}")
     return notes
@@ -281,8 +319,8 @@ def load_trusted_contexts(wiring: Wiring, data: Any) -> list[str]:
 def _fetch_context(wiring: Wiring, url: str) -> str | None:
     """Fetch and register one trusted context; return why it failed, or None.
 
-    A permanent failure is remembered for the life of the process; a passing one (timeout,
-    5xx) is not, so the next record asks again.
+    A permanent failure is remembered on ``wiring.contexts`` (for the life of the process); a
+    passing one (timeout, 5xx) is not, so the next record asks again.
     """
     try:
         response = wiring.fetcher.fetch(
@@ -293,16 +331,19 @@ def _fetch_context(wiring: Wiring, url: str) -> str | None:
     except RetryableError as exc:  # (a Deferred job is retried whole: it is not caught here)
         return f"{exc.reason}: {exc}"
     except PermanentError as exc:
-        _CONTEXT_FAILURES[url] = f"{exc.reason}: {exc}"
-        return _CONTEXT_FAILURES[url]
+        return _failed(wiring, url, f"{exc.reason}: {exc}")
     if response.status >= 500 or response.status == 429:
         return f"answered {response.status}"
     if response.status != 200:
-        _CONTEXT_FAILURES[url] = f"answered {response.status}"
-        return _CONTEXT_FAILURES[url]
+        return _failed(wiring, url, f"answered {response.status}")
     try:
-        jsonld_loader.register_context(url, json.loads(response.body))
+        wiring.contexts.register(url, json.loads(response.body))
     except ValueError as exc:  # malformed JSON, or not a context document
-        _CONTEXT_FAILURES[url] = f"not a JSON-LD context: {exc}"
-        return _CONTEXT_FAILURES[url]
+        return _failed(wiring, url, f"not a JSON-LD context: {exc}")
     return None
+
+
+def _failed(wiring: Wiring, url: str, reason: str) -> str:
+    """Remember a permanent failure to load ``url``; return the reason."""
+    wiring.contexts.remember_failure(url, reason)
+    return reason

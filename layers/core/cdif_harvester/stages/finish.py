@@ -121,7 +121,7 @@ def run_summary(
 
 def _publish(wiring: Wiring, run: RunStatus, closure: RunClosure) -> str:
     """Write the run's summary, outcomes and report; return the report's key."""
-    from cdif_harvester.domain.report import render_report  # noqa: PLC0415 - only when closing
+    from cdif_harvester.report import render_report  # noqa: PLC0415 - only when closing
 
     prefix = run_files_prefix(run.run_id)
     summary = run_summary(run, closure.outcomes, closure)

@@ -11,6 +11,10 @@ also kept, content-addressed, under ``versions/<source>/<key>/``, so a changed r
 history and an unchanged one writes nothing (no object, no catalogue entry, no views). A URL
 whose records are all unchanged ends ``unchanged`` (``content-hash``). Redelivered index jobs
 and reruns therefore change nothing.
+
+The extractor's hand-over is a :class:`~cdif_harvester.contracts.StagedRecords`, read with
+:func:`~cdif_harvester.contracts.decode_staged`: a malformed one is a permanent ContractError
+that names the bad field, recorded as the URL's outcome.
 """
 
 from __future__ import annotations
@@ -18,7 +22,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdif_harvester.contracts import IndexJob
+from cdif_harvester.contracts import (
+    IndexJob,
+    StagedRecord,
+    StagedRecords,
+    StagedReport,
+    decode_staged,
+)
 from cdif_harvester.domain.discovery.incremental import fingerprint, record_digest
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
@@ -28,7 +38,14 @@ from cdif_harvester.keys import (
     version_key,
     view_keys,
 )
-from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState
+from cdif_harvester.model import (
+    CatalogEntry,
+    Outcome,
+    RecordRef,
+    UrlOutcome,
+    UrlState,
+    plain,
+)
 from cdif_harvester.stages.outcomes import finish_if_done
 from cdif_harvester.wiring import Wiring
 
@@ -44,27 +61,14 @@ class StagedObjectMissing(PermanentError):
 def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     """Store and index the records staged for one URL; return the recorded outcome.
 
-    Raises StagedObjectMissing when the staged object cannot be found.
+    Raises StagedObjectMissing when the staged object cannot be found, and ContractError when
+    it is malformed (both permanent: the URL's outcome is recorded).
     """
-    try:
-        staged = json.loads(wiring.store.get(job.staged_key))
-    except KeyError as exc:
-        raise StagedObjectMissing(f"no staged object {job.staged_key}") from exc
+    staged = _load_staged(wiring, job)
     now = wiring.clock.now().isoformat(timespec="seconds")
-    results = [_index_one(wiring, job, staged, item, now) for item in staged["records"]]
+    results = [_index_one(wiring, job, staged, item, now) for item in staged.records]
     refs = tuple(ref for ref, _changed in results)
-    wiring.catalog.put_url(
-        UrlState(
-            url=job.url,
-            source=job.source,
-            sitemap=staged.get("sitemap"),
-            lastmod=staged.get("lastmod"),
-            fingerprint=fingerprint(job.pattern, [d["key"] for d in staged["documents"]]),
-            blocks=tuple(staged.get("blocks") or ()),
-            sd_dates=tuple(staged.get("sd_dates") or ()),
-            record_ids=tuple(ref.record_id for ref in refs),
-        )
-    )
+    wiring.catalog.put_url(_url_state(job, staged, refs))
     changed = any(changed for _ref, changed in results)
     outcome = UrlOutcome(
         run_id=job.run_id,
@@ -82,21 +86,78 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     return outcome
 
 
+def _load_staged(wiring: Wiring, job: IndexJob) -> StagedRecords:
+    """The extractor's hand-over named by the job.
+
+    Raises StagedObjectMissing when it is not in the object store, ContractError when it is
+    not a staged-records object of a readable version.
+    """
+    try:
+        raw = wiring.store.get(job.staged_key)
+    except KeyError as exc:
+        raise StagedObjectMissing(f"no staged object {job.staged_key}") from exc
+    return decode_staged(raw)
+
+
+def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]) -> UrlState:
+    """What the next harvest compares against: the URL's documents, blocks and records."""
+    return UrlState(
+        url=job.url,
+        source=job.source,
+        sitemap=staged.sitemap,
+        lastmod=staged.lastmod,
+        fingerprint=fingerprint(job.pattern, [ref.key for ref in staged.documents]),
+        blocks=staged.blocks,
+        sd_dates=staged.sd_dates,
+        record_ids=tuple(ref.record_id for ref in refs),
+    )
+
+
 def _index_one(
-    wiring: Wiring, job: IndexJob, staged: dict[str, Any], item: dict[str, Any], now: str
+    wiring: Wiring, job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str
 ) -> tuple[RecordRef, bool]:
-    """Store one record unless it is unchanged; return its reference and whether it was."""
-    rkey = record_hash(item["record_id"])
-    authority = item.get("authority")
-    record = item["record"]
-    digest = record_digest(record, item["report"], staged.get("links", []), authority)
-    held = wiring.catalog.get_record(item["record_id"])
-    valid = bool(item["report"]["valid"]) and record is not None
-    unchanged = held is not None and held.content_hash == digest and not held.withdrawn_at
-    if held is not None and unchanged and wiring.settings.incremental:
+    """Store one record unless it is unchanged; return its reference and whether it changed.
+
+    The report is written first, then the record (its version, then ``records/``), then the
+    catalogue entry.
+    """
+    links = plain(staged.links)
+    digest = record_digest(item.record, _verdict(item.report), links, item.authority)
+    valid = item.report.valid and item.record is not None
+    held = _held_unchanged(wiring, item, digest)
+    if held is not None:
         return _ref(job, item, held.record_key, held.report_key, valid=valid), False
-    warnings = list(item["report"].get("warnings", []))
-    if authority == "not-authoritative":
+    report = _report(job, staged, item, links, now)
+    rep_key = _store_report(wiring, job, item, report)
+    rec_key = _store_record(wiring, job, item, digest)
+    wiring.catalog.put_record(
+        _catalog_entry(job, item, digest, rec_key, rep_key, valid=valid, now=now)
+    )
+    return _ref(job, item, rec_key, rep_key, valid=valid), True
+
+
+def _verdict(report: StagedReport) -> dict[str, Any]:
+    """The staged verdict as the report object holds it and as the digest reads it (``shacl``
+    only when the shapes were run, as the extractor has always written it)."""
+    verdict: dict[str, Any] = plain(report)
+    if not report.shacl:
+        del verdict["shacl"]
+    return verdict
+
+
+def _held_unchanged(wiring: Wiring, item: StagedRecord, digest: str) -> CatalogEntry | None:
+    """The catalogue entry of the record when it holds this very version (same digest, not
+    withdrawn) and the harvest is incremental: then nothing is written. Otherwise None."""
+    # Asked even when not incremental: one read per record, whatever the settings.
+    held = wiring.catalog.get_record(item.record_id)
+    unchanged = held is not None and held.content_hash == digest and not held.withdrawn_at
+    return held if unchanged and wiring.settings.incremental else None
+
+
+def _warnings(item: StagedRecord) -> list[dict[str, Any]]:
+    """The report's warnings: the validator's, after the anti-spoofing one when it applies."""
+    warnings: list[dict[str, Any]] = plain(item.report.warnings)
+    if item.authority == "not-authoritative":
         # Anti-spoofing verdict (1997 metadata-linking draft): the resource this record claims
         # names other metadata as its own.
         warnings.insert(
@@ -108,85 +169,120 @@ def _index_one(
                 "keyword": "not-authoritative",
             },
         )
-    report = {
-        **item["report"],
-        "warnings": warnings,
-        "record_id": item["record_id"],
-        "resource_id": item["resource_id"],
-        "identity_fallback": item["identity_fallback"],
-        "repairs": item["repairs"],
-        "notes": item["notes"],
+    return warnings
+
+
+def _report(
+    job: IndexJob, staged: StagedRecords, item: StagedRecord, links: Any, now: str
+) -> dict[str, Any]:
+    """The record's report object: its verdict, identities, repairs, notes and provenance."""
+    return {
+        **_verdict(item.report),
+        "warnings": _warnings(item),
+        "record_id": item.record_id,
+        "resource_id": item.resource_id,
+        "identity_fallback": item.identity_fallback,
+        "repairs": list(item.repairs),
+        "notes": list(item.notes),
         "provenance": {
             "url": job.url,
             "pattern": job.pattern,
             "run_id": job.run_id,
-            "document": item["document"],
-            "block": item["block"],
-            "via": item.get("via"),
-            "authority": authority,
-            "resolution_notes": staged.get("resolution_notes", []),
-            "links": staged.get("links", []),
+            "document": item.document,
+            "block": item.block,
+            "via": item.via,
+            "authority": item.authority,
+            "resolution_notes": list(staged.resolution_notes),
+            "links": links,
             # A record from a CDIF-list-1.0 ItemList keeps the list: its id, name, url, and
             # the element's position.
-            "item_list": item.get("item_list"),
+            "item_list": item.item_list,
             "harvested_at": now,
         },
     }
-    rep_key = record_report_key(job.source, rkey)
+
+
+def _store_report(wiring: Wiring, job: IndexJob, item: StagedRecord, report: dict[str, Any]) -> str:
+    """Write the report under ``reports/``; return its key.
+
+    It goes before the record: the record landing under ``records/`` triggers the crosswalk,
+    which reads the report.
+    """
+    rep_key = record_report_key(job.source, record_hash(item.record_id))
     wiring.store.put(
         rep_key,
         json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
         content_type="application/json",
     )
-    rec_key = None
-    if record is not None:
-        body = json.dumps(record, indent=2, ensure_ascii=False).encode("utf-8")
-        # The version first: once records/ changes, the crosswalk runs, and history is whole.
-        wiring.store.put(
-            version_key(job.source, rkey, digest), body, content_type="application/ld+json"
-        )
-        rec_key = normalised_record_key(job.source, rkey)
-        wiring.store.put(rec_key, body, content_type="application/ld+json")
-    subject = (record or {}).get("schema:subjectOf") or {}
-    title = (record or {}).get("schema:name")
-    wiring.catalog.put_record(
-        CatalogEntry(
-            record_id=item["record_id"],
-            resource_id=item["resource_id"],
-            source=job.source,
-            url=job.url,
-            title=title if isinstance(title, str) else None,
-            pattern=job.pattern,
-            valid=valid,
-            conformance=item["report"].get("conformance"),
-            date_modified=_text((record or {}).get("schema:dateModified")),
-            sd_date_published=_text(
-                subject.get("schema:sdDatePublished") if isinstance(subject, dict) else None
-            ),
-            content_hash=digest,
-            record_key=rec_key,
-            report_key=rep_key,
-            run_id=job.run_id,
-            harvested_at=now,
-            extra={"authority": authority} if authority else {},
-            changed_at=now,
-        )
+    return rep_key
+
+
+def _store_record(wiring: Wiring, job: IndexJob, item: StagedRecord, digest: str) -> str | None:
+    """Write the record's version under ``versions/``, then the record under ``records/``;
+    return the record's key (None for a record that could not be normalised: nothing to
+    write)."""
+    if item.record is None:
+        return None
+    rkey = record_hash(item.record_id)
+    body = json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8")
+    # The version first: once records/ changes, the crosswalk runs, and history is whole.
+    wiring.store.put(
+        version_key(job.source, rkey, digest), body, content_type="application/ld+json"
     )
-    return _ref(job, item, rec_key, rep_key, valid=valid), True
+    rec_key = normalised_record_key(job.source, rkey)
+    wiring.store.put(rec_key, body, content_type="application/ld+json")
+    return rec_key
+
+
+def _catalog_entry(  # noqa: PLR0913 - the entry is made of all of them
+    job: IndexJob,
+    item: StagedRecord,
+    digest: str,
+    rec_key: str | None,
+    rep_key: str,
+    *,
+    valid: bool,
+    now: str,
+) -> CatalogEntry:
+    """The record's catalogue entry: what the listings, the API and the next harvest read."""
+    record = item.record or {}
+    subject = record.get("schema:subjectOf") or {}
+    title = record.get("schema:name")
+    return CatalogEntry(
+        record_id=item.record_id,
+        resource_id=item.resource_id,
+        source=job.source,
+        url=job.url,
+        title=title if isinstance(title, str) else None,
+        pattern=job.pattern,
+        valid=valid,
+        conformance=item.report.conformance,
+        date_modified=_text(record.get("schema:dateModified")),
+        sd_date_published=_text(
+            subject.get("schema:sdDatePublished") if isinstance(subject, dict) else None
+        ),
+        content_hash=digest,
+        record_key=rec_key,
+        report_key=rep_key,
+        run_id=job.run_id,
+        harvested_at=now,
+        extra={"authority": item.authority} if item.authority else {},
+        changed_at=now,
+    )
 
 
 def _ref(
-    job: IndexJob, item: dict[str, Any], rec_key: str | None, rep_key: str, *, valid: bool
+    job: IndexJob, item: StagedRecord, rec_key: str | None, rep_key: str, *, valid: bool
 ) -> RecordRef:
-    rkey = record_hash(item["record_id"])
+    """The record as the URL's outcome lists it (its views only when it is valid)."""
     return RecordRef(
-        record_id=item["record_id"],
-        resource_id=item["resource_id"],
+        record_id=item.record_id,
+        resource_id=item.resource_id,
         valid=valid,
-        errors=tuple(str(e.get("message")) for e in item["report"].get("errors", [])),
+        errors=tuple(issue.message for issue in item.report.errors),
         record_key=rec_key,
         report_key=rep_key,
-        view_keys=view_keys(job.source, rkey) if valid else {},
+        view_keys=view_keys(job.source, record_hash(item.record_id)) if valid else {},
     )
 
 

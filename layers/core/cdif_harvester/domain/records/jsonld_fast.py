@@ -4,7 +4,10 @@ For the subset of JSON-LD that dataset publishers use, expansion and compaction 
 each. The fast path **declines** (returns ``None``) as soon as it meets anything outside that
 subset, and the normaliser runs pyld instead, so the result is the same either way. Entry
 points: :func:`expand_schema_http`, :func:`compact_iri`, :func:`compact_value`, :func:`expand`,
-:func:`compact`.
+:func:`compact`. Processed contexts live on a :class:`ProcessedContexts`, one per way of serving
+context URLs (a :class:`~cdif_harvester.domain.records.contexts.JsonLdContexts` owns one and
+empties it on every registration); IRIs compacted with the shipped CDIF context are memoised for
+the process.
 
 See docs/decisions/0026-fast-jsonld-path.md for the subset, the caches and the tests of agreement.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -24,6 +28,7 @@ from cdif_harvester.domain.records import jsonld_loader
 __all__ = [
     "Declined",
     "Expansion",
+    "ProcessedContexts",
     "compact",
     "compact_iri",
     "compact_value",
@@ -84,15 +89,23 @@ def _is_absolute(iri: str) -> bool:
 # --- active contexts ------------------------------------------------------------------------
 
 
+# Serves a context URL: its document (only read, never altered), or None when not served.
+Served = Callable[[str], dict[str, Any] | None]
+
+
 class _Context:
-    """A processed context of the supported subset: terms, prefixes and ``@vocab``."""
+    """A processed context of the supported subset: terms, prefixes and ``@vocab``; ``served``
+    is how its child contexts load context URLs (the root's, passed down)."""
 
-    __slots__ = ("children", "keys", "prefixes", "terms", "types", "vocab")
+    __slots__ = ("children", "keys", "prefixes", "served", "terms", "types", "vocab")
 
-    def __init__(self, terms: dict[str, str], prefixes: dict[str, str], vocab: str | None):
+    def __init__(
+        self, terms: dict[str, str], prefixes: dict[str, str], vocab: str | None, served: Served
+    ):
         self.terms = terms  # term -> absolute IRI, or the keyword "@id" / "@type"
         self.prefixes = prefixes  # the terms that may be used as prefixes -> their IRI
         self.vocab = vocab
+        self.served = served
         self.keys: dict[str, str | None] = {}  # property key -> expanded IRI (None: dropped)
         self.types: dict[str, str] = {}  # @type value -> IRI, where no base is involved
         self.children: dict[Any, _Context | str] = {}  # local context -> processed or why not
@@ -142,7 +155,7 @@ def _process_entry(parent: _Context, entry: Any) -> _Context:
             resolved = resolve(entry, None)
         except ValueError as exc:
             raise Declined(f"context URL {entry!r} is not absolute") from exc
-        document = jsonld_loader.served_document(entry) if resolved == entry else None
+        document = parent.served(entry) if resolved == entry else None
         if document is None:
             raise Declined(f"remote context {entry} is not served")
         inner = document.get("@context")
@@ -171,7 +184,7 @@ def _process_object(parent: _Context, local: dict[str, Any]) -> _Context:
     for term in local:
         if not term.startswith("@"):
             builder.define(term)
-    return _Context(builder.terms, builder.prefixes, vocab)
+    return _Context(builder.terms, builder.prefixes, vocab, parent.served)
 
 
 class _TermBuilder:
@@ -247,27 +260,41 @@ class _TermBuilder:
         return iri
 
 
-# Root contexts: empty, or (for a document without @context) our schema.org context. Both are
-# rebuilt when the loader's registry changes, with everything cached under them.
-_ROOTS: dict[str, _Context] = {}
-_ROOTS_VERSION = [-1]
+class ProcessedContexts:
+    """The fast path's processed contexts for one way of serving context URLs.
+
+    ``served`` gives the document served at a context URL (None when not served); everything
+    processed here was read through it. Two root contexts (empty, and our schema.org context for
+    documents without ``@context``) hold every processed context under them; :meth:`clear`
+    forgets them all, which whoever changes what ``served`` answers must call.
+    """
+
+    __slots__ = ("_roots", "_served")
+
+    def __init__(self, served: Served) -> None:
+        self._served = served
+        self._roots: dict[str, _Context] = {}
+
+    def root(self, default_context: bool) -> _Context:
+        """The root context: our schema.org context with ``default_context``, else empty."""
+        name = "schema.org" if default_context else "empty"
+        root = self._roots.get(name)
+        if root is None:
+            root = _Context({}, {}, None, self._served)
+            if default_context:
+                root = root.child(jsonld_loader.schema_org_context())
+            self._roots[name] = root
+        return root
+
+    def clear(self) -> None:
+        """Forget every processed context (what a context URL serves has changed)."""
+        self._roots.clear()
 
 
-def _root(default_context: bool) -> _Context:
-    version = jsonld_loader.registry_version()
-    if _ROOTS_VERSION[0] != version:
-        _ROOTS.clear()
-        _COMPACTED_VOCAB.clear()
-        _COMPACTED_ID.clear()
-        _ROOTS_VERSION[0] = version
-    name = "schema.org" if default_context else "empty"
-    root = _ROOTS.get(name)
-    if root is None:
-        root = _Context({}, {}, None)
-        if default_context:
-            root = root.child(jsonld_loader.schema_org_context())
-        _ROOTS[name] = root
-    return root
+@cache
+def _shipped() -> ProcessedContexts:
+    # The shipped contexts alone never change: processing them is a pure cache, shared.
+    return ProcessedContexts(jsonld_loader.served_document)
 
 
 # --- expansion ------------------------------------------------------------------------------
@@ -584,13 +611,19 @@ class Expansion:
     identified: list[dict[str, Any]] | None
 
 
-def _expand(
-    document: Any, base: str, default_context: bool, schema_http: bool, raw: bool = False
+def _expand(  # noqa: PLR0913, PLR0917 - private: the public functions name each argument
+    document: Any,
+    base: str,
+    default_context: bool,
+    schema_http: bool,
+    contexts: ProcessedContexts | None,
+    raw: bool = False,
 ) -> Expansion:
     if not base:
         raise Declined("no base IRI")
+    root = (contexts if contexts is not None else _shipped()).root(default_context)
     expander = _Expander(base, schema_http, raw)
-    expanded = expander.element(_root(default_context), document, True, False)
+    expanded = expander.element(root, document, True, False)
     if isinstance(expanded, dict) and len(expanded) == 1 and "@graph" in expanded:
         expanded = expanded["@graph"]
     if expanded is None:
@@ -604,23 +637,35 @@ def _expand(
     return Expansion(expanded, expander.mapped, identified)
 
 
-def expand(document: Any, *, base: str, default_context: bool = False) -> list[Any] | None:
+def expand(
+    document: Any,
+    *,
+    base: str,
+    default_context: bool = False,
+    contexts: ProcessedContexts | None = None,
+) -> list[Any] | None:
     """Expand ``document`` exactly as ``pyld.jsonld.expand`` would, or decline with None.
 
     ``base`` is the document's base IRI; ``default_context`` reads the document with our
     schema.org context first (pyld's ``expandContext``), for documents without ``@context``.
-    The document is not altered; the result shares only immutable scalars with it. Raises
-    nothing: whatever the fast path does not implement (see the module docstring), including
-    every input pyld would reject, makes it return None.
+    ``contexts`` serves the context URLs (the shipped contexts alone when None). The document
+    is not altered; the result shares only immutable scalars with it. Raises nothing: whatever
+    the fast path does not implement (see the module docstring), including every input pyld
+    would reject, makes it return None.
     """
     try:
-        return _expand(document, base, default_context, False).nodes
+        return _expand(document, base, default_context, False, contexts).nodes
     except (Declined, RecursionError):
         return None
 
 
 def expand_schema_http(
-    document: Any, *, base: str, default_context: bool = False, raw: bool = False
+    document: Any,
+    *,
+    base: str,
+    default_context: bool = False,
+    raw: bool = False,
+    contexts: ProcessedContexts | None = None,
 ) -> Expansion | None:
     """:func:`expand`, with ``https://schema.org/`` IRIs written ``http://schema.org/``.
 
@@ -634,18 +679,24 @@ def expand_schema_http(
     does not serve, noting each): the walk then also declines on blank ``@id`` values and on
     dropped keys holding objects or arrays (whose insides only the preparation walks); null
     contexts and contexts not served it declines anyway, and an empty context array changes
-    nothing.
+    nothing. ``contexts`` serves the context URLs (the shipped contexts alone when None).
     """
     try:
-        return _expand(document, base, default_context, True, raw)
+        return _expand(document, base, default_context, True, contexts, raw)
     except (Declined, RecursionError):
         return None
 
 
-def decline_reason(document: Any, *, base: str, default_context: bool = False) -> str | None:
+def decline_reason(
+    document: Any,
+    *,
+    base: str,
+    default_context: bool = False,
+    contexts: ProcessedContexts | None = None,
+) -> str | None:
     """Why :func:`expand` declines ``document`` (None when it does not): for diagnostics."""
     try:
-        _expand(document, base, default_context, False)
+        _expand(document, base, default_context, False, contexts)
     except Declined as exc:
         return str(exc)
     return None
@@ -653,7 +704,8 @@ def decline_reason(document: Any, *, base: str, default_context: bool = False) -
 
 # --- compaction with the CDIF context --------------------------------------------------------
 
-# Compacted IRIs: for properties and types (vocab), and for @id values.
+# Compacted IRIs: for properties and types (vocab), and for @id values. A pure memo: compaction
+# uses only the shipped CDIF context.
 _COMPACTED_VOCAB: dict[str, str] = {}
 _COMPACTED_ID: dict[str, str] = {}
 

@@ -1,9 +1,11 @@
 """An offline pyld document loader: our own contexts from package data, nothing else.
 
 :func:`document_loader` serves ``schemaorg.jsonld`` (every spelling of the schema.org context,
-without type coercion), ``cdif.jsonld`` (at :data:`CDIF_CONTEXT_URL`) and the contexts an
-operator trusts once the extractor has fetched them (:func:`register_context`); every other URL
-is refused without touching the network (:func:`is_served` tells beforehand).
+without type coercion) and ``cdif.jsonld`` (at :data:`CDIF_CONTEXT_URL`); every other URL is
+refused without touching the network (:func:`is_served` tells beforehand). The functions here
+serve the shipped contexts only and are pure (parsed contexts are cached for the process). The
+trusted remote contexts the extractor fetched are served on top of these by a
+:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`, never by a module global.
 
 See docs/decisions/0024-offline-jsonld-contexts.md and docs/decisions/0025-no-type-coercion.md.
 """
@@ -21,11 +23,12 @@ from pyld import jsonld
 __all__ = [
     "CDIF_CONTEXT_URL",
     "SCHEMA_ORG_CONTEXT_URLS",
+    "canonical_url",
     "cdif_context",
     "document_loader",
     "is_served",
-    "register_context",
-    "registry_version",
+    "not_loaded",
+    "remote_document",
     "schema_org_context",
     "served_document",
 ]
@@ -72,51 +75,29 @@ def _cdif_context_bindings() -> dict[str, str]:
     return dict(context)
 
 
-def _canonical(url: str) -> str:
+def canonical_url(url: str) -> str:
+    """The form of a context URL under which it is served (surrounding blanks removed)."""
     return url.strip()
 
 
-# Trusted remote contexts handed over by the extractor stage: URL -> context document.
-_REGISTERED: dict[str, dict[str, Any]] = {}
-# Bumped by every registration, so that caches of processed contexts know to start again.
-_REGISTRY_VERSION = [0]
-
-
-def register_context(url: str, document: Any) -> None:
-    """Serve ``document`` (a fetched, trusted context document) at ``url`` from now on.
-
-    Raises ValueError when ``document`` is not a JSON-LD context document (an object with an
-    ``@context`` object or array).
-    """
-    if not isinstance(document, dict) or not isinstance(document.get("@context"), dict | list):
-        raise ValueError(f"{url} is not a JSON-LD context document (no @context object)")
-    _REGISTERED[_canonical(url)] = copy.deepcopy(document)
-    _REGISTRY_VERSION[0] += 1
-
-
-def registry_version() -> int:
-    """A number that changes whenever :func:`register_context` is called."""
-    return _REGISTRY_VERSION[0]
-
-
 def served_document(url: str) -> dict[str, Any] | None:
-    """The context document :func:`document_loader` serves at ``url``, or None.
+    """The shipped context document :func:`document_loader` serves at ``url``, or None.
 
     Unlike the loader this returns our own copy, not a fresh one: callers must only read it
-    (the fast JSON-LD path, which processes each context once per process).
+    (the fast JSON-LD path, which processes each context once).
     """
-    key = _canonical(url)
+    key = canonical_url(url)
     if key in SCHEMA_ORG_CONTEXT_URLS:
         return _load_package_context("schemaorg.jsonld")
     if key == CDIF_CONTEXT_URL:
         return _load_package_context("cdif.jsonld")
-    return _REGISTERED.get(key)
+    return None
 
 
 def is_served(url: str) -> bool:
-    """Whether :func:`document_loader` serves ``url`` (package data or a registered context)."""
-    url = _canonical(url)
-    return url in SCHEMA_ORG_CONTEXT_URLS or url == CDIF_CONTEXT_URL or url in _REGISTERED
+    """Whether :func:`document_loader` serves ``url`` (one of the shipped contexts)."""
+    url = canonical_url(url)
+    return url in SCHEMA_ORG_CONTEXT_URLS or url == CDIF_CONTEXT_URL
 
 
 def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -127,21 +108,26 @@ def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str
     failed``) for any URL that is not one of ours; it never opens a connection.
     """
     del options  # pyld passes its options; nothing in them changes what we serve
-    key = _canonical(url)
-    if key in SCHEMA_ORG_CONTEXT_URLS:
-        document = _load_package_context("schemaorg.jsonld")
-    elif key == CDIF_CONTEXT_URL:
-        document = _load_package_context("cdif.jsonld")
-    elif key in _REGISTERED:
-        document = _REGISTERED[key]
-    else:
-        raise jsonld.JsonLdError(
-            f"remote context {url} not loaded: the harvester does not fetch remote JSON-LD "
-            "documents (offline loader)",
-            "jsonld.LoadDocumentError",
-            {"url": url},
-            code="loading document failed",
-        )
+    document = served_document(url)
+    if document is None:
+        raise not_loaded(url)
+    return remote_document(canonical_url(url), document)
+
+
+def not_loaded(url: str) -> jsonld.JsonLdError:
+    """The error a loader raises for a context it does not serve (it never fetches one)."""
+    return jsonld.JsonLdError(
+        f"remote context {url} not loaded: the harvester does not fetch remote JSON-LD "
+        "documents (offline loader)",
+        "jsonld.LoadDocumentError",
+        {"url": url},
+        code="loading document failed",
+    )
+
+
+def remote_document(key: str, document: dict[str, Any]) -> dict[str, Any]:
+    """pyld's remote-document dict for ``document`` served at ``key``, with a fresh copy of it
+    (pyld may not alter the copy kept); tagged ``static``, so pyld keeps its processed form."""
     return {
         "contentType": "application/ld+json",
         "contextUrl": None,

@@ -1,9 +1,11 @@
 """Normalise any published JSON-LD Dataset description to the CDIF core 1.0 JSON shape.
 
-:func:`normalise` prepares the JSON, expands it offline, finds the Datasets, pairs each with its
-metadata record and compacts and shapes it: the resource at the root, the metadata record under
-``schema:subjectOf``, every key prefixed. Nothing is invented; a missing id gets a marked
-fallback. Raises :class:`NormalisationError` (``no-dataset``, ``normalisation-failed``).
+:func:`normalise` prepares the JSON, expands it offline with the contexts given (a
+:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
+default), finds the Datasets, pairs each with its metadata record and compacts and shapes it: the
+resource at the root, the metadata record under ``schema:subjectOf``, every key prefixed. Nothing
+is invented; a missing id gets a marked fallback. Raises :class:`NormalisationError`
+(``no-dataset``, ``normalisation-failed``).
 
 See docs/decisions/0027-normalising-to-cdif-shape.md and docs/decisions/0028-record-identity.md.
 """
@@ -20,6 +22,7 @@ from urllib.parse import urldefrag
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
+from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.errors import PermanentError
 
 __all__ = ["NormalisationError", "NormalisedRecord", "normalise"]
@@ -293,15 +296,19 @@ def _https_to_http(value: Any) -> tuple[Any, bool]:
 # --- step 1: prepare the raw JSON --------------------------------------------------------
 
 
-def _prepare(document: Any, notes: list[str]) -> tuple[Any, bool]:
-    """Drop refused remote contexts and unusable ``@id`` values; tell whether a context exists."""
+def _prepare(
+    document: Any, notes: list[str], contexts: JsonLdContexts | None = None
+) -> tuple[Any, bool]:
+    """Drop remote contexts not served (by ``contexts``, the shipped ones alone when None) and
+    unusable ``@id`` values; tell whether a context exists."""
+    served = contexts if contexts is not None else shipped_contexts()
     found_context = False
 
     def clean_context(ctx: Any) -> Any:
         entries = _as_list(ctx)
         kept: list[Any] = []
         for entry in entries:
-            if isinstance(entry, str) and not jsonld_loader.is_served(entry):
+            if isinstance(entry, str) and not served.is_served(entry):
                 notes.append(f"remote context {entry} not loaded")
                 continue
             kept.append(entry)
@@ -811,13 +818,17 @@ def _compact(node: dict[str, Any], fast_path: bool, discovery: bool) -> dict[str
 # --- the entry point ---------------------------------------------------------------------
 
 
-def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> jsonld_fast.Expansion:
+def _expand(
+    prepared: Any, base: str, has_context: bool, fast_path: bool, contexts: JsonLdContexts
+) -> jsonld_fast.Expansion:
     """Expanded JSON-LD with https schema.org IRIs as http, and whether any was mapped."""
     if fast_path:
-        found = jsonld_fast.expand_schema_http(prepared, base=base, default_context=not has_context)
+        found = jsonld_fast.expand_schema_http(
+            prepared, base=base, default_context=not has_context, contexts=contexts.processed
+        )
         if found is not None:
             return found
-    options: dict[str, Any] = {"documentLoader": jsonld_loader.document_loader, "base": base}
+    options = contexts.pyld_options(base=base)
     if not has_context:
         options["expandContext"] = {"@context": jsonld_loader.schema_org_context()}
     try:
@@ -833,7 +844,11 @@ def _expand(prepared: Any, base: str, has_context: bool, fast_path: bool) -> jso
 
 
 def normalise(
-    document: Any, *, document_url: str, fast_path: bool = True
+    document: Any,
+    *,
+    document_url: str,
+    fast_path: bool = True,
+    contexts: JsonLdContexts | None = None,
 ) -> list[NormalisedRecord]:
     """Normalise a parsed JSON-LD document to CDIF 1.0 records, one per Dataset it holds.
 
@@ -841,7 +856,9 @@ def normalise(
     (the base for relative ``@id`` and for fallback identities). See the module docstring for
     the accepted shapes, the target shape and the identity rules. ``fast_path=False`` makes
     pyld do all JSON-LD processing (the result is the same; see
-    :mod:`cdif_harvester.domain.records.jsonld_fast`).
+    :mod:`cdif_harvester.domain.records.jsonld_fast`). ``contexts`` serves the remote contexts
+    the document names (the shipped contexts alone when None); other remote contexts are
+    dropped with a note.
 
     Raises :class:`NormalisationError` with reason ``no-dataset`` when no Dataset node is
     found, or ``normalisation-failed`` when the input is not JSON-LD that pyld can process.
@@ -851,6 +868,7 @@ def normalise(
             f"not a JSON-LD document: top-level JSON {type(document).__name__}",
             reason="no-dataset",
         )
+    served = contexts if contexts is not None else shipped_contexts()
     doc_notes: list[str] = []
     base = _strip_fragment(document_url)
     expansion: jsonld_fast.Expansion | None = None
@@ -859,11 +877,15 @@ def normalise(
         # change anything; the document is then prepared and expanded again.
         has_context = _declares_context(document)
         expansion = jsonld_fast.expand_schema_http(
-            document, base=base, default_context=not has_context, raw=True
+            document,
+            base=base,
+            default_context=not has_context,
+            raw=True,
+            contexts=served.processed,
         )
     if expansion is None:
-        prepared, has_context = _prepare(document, doc_notes)
-        expansion = _expand(prepared, base, has_context, fast_path)
+        prepared, has_context = _prepare(document, doc_notes, served)
+        expansion = _expand(prepared, base, has_context, fast_path, served)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
     expanded = expansion.nodes

@@ -4,7 +4,9 @@
 RDF (identifiers are IRIs and distinct, ``about`` points back, agents given by ``@id`` are
 described, temporal coverage in order) and returns
 :class:`~cdif_harvester.domain.records.validation.ValidationIssue` values pointing into the
-record. Needs the ``shacl`` extra (pyshacl); without it raises :class:`ShaclUnavailable`.
+record. Remote contexts are served by the contexts given
+(:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
+default). Needs the ``shacl`` extra (pyshacl); without it raises :class:`ShaclUnavailable`.
 
 See docs/decisions/0033-shacl-for-what-json-schema-cannot-say.md and
 docs/decisions/0034-running-shacl-offline.md.
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_loader
+from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.domain.records.validation import ValidationIssue
 from cdif_harvester.errors import PermanentError
 
@@ -336,7 +339,9 @@ def _issues(
 # --- the entry point ----------------------------------------------------------------------
 
 
-def shacl_issues(record: Mapping[str, Any]) -> list[ValidationIssue]:
+def shacl_issues(
+    record: Mapping[str, Any], *, contexts: JsonLdContexts | None = None
+) -> list[ValidationIssue]:
     """Check a normalised CDIF record against our SHACL shapes; return the violations.
 
     Returns one :class:`~cdif_harvester.domain.records.validation.ValidationIssue` per violation
@@ -356,7 +361,8 @@ def shacl_issues(record: Mapping[str, Any]) -> list[ValidationIssue]:
     if not isinstance(record, Mapping):
         return [ValidationIssue("", "the record must be a JSON object", "shacl:jsonld")]
     prepared, marked = _prepared(record)
-    options = {"base": _RELATIVE_BASE, "documentLoader": jsonld_loader.document_loader}
+    served = contexts if contexts is not None else shipped_contexts()
+    options = served.pyld_options(base=_RELATIVE_BASE)
     try:
         dataset = jsonld.to_rdf(prepared, options)
     except jsonld.JsonLdError as exc:

@@ -1,8 +1,10 @@
 """The N-Quads view of a CDIF record, for loading into a triple store.
 
 :func:`record_nquads` turns the record's JSON-LD into RDF with pyld's ``to_rdf`` and the offline
-document loader (nothing is ever fetched): every triple in the named graph of the record, lines
-sorted and unique, so the same record always gives the same bytes.
+document loader of the contexts given
+(:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`): nothing is ever fetched. Every
+triple goes in the named graph of the record, lines sorted and unique, so the same record always
+gives the same bytes.
 
 See docs/decisions/0038-nquads-view.md.
 """
@@ -15,7 +17,7 @@ from typing import Any
 
 from pyld import jsonld
 
-from cdif_harvester.domain.records import jsonld_loader
+from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.errors import PermanentError
 
 __all__ = ["NQUADS_MEDIA_TYPE", "NQuadsError", "record_nquads"]
@@ -31,13 +33,16 @@ class NQuadsError(PermanentError):
     reason = "nquads-failed"
 
 
-def record_nquads(record: Mapping[str, Any], *, graph: str | None = None) -> str:
+def record_nquads(
+    record: Mapping[str, Any], *, graph: str | None = None, contexts: JsonLdContexts | None = None
+) -> str:
     """Return the record as N-Quads: sorted lines, each ending in a newline.
 
-    ``graph`` names the graph every triple is put in (see the module docstring). Raises
-    :class:`NQuadsError` when JSON-LD processing fails (e.g. a context the offline loader
-    does not serve).
+    ``graph`` names the graph every triple is put in (see the module docstring); ``contexts``
+    serves the remote contexts the record names (the shipped contexts alone when None). Raises
+    :class:`NQuadsError` when JSON-LD processing fails (e.g. a context not served).
     """
+    served = contexts if contexts is not None else shipped_contexts()
     body = {key: value for key, value in record.items() if key != "@context"}
     document: dict[str, Any] = {"@graph": [body]}
     if "@context" in record:
@@ -45,13 +50,7 @@ def record_nquads(record: Mapping[str, Any], *, graph: str | None = None) -> str
     if graph and _ABSOLUTE_IRI.match(graph):
         document["@id"] = graph
     try:
-        text = jsonld.to_rdf(
-            document,
-            {
-                "format": NQUADS_MEDIA_TYPE,
-                "documentLoader": jsonld_loader.document_loader,
-            },
-        )
+        text = jsonld.to_rdf(document, served.pyld_options(format=NQUADS_MEDIA_TYPE))
     except jsonld.JsonLdError as exc:
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise NQuadsError(f"the record could not be turned into RDF: {first_line}") from exc

@@ -1,45 +1,17 @@
-"""The publisher report: how a harvest of a site went, and why records failed, as one HTML page.
+"""What the publisher report says: the figures, groups and advice of one harvest run.
 
-:func:`render_report` turns what a run wrote (the ``summary.json`` dict and the outcome dicts of
-``outcomes.jsonl``) into a complete, self-contained HTML5 document a publisher can read without
-help: inline CSS, an inline SVG chart, no script and no external resource (a Content Security
-Policy of ``default-src 'none'`` says so to the browser too). Pure: values in, text out.
+:func:`build_report` turns what a run wrote (the ``summary.json`` dict and the outcome dicts of
+``outcomes.jsonl``) into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
+do not belong together), every kind of problem with its fix from :data:`FIXES`, the FAIR
+Signposting level reached and what to do next. How the page looks is
+:mod:`cdif_harvester.report.render`'s business. Pure: values in, values out; the publisher's text
+is kept as given (the renderer drops control characters, shortens and escapes it).
 
-Decisions:
-
-* **Numbers.** Every figure is counted from the outcomes given. For the whole run they must be
-  those of ``summary.json``; if they are not (the inputs do not belong together), the page says
-  so in a warning instead of silently showing either. With ``source`` the page covers that
-  source's URLs only and every figure is counted from them. Each number is the whole text of an
-  element with ``data-count="<name>"`` (plain digits), so a program can read the page back:
-  ``urls``, ``outcome-<outcome>``, ``pattern-<pattern>``, ``records``, ``valid-records``,
-  ``invalid-records``, ``withdrawn``, ``urls-without-valid-record``, ``signposting-level-<n>``,
-  ``problem-<kind>-records``/``-urls``...; the chart's labels are ``chart-outcome-<outcome>``.
-* **What to fix first.** Record errors and the reasons of URLs that yielded nothing are grouped
-  into kinds: the record-specific parts (list positions in paths, URLs, quoted values, numbers)
-  are taken out, so "schema:creator/3/schema:name is required" and "schema:creator/0/schema:name
-  is required" are one kind. Kinds are ranked by how many records (validation errors) or URLs
-  (failures) they hit, each with a plain-language fix from :data:`FIXES` and up to three example
-  URLs. ``unchanged`` URLs are not problems and are left out.
-* **FAIR Signposting** (https://signposting.org/FAIR/). The level of a URL is judged from the
-  pattern that led to its metadata, which is the most authoritative one the resolver found
-  (headers outrank HTML, and typed links outrank embedded scripts): level 1 for typed links in
-  HTTP ``Link`` headers or HTML ``<link>`` elements (``http-link``, ``html-link``), level 2 for
-  a linkset (``linkset``). Every other pattern counts as no Signposting at the resource:
-  ``embedded-script``, ``content-type``, ``item-list``, ``format-parameter``,
-  ``content-negotiation``, ``html-meta`` and ``legacy-meta`` (the 1997 ``rel="meta"`` draft)
-  find metadata without typed links, and a Signmap's ``<rs:ln>`` links live in the sitemap, not
-  at the landing page, so a client that arrives at the page does not see them (the page says
-  this, and that the Signmap is still welcome). The source's level is the highest any of its
-  URLs reached, with how many URLs reached it and what to add to reach the next level.
-* **Escaping.** URLs, reasons and error messages are publisher-controlled: every text goes
-  through :func:`html.escape` (quotes too) after control characters are dropped, and a URL is
-  made a link only when it is ``http``/``https``.
+See docs/decisions/0044-what-the-publisher-report-says.md.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,13 +22,25 @@ from cdif_harvester.keys import source_of
 
 __all__ = [
     "FIXES",
+    "MAX_EXAMPLES",
+    "MAX_PROBLEM_KINDS",
     "MAX_URL_ROWS",
+    "MAX_WITHDRAWN_ROWS",
     "OUTCOME_MEANINGS",
     "PATTERN_MEANINGS",
+    "Disagreement",
+    "LevelCount",
+    "OutcomeCount",
+    "PatternCount",
+    "Problem",
     "ProblemKind",
+    "Report",
+    "Signposting",
+    "UrlRow",
+    "build_report",
     "classify_error",
     "classify_reason",
-    "render_report",
+    "printable",
     "signposting_level",
 ]
 
@@ -65,8 +49,8 @@ MAX_URL_ROWS = 200
 #: How many kinds of problem are listed, and how many example URLs each.
 MAX_PROBLEM_KINDS = 40
 MAX_EXAMPLES = 3
-_MAX_TEXT = 400  # characters of one reason or message shown (the rest is in outcomes.jsonl)
-_MAX_WITHDRAWN_ROWS = 50
+#: How many withdrawn URLs are listed; the page says how many more there are.
+MAX_WITHDRAWN_ROWS = 50
 _MAX_MESSAGE = 4000  # characters of a message classified
 _MAX_KEY = 160  # characters of the key of a kind of no known form
 
@@ -79,14 +63,6 @@ OUTCOME_MEANINGS: Mapping[str, str] = {
     "blocked": "refused by the address policy (private, link-local, loopback...) before any "
     "connection",
     "failed": "fetched but unusable (HTTP error, too large, redirect loop, malformed JSON...)",
-}
-_OUTCOME_COLOURS: Mapping[str, str] = {
-    "record": "#2e7d32",
-    "no-metadata": "#b26a00",
-    "unchanged": "#546e7a",
-    "disallowed": "#6a1b9a",
-    "blocked": "#8e2424",
-    "failed": "#c62828",
 }
 
 # The README's discovery patterns table: what the publisher serves for each.
@@ -521,7 +497,12 @@ _TYPE_WORDS: Mapping[str, str] = {
 _DATE_PROPERTIES = ("date", "Date", "sdDatePublished", "temporalCoverage")
 
 
-def _clean(text: object) -> str:
+def printable(text: object) -> str:
+    """``text`` as a string without its control characters (tabs and line breaks stay).
+
+    Publisher-controlled text may carry them (a NUL, a terminal escape); they are never shown.
+    Never raises.
+    """
     return _CONTROL_RE.sub("", str(text))
 
 
@@ -556,7 +537,7 @@ def classify_error(message: str) -> ProblemKind:
     Never raises; a message of no known form becomes a kind of its own, keyed by the message
     with its record-specific parts (URLs, quoted values, numbers) taken out.
     """
-    text = _clean(message).strip()
+    text = printable(message).strip()
     if len(text) > _MAX_MESSAGE:
         # A message quoting a huge value: its start (the path) and end (the content item) are
         # what classify it, and the rules then stay cheap.
@@ -628,7 +609,7 @@ def classify_reason(reason: str | None, outcome: str) -> ProblemKind:
     ``outcome`` decides the kind when the reason is missing or of no known code (a ``blocked``
     URL is a blocked address whatever its code). Never raises.
     """
-    text = _clean(reason or "").strip()
+    text = printable(reason or "").strip()
     code, _, _details = text.partition(": ")
     code = code.strip().lower()
     status = re.fullmatch(r"http-(\d{3})", code)
@@ -788,108 +769,187 @@ def _invalid_without_message() -> ProblemKind:
     return ProblemKind("invalid", _KIND_TITLES["invalid"], FIXES["invalid"], "record")
 
 
-# --- rendering ----------------------------------------------------------------------------
+def _why(outcome: Mapping[str, Any]) -> str:
+    """Why a URL did not yield a valid record: its reason, or its invalid records' errors."""
+    if outcome.get("outcome") != "record":
+        return str(outcome.get("reason") or "")
+    said = []
+    for record in _records(outcome):
+        if record.get("valid") is True:
+            continue
+        errors = "; ".join(str(e) for e in record.get("errors") or []) or "invalid"
+        said.append(f"{record.get('record_id') or 'record'}: {errors}")
+    return " | ".join(said) or "no record made"
 
 
-def _e(text: object) -> str:
-    """Escape publisher-controlled text for HTML text and attribute values."""
-    return html.escape(_clean(text), quote=True)
+# --- the report ----------------------------------------------------------------------------
 
 
-def _short(text: object, limit: int = _MAX_TEXT) -> str:
-    text = _clean(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+@dataclass(frozen=True)
+class Disagreement:
+    """A figure of summary.json the outcomes given do not add up to."""
+
+    name: str  # "urls", "valid_records", "outcomes.failed", "patterns.linkset"...
+    given: Any  # what summary.json says, as it says it
+    counted: int
 
 
-def _num(name: str, value: object, tag: str = "span", css: str = "num") -> str:
-    return f'<{tag} class="{css}" data-count="{_e(name)}">{_e(value)}</{tag}>'
+@dataclass(frozen=True)
+class OutcomeCount:
+    """How many URLs ended in one outcome, and what the outcome means."""
+
+    outcome: str
+    urls: int
+    meaning: str  # "" for an outcome of no known kind
 
 
-def _link(url: str) -> str:
-    shown = _e(_short(url, 200))
-    if re.match(r"(?i)https?://", url):
-        return f'<a href="{_e(url)}">{shown}</a>'
-    return f"<span>{shown}</span>"
+@dataclass(frozen=True)
+class PatternCount:
+    """How many URLs led to their metadata by one discovery pattern, and what that says."""
+
+    pattern: str
+    urls: int
+    meaning: str  # what the publisher serves ("" for a pattern of no known kind)
+    level_name: str  # the FAIR Signposting level the pattern reaches
 
 
-def _plural(count: int, one: str, many: str | None = None) -> str:
-    return one if count == 1 else (many or one + "s")
+@dataclass(frozen=True)
+class LevelCount:
+    """How many URLs with metadata reached one FAIR Signposting level."""
+
+    level: int
+    name: str
+    urls: int
 
 
-_CSS = """
-:root { --ink: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg: #ffffff; --panel: #f6f8fa;
-  --accent: #0b5cad; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
-  sans-serif; color: var(--ink); background: var(--bg); }
-header, main, footer { max-width: 1120px; margin: 0 auto; padding: 0 24px; }
-header { padding-top: 24px; border-bottom: 1px solid var(--line); }
-h1 { font-size: 26px; margin: 0 0 4px; }
-h2 { font-size: 20px; margin: 32px 0 8px; border-bottom: 1px solid var(--line);
-  padding-bottom: 4px; }
-h3 { font-size: 16px; margin: 0 0 4px; }
-.lede { color: var(--muted); margin: 0 0 12px; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 0 0 16px; }
-dl.meta dt { color: var(--muted); }
-dl.meta dd { margin: 0; overflow-wrap: anywhere; }
-dl.meta ul { margin: 0; padding-left: 18px; }
-.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 16px 0; }
-.card { flex: 1 1 150px; background: var(--panel); border: 1px solid var(--line);
-  border-radius: 6px; padding: 10px 14px; }
-.card .big { display: block; font-size: 28px; font-weight: 700; }
-.card.good .big { color: #2e7d32; } .card.bad .big { color: #c62828; }
-.verdict { font-size: 16px; }
-.warning { background: #fff4e5; border: 1px solid #b26a00; border-radius: 6px; padding: 8px 12px; }
-.columns { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
-.columns > * { flex: 1 1 420px; }
-svg.chart { width: 100%; max-width: 560px; height: auto; }
-svg.chart text { font: 13px system-ui, "DejaVu Sans", sans-serif; fill: var(--ink); }
-table { border-collapse: collapse; width: 100%; margin: 8px 0; }
-th, td { text-align: left; vertical-align: top; padding: 5px 8px; border-bottom: 1px solid
-  var(--line); }
-th { background: var(--panel); font-weight: 600; }
-td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.url { overflow-wrap: anywhere; width: 38%; }
-td.why { overflow-wrap: anywhere; color: #333; }
-.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
-  margin-right: 6px; }
-ol.problems { padding-left: 22px; }
-ol.problems > li { margin: 0 0 16px; padding: 10px 14px; background: var(--panel);
-  border: 1px solid var(--line); border-radius: 6px; }
-.hits { color: var(--muted); margin: 0 0 6px; }
-.fix { margin: 0 0 6px; }
-.example { margin: 4px 0 0; color: var(--muted); overflow-wrap: anywhere; }
-code { font: 13px ui-monospace, "DejaVu Sans Mono", monospace; background: #eef1f4;
-  padding: 0 3px; border-radius: 3px; overflow-wrap: anywhere; }
-.level { font-size: 17px; }
-.outcome { font-weight: 600; }
-td.kind { white-space: nowrap; }
-a { color: var(--accent); }
-footer { color: var(--muted); font-size: 13px; padding: 24px; border-top: 1px solid var(--line);
-  margin-top: 32px; }
-"""
+@dataclass(frozen=True)
+class Signposting:
+    """The FAIR Signposting of the URLs with metadata (``record`` or ``unchanged``)."""
+
+    urls: int  # URLs with metadata; 0 when no level can be judged
+    reached: int  # the highest level any of them reached (0 when there are none)
+    reached_name: str
+    reached_urls: int  # how many reached it
+    below_reached: int  # how many did not (always 0 at level 0)
+    next_step: str  # what to add to reach the next level
+    signmap_urls: int  # URLs found through a Signmap, which is no level of its own
+    levels: tuple[LevelCount, ...]  # every level, the highest first
 
 
-def render_report(
+@dataclass(frozen=True)
+class Problem:
+    """One kind of problem met, how much it hit, and where."""
+
+    kind: ProblemKind
+    records: int  # invalid records hit (0 for a kind of scope ``url``)
+    urls: int  # URLs hit
+    example: str  # the first message of this kind met ("" when there was none)
+    example_urls: tuple[str, ...]  # the first MAX_EXAMPLES URLs hit
+
+
+@dataclass(frozen=True)
+class UrlRow:
+    """A URL that yielded no record, or an invalid one: its outcome and why."""
+
+    url: str
+    outcome: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the publisher report of a run, or of one of its sources, says.
+
+    Lists are cut where the page stops listing (``MAX_*``); the ``*_not_listed`` properties say
+    how many were left out. Text is the publisher's as given: neither shortened nor escaped.
+    """
+
+    label: str  # the sources covered, comma-separated; "no source" when there is none
+    run_id: str
+    started_at: str
+    finished_at: str  # "" while the run is not finished
+    elapsed_seconds: float | None  # as summary.json gives it (an int stays an int)
+    entry_urls: tuple[str, ...]
+    disagreements: tuple[Disagreement, ...]  # always empty for one source's report
+    urls: int
+    records: int
+    valid_records: int
+    invalid_records: int
+    urls_without_valid_record: int  # URLs that yielded no record or an invalid one
+    outcomes: tuple[OutcomeCount, ...]  # the known outcomes in the README's order, then others
+    patterns: tuple[PatternCount, ...]  # by pattern name
+    signposting: Signposting
+    problems: tuple[Problem, ...]  # the first MAX_PROBLEM_KINDS, most hits first
+    problem_kinds: int  # every kind met
+    url_rows: tuple[UrlRow, ...]  # the first MAX_URL_ROWS, by outcome then URL
+    withdrawn: tuple[str, ...]  # the first MAX_WITHDRAWN_ROWS
+    withdrawn_urls: int  # every URL withdrawn
+
+    @property
+    def problem_kinds_not_listed(self) -> int:
+        """How many kinds of problem are left out of :attr:`problems`."""
+        return self.problem_kinds - len(self.problems)
+
+    @property
+    def urls_not_listed(self) -> int:
+        """How many URLs without a valid record are left out of :attr:`url_rows`."""
+        return self.urls_without_valid_record - len(self.url_rows)
+
+    @property
+    def withdrawn_not_listed(self) -> int:
+        """How many withdrawn URLs are left out of :attr:`withdrawn`."""
+        return self.withdrawn_urls - len(self.withdrawn)
+
+
+def _signposting(outcomes: Sequence[Mapping[str, Any]]) -> Signposting:
+    with_metadata = [
+        str(o["pattern"])
+        for o in outcomes
+        if o.get("pattern") and o.get("outcome") in ("record", "unchanged")
+    ]
+    levels = Counter(signposting_level(pattern) for pattern in with_metadata)
+    reached = max(levels, default=0)
+    return Signposting(
+        urls=len(with_metadata),
+        reached=reached,
+        reached_name=_LEVEL_NAMES[reached],
+        reached_urls=levels[reached],
+        below_reached=len(with_metadata) - levels[reached],
+        next_step=_NEXT_STEP[reached],
+        signmap_urls=with_metadata.count("signmap"),
+        levels=tuple(LevelCount(level, _LEVEL_NAMES[level], levels[level]) for level in (2, 1, 0)),
+    )
+
+
+def _url_rows(outcomes: Sequence[Mapping[str, Any]]) -> list[UrlRow]:
+    """The URLs without a valid record, by outcome (the README's order) then URL."""
+    order = {kind: index for index, kind in enumerate(OUTCOME_MEANINGS)}
+    listed = sorted(
+        (o for o in outcomes if _has_problem(o)),
+        key=lambda o: (order.get(str(o.get("outcome")), len(order)), str(o.get("url"))),
+    )
+    return [UrlRow(str(o.get("url") or ""), str(o.get("outcome") or ""), _why(o)) for o in listed]
+
+
+def build_report(
     summary: Mapping[str, Any],
     outcomes: Iterable[Mapping[str, Any]],
     *,
     source: str | None = None,
-) -> str:
-    """Render the publisher report of one harvest run as a complete HTML5 document.
+) -> Report:
+    """Say what the publisher report of one harvest run says.
 
     ``summary`` is the dict written to summary.json, ``outcomes`` the outcome dicts (the
     lines of outcomes.jsonl, or :func:`~cdif_harvester.model.outcome_to_dict`). With
-    ``source`` (a source name, host, ``host:port`` or URL) the page covers that source's URLs
+    ``source`` (a source name, host, ``host:port`` or URL) the report covers that source's URLs
     only. Every figure is counted from the outcomes (see the module docstring). Never raises for
-    odd values in the inputs; all text is escaped.
+    odd values in the inputs.
     """
     listed = [o for o in outcomes if isinstance(o, Mapping)]
     withdrawn = [str(url) for url in summary.get("withdrawn") or []]
     entry_urls = [
         str(url) for url in summary.get("entry_urls") or [summary.get("entry_url")] if url
     ]
-    disagreements: list[tuple[str, Any, Any]] = []
     if source is not None:
         wanted = _source_key(source)
         listed = [o for o in listed if _source_of_outcome(o) == wanted]
@@ -901,353 +961,52 @@ def render_report(
             {source_of(url) for url in entry_urls}
         )
     counts = _count(listed)
-    if source is None:
-        disagreements = _disagreements(summary, counts)
-    run_id = str(summary.get("run_id") or "")
-    label = ", ".join(sources) or "no source"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        # No script and nothing from elsewhere: the browser is told so too.
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; img-src data:\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        '<meta name="generator" content="cdif-harvester">',
-        f"<title>Harvest report: {_e(label)} (run {_e(run_id)})</title>",
-        f"<style>{_CSS}</style>",
-        "</head>",
-        "<body>",
-        _header(summary, label, run_id, entry_urls),
-        "<main>",
-    ]
-    if disagreements:
-        parts.append(_warning(disagreements))
-    parts += [
-        _overview(counts, withdrawn),
-        _outcomes_section(counts),
-        _patterns_section(counts),
-        _signposting_section(listed),
-        _problems_section(_problems(listed)),
-        _urls_section(listed),
-        _withdrawn_section(withdrawn),
-        "</main>",
-        "<footer>Made by cdif-harvester from summary.json and outcomes.jsonl of run "
-        f"<code>{_e(run_id)}</code>. Each record's full report (errors with JSON pointers, "
-        "warnings, repairs) is under reports/&lt;source&gt;/ in the output directory.</footer>",
-        "</body>",
-        "</html>",
-    ]
-    return "\n".join(parts) + "\n"
-
-
-def _header(summary: Mapping[str, Any], label: str, run_id: str, entry_urls: list[str]) -> str:
-    entries = "".join(f"<li>{_link(url)}</li>" for url in entry_urls) or "<li>none</li>"
+    # One source's figures are its own, so only the whole run's are held against summary.json.
+    disagreements = _disagreements(summary, counts) if source is None else []
+    problems = _problems(listed)
+    url_rows = _url_rows(listed)
     elapsed = summary.get("elapsed_seconds")
-    took = (
-        f"<dt>Took</dt><dd>{_num('elapsed-seconds', elapsed)} s</dd>"
-        if isinstance(elapsed, int | float) and not isinstance(elapsed, bool)
-        else ""
-    )
-    started = _e(summary.get("started_at") or "")
-    finished = _e(summary.get("finished_at") or "not finished")
-    return (
-        "<header>"
-        f'<h1>Harvest report: <span class="source">{_e(label)}</span></h1>'
-        '<p class="lede">How the harvester read your site in this run, and what to change so '
-        "every page yields a valid CDIF record.</p>"
-        '<dl class="meta">'
-        f"<dt>Source</dt><dd>{_e(label)}</dd>"
-        f"<dt>Run</dt><dd><code>{_e(run_id)}</code></dd>"
-        f'<dt>Started</dt><dd><time datetime="{started}">{started}</time></dd>'
-        f'<dt>Finished</dt><dd><time datetime="{finished}">{finished}</time></dd>'
-        f"{took}"
-        f"<dt>Entry {_plural(len(entry_urls), 'URL')}</dt><dd><ul>{entries}</ul></dd>"
-        "</dl></header>"
-    )
-
-
-def _warning(disagreements: list[tuple[str, Any, Any]]) -> str:
-    items = "".join(
-        f"<li><code>{_e(name)}</code>: summary.json says "
-        f"{_num(f'summary-json-{name}', given)}, the outcomes add up to "
-        f"{_num(f'counted-{name}', counted)}</li>"
-        for name, given, counted in disagreements
-    )
-    return (
-        '<div class="warning" role="alert"><strong>These figures do not match summary.json.'
-        "</strong> The outcomes given are not those the summary counted; the page shows the "
-        f"outcomes' own figures.<ul>{items}</ul></div>"
-    )
-
-
-def _overview(counts: _Counts, withdrawn: list[str]) -> str:
-    bad = counts.problem_urls
-    if counts.urls == 0:
-        verdict = "No URL was harvested in this run."
-    elif bad == 0:
-        verdict = "Every URL harvested yielded a valid record or was unchanged. Well done."
-    else:
-        verdict = (
-            f"{_num('urls-without-valid-record', bad)} of {_num('urls', counts.urls)} "
-            f"{_plural(counts.urls, 'URL')} did not yield a valid record: the sections below say "
-            "why and what to fix first."
-        )
-    cards = [
-        ("URLs harvested", "urls", counts.urls, ""),
-        ("records found", "records", counts.records, ""),
-        ("valid records", "valid-records", counts.valid, " good"),
-        ("invalid records", "invalid-records", counts.invalid, " bad" if counts.invalid else ""),
-        ("URLs withdrawn", "withdrawn", len(withdrawn), ""),
-    ]
-    rendered = "".join(
-        f'<div class="card{css}">{_num(name, value, css="big")}{_e(title)}</div>'
-        for title, name, value, css in cards
-    )
-    return (
-        '<section id="overview" aria-labelledby="overview-h"><h2 id="overview-h">Overview</h2>'
-        f'<p class="verdict">{verdict}</p><div class="cards">{rendered}</div></section>'
-    )
-
-
-def _colour(outcome: str) -> str:
-    return _OUTCOME_COLOURS.get(outcome, "#57606a")
-
-
-def _chart(counts: _Counts) -> str:
-    """An inline SVG bar chart of URLs by outcome, with the numbers as text labels."""
-    rows = list(counts.outcomes.items())
-    top = max([value for _, value in rows] + [1])
-    height = 16 + 30 * len(rows)
-    bars = []
-    for index, (kind, value) in enumerate(rows):
-        middle = 8 + 30 * index + 15
-        width = round(330 * value / top, 1)
-        colour = _colour(kind)
-        bars.append(
-            f'<text x="104" y="{middle}" text-anchor="end" dominant-baseline="middle">'
-            f"{_e(kind)}</text>"
-            f'<rect x="112" y="{middle - 11}" width="{width}" height="22" rx="3" '
-            f'fill="{colour}"></rect>'
-            f'<text x="{112 + width + 6}" y="{middle}" dominant-baseline="middle" '
-            f'data-count="chart-outcome-{_e(kind)}">{value}</text>'
-        )
-    return (
-        f'<svg id="outcome-chart" class="chart" role="img" width="520" height="{height}" '
-        f'viewBox="0 0 520 {height}" xmlns="http://www.w3.org/2000/svg" '
-        'aria-labelledby="outcome-chart-title outcome-chart-desc">'
-        '<title id="outcome-chart-title">URLs by outcome</title>'
-        '<desc id="outcome-chart-desc">A bar for each outcome, as long as the number of URLs '
-        "that ended in it; the table beside the chart gives the same numbers.</desc>"
-        f"{''.join(bars)}</svg>"
-    )
-
-
-def _outcomes_section(counts: _Counts) -> str:
-    rows = "".join(
-        f'<tr><td class="kind"><span class="swatch" style="background:{_colour(kind)}">'
-        f'</span><span class="outcome">{_e(kind)}</span></td>'
-        f"{_num(f'outcome-{kind}', value, tag='td', css='n')}"
-        f"<td>{_e(OUTCOME_MEANINGS.get(kind, ''))}</td></tr>"
-        for kind, value in counts.outcomes.items()
-    )
-    return (
-        '<section id="outcomes" aria-labelledby="outcomes-h">'
-        '<h2 id="outcomes-h">What happened to each URL</h2>'
-        f'<div class="columns"><div>{_chart(counts)}</div>'
-        '<table><thead><tr><th scope="col">outcome</th><th scope="col" class="n">URLs</th>'
-        f'<th scope="col">meaning</th></tr></thead><tbody>{rows}</tbody></table></div>'
-        f"<p>Records: {_num('records', counts.records)} found, "
-        f"{_num('valid-records', counts.valid)} valid, "
-        f"{_num('invalid-records', counts.invalid)} invalid.</p></section>"
-    )
-
-
-def _patterns_section(counts: _Counts) -> str:
-    if not counts.patterns:
-        body = "<p>No URL led to metadata in this run, so no discovery pattern was used.</p>"
-    else:
-        rows = "".join(
-            f"<tr><td><code>{_e(pattern)}</code></td>"
-            f"{_num(f'pattern-{pattern}', value, tag='td', css='n')}"
-            f"<td>{_e(PATTERN_MEANINGS.get(pattern, ''))}</td>"
-            f"<td>{_e(_LEVEL_NAMES[signposting_level(pattern)])}</td></tr>"
+    return Report(
+        label=", ".join(sources) or "no source",
+        run_id=str(summary.get("run_id") or ""),
+        started_at=str(summary.get("started_at") or ""),
+        finished_at=str(summary.get("finished_at") or ""),
+        elapsed_seconds=(
+            elapsed if isinstance(elapsed, int | float) and not isinstance(elapsed, bool) else None
+        ),
+        entry_urls=tuple(entry_urls),
+        disagreements=tuple(Disagreement(*found) for found in disagreements),
+        urls=counts.urls,
+        records=counts.records,
+        valid_records=counts.valid,
+        invalid_records=counts.invalid,
+        urls_without_valid_record=counts.problem_urls,
+        outcomes=tuple(
+            OutcomeCount(kind, value, OUTCOME_MEANINGS.get(kind, ""))
+            for kind, value in counts.outcomes.items()
+        ),
+        patterns=tuple(
+            PatternCount(
+                pattern,
+                value,
+                PATTERN_MEANINGS.get(pattern, ""),
+                _LEVEL_NAMES[signposting_level(pattern)],
+            )
             for pattern, value in counts.patterns.items()
-        )
-        body = (
-            '<table><thead><tr><th scope="col">pattern</th><th scope="col" class="n">URLs</th>'
-            '<th scope="col">what you serve</th><th scope="col">FAIR Signposting</th></tr>'
-            f"</thead><tbody>{rows}</tbody></table>"
-        )
-    return (
-        '<section id="patterns" aria-labelledby="patterns-h">'
-        '<h2 id="patterns-h">How the metadata was found</h2>'
-        "<p>For each URL the harvester tries the ways CDIF and FAIR Signposting let a page lead "
-        "to its metadata, most authoritative first, and keeps the one that worked.</p>"
-        f"{body}</section>"
-    )
-
-
-def _signposting_section(outcomes: Sequence[Mapping[str, Any]]) -> str:
-    with_metadata = [
-        str(o["pattern"])
-        for o in outcomes
-        if o.get("pattern") and o.get("outcome") in ("record", "unchanged")
-    ]
-    levels = Counter(signposting_level(pattern) for pattern in with_metadata)
-    total = len(with_metadata)
-    if total == 0:
-        said = (
-            '<p class="level">No URL led to metadata in this run, so no Signposting level can '
-            f"be judged ({_num('signposting-urls', 0)} URLs with metadata).</p>"
-            f"<p>{_e(_NEXT_STEP[0])}</p>"
-        )
-    else:
-        reached = max(levels)
-        said = (
-            f'<p class="level">This source reached <strong>{_e(_LEVEL_NAMES[reached])}</strong> '
-            f"on {_num(f'signposting-level-{reached}', levels[reached])} of "
-            f"{_num('signposting-urls', total)} URLs with metadata.</p>"
-        )
-        lower = total - levels[reached]
-        if lower and reached:
-            said += (
-                f"<p>The other {_num('signposting-below-reached', lower)} "
-                f"{_plural(lower, 'URL')} did not reach it: give "
-                f"{'it' if lower == 1 else 'them'} the same links.</p>"
+        ),
+        signposting=_signposting(listed),
+        problems=tuple(
+            Problem(
+                kind=problem.kind,
+                records=len(problem.records),
+                urls=len(problem.urls),
+                example=problem.example,
+                example_urls=tuple(list(problem.urls)[:MAX_EXAMPLES]),
             )
-        said += f"<p>{_e(_NEXT_STEP[reached])}</p>"
-        signmap = with_metadata.count("signmap")
-        if signmap:
-            said += (
-                f"<p>{_num('signposting-signmap', signmap)} "
-                f"{_plural(signmap, 'URL was', 'URLs were')} "
-                "found through your Signmap: its typed links serve harvesters well, but they "
-                "live in the sitemap, not at the landing page, so they do not count as a FAIR "
-                "Signposting level; add them to the pages' headers or HTML too.</p>"
-            )
-    rows = "".join(
-        f"<tr><td>{_e(_LEVEL_NAMES[level])}</td>"
-        f"{_num(f'signposting-level-{level}', levels.get(level, 0), tag='td', css='n')}</tr>"
-        for level in (2, 1, 0)
-    )
-    return (
-        '<section id="signposting" aria-labelledby="signposting-h">'
-        '<h2 id="signposting-h">FAIR Signposting</h2>'
-        "<p>FAIR Signposting (signposting.org/FAIR) lets machines go from a landing page to its "
-        "metadata, identifier and licence by typed links: level 1 puts them in HTTP Link "
-        "headers or HTML link elements, level 2 in a linkset.</p>"
-        f"{said}"
-        '<table><thead><tr><th scope="col">level</th><th scope="col" class="n">URLs with '
-        f"metadata</th></tr></thead><tbody>{rows}</tbody></table></section>"
-    )
-
-
-def _problems_section(problems: list[_Problem]) -> str:
-    if not problems:
-        body = "<p>Nothing to fix: every URL harvested yielded valid records.</p>"
-    else:
-        items = [_problem_item(problem) for problem in problems[:MAX_PROBLEM_KINDS]]
-        body = f'<ol class="problems">{"".join(items)}</ol>'
-        hidden = len(problems) - MAX_PROBLEM_KINDS
-        if hidden > 0:
-            body += (
-                f"<p>… and {_num('problem-kinds-not-listed', hidden)} more kinds of problem, "
-                "hitting fewer records (every one is in outcomes.jsonl).</p>"
-            )
-    return (
-        '<section id="problems" aria-labelledby="problems-h">'
-        '<h2 id="problems-h">What to fix first</h2>'
-        "<p>The validation errors of invalid records and the reasons URLs yielded no record, "
-        "grouped by kind, those hitting the most records or URLs first.</p>"
-        f"{body}</section>"
-    )
-
-
-def _problem_item(problem: _Problem) -> str:
-    key = problem.kind.key
-    urls = len(problem.urls)
-    if problem.kind.scope == "record":
-        records = len(problem.records)
-        hits = (
-            f"{_num(f'problem-{key}-records', records)} invalid {_plural(records, 'record')} "
-            f"on {_num(f'problem-{key}-urls', urls)} {_plural(urls, 'URL')}"
-        )
-    else:
-        hits = f"{_num(f'problem-{key}-urls', urls)} {_plural(urls, 'URL')} yielded no record"
-    examples = "".join(f"<li>{_link(url)}</li>" for url in list(problem.urls)[:MAX_EXAMPLES])
-    message = (
-        f'<p class="example">Example message: <code>{_e(_short(problem.example))}</code></p>'
-        if problem.example
-        else ""
-    )
-    return (
-        f"<li><h3>{_e(_short(problem.kind.title, 200))}</h3>"
-        f'<p class="hits">{hits}</p>'
-        f'<p class="fix"><strong>How to fix:</strong> {_e(problem.kind.fix)}</p>'
-        f"{message}"
-        f'<p class="example">{_plural(min(urls, MAX_EXAMPLES), "Example")}:</p>'
-        f"<ul>{examples}</ul></li>"
-    )
-
-
-def _why(outcome: Mapping[str, Any]) -> str:
-    if outcome.get("outcome") != "record":
-        return _short(outcome.get("reason") or "")
-    said = []
-    for record in _records(outcome):
-        if record.get("valid") is True:
-            continue
-        errors = "; ".join(str(e) for e in record.get("errors") or []) or "invalid"
-        said.append(f"{record.get('record_id') or 'record'}: {errors}")
-    return _short(" | ".join(said) or "no record made")
-
-
-def _urls_section(outcomes: Sequence[Mapping[str, Any]]) -> str:
-    order = {kind: index for index, kind in enumerate(OUTCOME_MEANINGS)}
-    listed = sorted(
-        (o for o in outcomes if _has_problem(o)),
-        key=lambda o: (order.get(str(o.get("outcome")), len(order)), str(o.get("url"))),
-    )
-    if not listed:
-        body = "<p>None: every URL yielded valid records or was unchanged.</p>"
-    else:
-        rows = "".join(
-            f'<tr><td class="url">{_link(str(o.get("url") or ""))}</td>'
-            f'<td class="kind"><span class="outcome">{_e(o.get("outcome") or "")}</span></td>'
-            f'<td class="why">{_e(_why(o))}</td></tr>'
-            for o in listed[:MAX_URL_ROWS]
-        )
-        body = (
-            '<table><thead><tr><th scope="col">URL</th><th scope="col">outcome</th>'
-            f'<th scope="col">why</th></tr></thead><tbody>{rows}</tbody></table>'
-        )
-        hidden = len(listed) - MAX_URL_ROWS
-        if hidden > 0:
-            body += (
-                f"<p>… and {_num('urls-not-listed', hidden)} more {_plural(hidden, 'URL')}, "
-                "every one in outcomes.jsonl.</p>"
-            )
-    return (
-        '<section id="urls" aria-labelledby="urls-h">'
-        '<h2 id="urls-h">URLs that did not yield a valid record</h2>'
-        f"<p>{_num('urls-listed', len(listed))} {_plural(len(listed), 'URL')} yielded no "
-        "record, or an invalid one.</p>"
-        f"{body}</section>"
-    )
-
-
-def _withdrawn_section(withdrawn: list[str]) -> str:
-    if not withdrawn:
-        return ""
-    items = "".join(f"<li>{_link(url)}</li>" for url in withdrawn[:_MAX_WITHDRAWN_ROWS])
-    more = len(withdrawn) - _MAX_WITHDRAWN_ROWS
-    tail = f"<p>… and {_num('withdrawn-not-listed', more)} more.</p>" if more > 0 else ""
-    return (
-        '<section id="withdrawn" aria-labelledby="withdrawn-h">'
-        '<h2 id="withdrawn-h">Withdrawn</h2>'
-        f"<p>{_num('withdrawn', len(withdrawn))} {_plural(len(withdrawn), 'URL')} your sitemaps "
-        "no longer list: their records are kept, marked withdrawn, and left out of the "
-        f"Signmap.</p><ul>{items}</ul>{tail}</section>"
+            for problem in problems[:MAX_PROBLEM_KINDS]
+        ),
+        problem_kinds=len(problems),
+        url_rows=tuple(url_rows[:MAX_URL_ROWS]),
+        withdrawn=tuple(withdrawn[:MAX_WITHDRAWN_ROWS]),
+        withdrawn_urls=len(withdrawn),
     )

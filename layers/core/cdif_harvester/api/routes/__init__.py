@@ -1,0 +1,75 @@
+"""The intake API's routes: one Powertools REST resolver, one router per resource.
+
+:func:`build_api` makes the resolver (request validation by pydantic, the exception handlers
+of :mod:`cdif_harvester.api.errors`, the admission of every request) and includes the router
+of each resource:
+
+* :mod:`~cdif_harvester.api.routes.sources`: ``/sources``, ``/sources/{source_id}``;
+* :mod:`~cdif_harvester.api.routes.signmap`: ``/sources/{source_id}/signmap``;
+* :mod:`~cdif_harvester.api.routes.harvests`: ``/sources/{source_id}/harvests``, ``/harvests``;
+* :mod:`~cdif_harvester.api.routes.runs`: ``/runs/{run_id}``, its report and outcomes;
+* :mod:`~cdif_harvester.api.routes.records`: ``/records/{record_id}``, its report and views.
+
+What they share is :class:`~cdif_harvester.api.routes.context.RouteContext` (the caller, the
+wiring, links, look-ups) and :mod:`~cdif_harvester.api.routes.responses`.
+"""
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from cdif_harvester.api.access import admit, operator_keys
+from cdif_harvester.api.errors import register_error_handlers
+from cdif_harvester.api.routes import harvests, records, runs, signmap, sources
+from cdif_harvester.api.routes.context import CALLER, RouteContext
+from cdif_harvester.api.routes.records import LINKSET_MEDIA_TYPES
+from cdif_harvester.wiring import Wiring
+
+__all__ = ["LINKSET_MEDIA_TYPES", "build_api"]
+
+# The order the routes have always been registered in: Powertools tries a request against the
+# routes in the order they were included.
+_RESOURCES = (sources, signmap, harvests, runs, records)
+
+
+def build_api(
+    get_wiring: Callable[[], Wiring],
+    *,
+    get_operators: Callable[[], Iterable[str]] = operator_keys,
+) -> APIGatewayRestResolver:
+    """Return the intake API.
+
+    ``get_wiring`` builds the adapters on first use (never at import time); ``get_operators``
+    returns the operator key ids (by default ``OPERATOR_API_KEY_IDS``). Every call makes new
+    routers, so two APIs of one process never share a request's context.
+    """
+
+    def read_json(text: str) -> Any:
+        # The request validation parses the body before any middleware runs: admit the request
+        # here first, so that a caller without a key, or an oversized body, is refused before a
+        # byte of it is parsed.
+        admit(app.current_event.raw_event, get_operators())
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            # (Powertools would take the first item of a list for an object.)
+            raise RequestValidationError(
+                [{"loc": ("body",), "type": "dict_type", "msg": "the body must be a JSON object"}]
+            )
+        return value
+
+    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=read_json)
+    register_error_handlers(app)
+
+    def admission(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:
+        app.context[CALLER] = admit(app.current_event.raw_event, get_operators())
+        return next_middleware(app)
+
+    app.use([admission])
+    ctx = RouteContext(app, get_wiring)
+    for resource in _RESOURCES:
+        app.include_router(resource.router(ctx))
+    return app

@@ -1,0 +1,129 @@
+"""Runs: ``/runs/{run_id}`` (operators, the publisher of the run's source).
+
+* ``GET /runs/{run_id}``: its progress (state, URLs entered, settled and queued, sitemap jobs
+  left, outcomes counted, and its report's path once closed);
+* ``GET /runs/{run_id}/report``: its HTML report, written when the run is closed;
+* ``GET /runs/{run_id}/outcomes``: its outcomes URL by URL, a page at a time.
+"""
+
+from http import HTTPStatus
+from itertools import islice
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from cdif_harvester.api.access import require_run_access
+from cdif_harvester.api.errors import NotFound
+from cdif_harvester.api.models import OutcomesPage, RunView
+from cdif_harvester.api.routes.context import RouteContext, new_router
+from cdif_harvester.api.routes.responses import (
+    HTML,
+    JSON,
+    document_response,
+    documented,
+    json_response,
+)
+from cdif_harvester.model import Outcome, RunStatus, outcome_to_dict, run_to_dict
+
+__all__ = ["MAX_OUTCOMES_PAGE", "OUTCOMES_PAGE", "router"]
+
+#: Outcomes per page of ``GET /runs/{run_id}/outcomes``: the default and the most.
+OUTCOMES_PAGE = 100
+MAX_OUTCOMES_PAGE = 1000
+_CURSOR_PATTERN = r"^\d{1,9}$"
+
+RunIdParam = Annotated[str, Path(min_length=1, max_length=128, description="The run's id.")]
+
+
+def _visible_run(ctx: RouteContext, run_id: str) -> RunStatus:
+    """The run ``run_id`` if the caller may see it; raises NotFound or Forbidden."""
+    run = ctx.wiring().catalog.get_run(run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id!r}")
+    who = ctx.caller()
+    if not who.operator:
+        source = ctx.registry().get_source(run.source_id) if run.source_id else None
+        require_run_access(who, run, source)
+    return run
+
+
+def router(ctx: RouteContext) -> APIGatewayRouter:
+    """Return the router of ``/runs/{run_id}`` and its report and outcomes, answering through
+    ``ctx``."""
+    routes = new_router()
+
+    @routes.get(
+        "/runs/<run_id>",
+        summary="A run's progress (operators, its source's publisher)",
+        description="Its state (running, finished, stalled), the URLs entered, settled and "
+        "queued, the sitemap jobs left, the settled URLs by outcome, and the path of its "
+        "report once the run is closed.",
+        operation_id="getRun",
+        tags=["runs"],
+        responses=documented({200: ("The run's status.", RunView, JSON)}, 400, 403, 404),
+    )
+    def get_run(run_id: RunIdParam) -> Response[str]:
+        run = _visible_run(ctx, run_id)
+        view = run_to_dict(run)
+        view["report"] = ctx.link("runs", run.run_id, "report") if run.report_key else None
+        return json_response(HTTPStatus.OK, view)
+
+    @routes.get(
+        "/runs/<run_id>/report",
+        summary="A run's HTML report (operators, its source's publisher)",
+        operation_id="getRunReport",
+        tags=["runs"],
+        responses=documented({200: ("The report.", None, "text/html")}, 400, 403, 404, 501),
+    )
+    def get_run_report(run_id: RunIdParam) -> Response[str]:
+        run = _visible_run(ctx, run_id)
+        if run.report_key is None:
+            raise NotFound(
+                f"run {run_id!r} has no report yet: it is written when the run is closed "
+                f"(the run is {run.state.value})"
+            )
+        report = ctx.stored(run.report_key, f"the report of run {run_id!r} is gone")
+        return document_response(report, HTML)
+
+    @routes.get(
+        "/runs/<run_id>/outcomes",
+        summary="A run's outcomes, URL by URL (operators, its source's publisher)",
+        description=f"One page of at most limit outcomes (default {OUTCOMES_PAGE}, at most "
+        f"{MAX_OUTCOMES_PAGE}); when truncated is true, ask again with cursor=next_cursor.",
+        operation_id="listRunOutcomes",
+        tags=["runs"],
+        responses=documented({200: ("One page of outcomes.", OutcomesPage, JSON)}, 400, 403, 404),
+    )
+    def list_run_outcomes(
+        run_id: RunIdParam,
+        limit: Annotated[int, Query(ge=1, le=MAX_OUTCOMES_PAGE)] = OUTCOMES_PAGE,
+        cursor: Annotated[
+            str | None, Query(pattern=_CURSOR_PATTERN, description="next_cursor of a page.")
+        ] = None,
+        outcome: Annotated[Outcome | None, Query(description="Only this outcome.")] = None,
+    ) -> Response[str]:
+        run = _visible_run(ctx, run_id)
+        start = int(cursor or 0)
+        kept = (
+            item
+            for item in ctx.wiring().catalog.outcomes(run.run_id)
+            if outcome is None or item.outcome is outcome
+        )
+        # One more than the page: whether another page follows, without counting them all.
+        page = list(islice(kept, start, start + limit + 1))
+        truncated = len(page) > limit
+        page = page[:limit]
+        return json_response(
+            HTTPStatus.OK,
+            {
+                "run_id": run.run_id,
+                "outcomes": [outcome_to_dict(item) for item in page],
+                "count": len(page),
+                "truncated": truncated,
+                "next_cursor": str(start + limit) if truncated else None,
+            },
+        )
+
+    return routes

@@ -1,0 +1,196 @@
+"""The local composition root: configuration from the command line, adapters, the wiring.
+
+The counterpart of :mod:`cdif_harvester.aws_runtime` for a harvest on one machine with no AWS
+account. :class:`LocalConfig` holds what the command's options set (as ``AwsConfig`` holds what a
+function's environment sets); :func:`wiring` reads it, builds the local adapters, connects the
+Crawl-delay recorder to the gate and returns the :class:`~cdif_harvester.wiring.Wiring`, with the
+local parts the runner (:mod:`cdif_harvester.cli.runner`) drives itself: the in-process queue,
+the SQLite catalogue, the politeness gate.
+
+The output directory is the object store (same key layout as the S3 bucket), wrapped so that a
+record written plays the S3 notification that triggers the crosswalk; ``catalog.sqlite`` in it is
+the catalogue; every fetch goes through one in-memory host gate in ``sleep`` mode (waiting is free
+on one machine) over the HTTP cache kept in the directory.
+
+See docs/decisions/0010-local-runner.md and docs/decisions/0043-state-on-the-wiring.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
+from cdif_harvester.adapters.httpcache import RevalidatingFetcher
+from cdif_harvester.adapters.local import (
+    DirectoryObjectStore,
+    InProcessQueue,
+    NotifyingObjectStore,
+    SqliteCatalog,
+    SystemClock,
+)
+from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate
+from cdif_harvester.contracts import CROSSWALK_QUEUE
+from cdif_harvester.domain.records.shacl import check_shacl_available
+from cdif_harvester.keys import RECORDS_PREFIX
+from cdif_harvester.ports import Fetcher
+from cdif_harvester.settings import Settings
+from cdif_harvester.wiring import Wiring
+
+__all__ = ["CATALOG_FILE", "LocalConfig", "LocalWiring", "wiring"]
+
+#: The catalogue's file in the output directory.
+CATALOG_FILE = "catalog.sqlite"
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    """Settings of a local harvest, as the command's options give them.
+
+    ``host_overrides`` gives some hosts (by origin or host name) another number of request slots
+    than ``requests_per_host``; ``crawl_delays`` are registered sources' own Crawl-delays by
+    host, below which a robots.txt cannot bring a host's interval.
+    """
+
+    allow_loopback: bool = False
+    requests_per_host: int | None = None
+    host_overrides: Mapping[str, int] | None = None
+    trusted_contexts: tuple[str, ...] = ()
+    incremental: bool = True
+    shacl: bool = False
+    crawl_delays: Mapping[str, float] | None = None
+
+    def settings(self) -> Settings:
+        """The stage settings these options change.
+
+        Raises ShaclUnavailable when SHACL validation is asked for and pyshacl is not installed
+        (before anything is fetched: one clear error, not one failure per record).
+        """
+        settings = Settings()
+        if self.requests_per_host is not None:
+            settings = replace(settings, requests_per_host=max(1, self.requests_per_host))
+        if self.host_overrides:
+            settings = replace(settings, requests_per_host_overrides=dict(self.host_overrides))
+        if self.trusted_contexts:
+            settings = replace(settings, trusted_contexts=tuple(self.trusted_contexts))
+        if not self.incremental:
+            settings = replace(settings, incremental=False)
+        if self.shacl:
+            check_shacl_available()
+            settings = replace(settings, shacl=True)
+        return settings
+
+
+@dataclass
+class LocalWiring:
+    """The wiring of a local harvest, and the local adapters the runner drives itself.
+
+    ``fetcher`` is the network fetcher under the HTTP cache and the gate; ``own_fetcher`` says
+    whether it was built here (and so is closed here).
+    """
+
+    wiring: Wiring
+    queue: InProcessQueue
+    catalog: SqliteCatalog
+    gate: MemoryHostGate
+    fetcher: Fetcher
+    own_fetcher: bool
+
+    def close(self) -> None:
+        """Release the catalogue and the connections of a fetcher built here."""
+        self.catalog.close()
+        if self.own_fetcher and isinstance(self.fetcher, SafeFetcher):
+            self.fetcher.close()
+
+
+class _GateClock:
+    """The politeness gate's clock, kept in step with how the runner sleeps.
+
+    With real sleeping, real time passes. A ``sleep`` that does not really wait (a test's)
+    moves this clock on by what it was asked to wait, as real sleeping would have: the gate then
+    sees the wait done instead of answering "wait" again and again.
+    """
+
+    def __init__(self, sleep: Callable[[float], None]) -> None:
+        self._sleep = sleep
+        self._real = sleep is time.sleep
+        self._offset = 0.0
+        self._lock = threading.Lock()
+
+    def sleep(self, seconds: float) -> None:
+        self._sleep(seconds)
+        if not self._real:
+            with self._lock:
+                self._offset += seconds
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self._offset
+
+
+def wiring(
+    out_dir: Path,
+    config: LocalConfig,
+    *,
+    fetcher: Fetcher | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> LocalWiring:
+    """Build the wiring of local harvests into ``out_dir`` (created if missing).
+
+    ``fetcher`` replaces the network fetcher (which is otherwise built here, and closed by
+    :meth:`LocalWiring.close`); ``sleep`` is how the politeness gate waits. Raises
+    ShaclUnavailable as :meth:`LocalConfig.settings` does.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    queue = InProcessQueue()
+    catalog = SqliteCatalog(out_dir / CATALOG_FILE)
+    network = fetcher or SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback))
+    settings = config.settings()
+    directory = DirectoryObjectStore(out_dir)
+    store = NotifyingObjectStore(
+        directory,
+        queue,
+        prefix=RECORDS_PREFIX,
+        target=CROSSWALK_QUEUE,
+    )
+    clock = _GateClock(sleep)
+    gate = MemoryHostGate(lease=settings.host_slot_lease, monotonic=clock.monotonic)
+    bundle = Wiring(
+        store=store,
+        catalog=catalog,
+        queue=queue,
+        fetcher=GatedFetcher(
+            # Conditional requests for every answer kept from earlier runs (cache/ in the
+            # output directory): an unchanged site answers 304 and sends no bodies.
+            RevalidatingFetcher(network, directory),
+            gate,
+            slots_for=settings.slots_for,
+            mode="sleep",
+            max_retry_after=settings.max_retry_after,
+            sleep=clock.sleep,
+        ),
+        clock=SystemClock(),
+        settings=settings,
+        sources=catalog,
+    )
+    floors = dict(config.crawl_delays or {})
+
+    def floor_of(origin: str) -> float:
+        return max(floors.get(origin, 0.0), floors.get(urlsplit(origin).hostname or "", 0.0))
+
+    # The Crawl-delay of every robots.txt the expander reads goes to the gate at once (never
+    # below a registered source's own delay for that host).
+    bundle.record_crawl_delay = lambda origin, policy: gate.set_interval(
+        origin, max(settings.crawl_delay_of(policy), floor_of(origin))
+    )
+    return LocalWiring(
+        wiring=bundle,
+        queue=queue,
+        catalog=catalog,
+        gate=gate,
+        fetcher=network,
+        own_fetcher=fetcher is None,
+    )

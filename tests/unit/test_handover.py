@@ -1,0 +1,219 @@
+"""The extractor's hand-over to the indexer (the staged-records contract), end to end.
+
+``golden/staged/v1*.staged.json`` are staged objects exactly as the extractor wrote them before
+the hand-over was a contract (captured from a run of that code on the documents built below, once
+with SHACL and once without); ``v1*.indexed.json`` are the calls the indexer of that code made
+on them, with every body it wrote: the first index job, then a second one (all unchanged).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdif_harvester.adapters.local import DirectoryObjectStore, InProcessQueue, SqliteCatalog
+from cdif_harvester.contracts import (
+    STAGED_VERSION,
+    DocumentJob,
+    DocumentRef,
+    IndexJob,
+    decode_staged,
+    encode_staged,
+)
+from cdif_harvester.model import FetchResponse, Outcome, TypedLink, plain
+from cdif_harvester.stages.extract import extract_documents
+from cdif_harvester.stages.index import StagedObjectMissing, index_records
+from cdif_harvester.stages.jobs import run_job
+from cdif_harvester.wiring import Wiring
+
+GOLDEN = Path(__file__).parent / "golden"
+STAGED = GOLDEN / "staged"
+STAGED_KEY = "staging/r1/a.json"
+JOB = IndexJob(
+    run_id="r1",
+    source="s",
+    url="https://pub.example.org/a",
+    pattern="embedded-script",
+    staged_key=STAGED_KEY,
+)
+
+
+class FixedClock:
+    """Always the same instant, so the reports written are the captured ones."""
+
+    def now(self) -> datetime:
+        return datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+class NoFetcher:
+    """The documents are in the store already: nothing is fetched."""
+
+    def fetch(self, url: str, **_options: Any) -> FetchResponse:
+        raise AssertionError(f"fetched {url}")
+
+
+class Recording:
+    """An adapter that logs every call (name, plain arguments, bodies as text) and passes it on."""
+
+    def __init__(self, name: str, inner: Any, calls: list[Any]) -> None:
+        self._name, self._inner, self._calls = name, inner, calls
+
+    def __getattr__(self, attribute: str) -> Any:
+        method = getattr(self._inner, attribute)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            shown = [a.decode("utf-8") if isinstance(a, bytes) else plain(a) for a in args]
+            self._calls.append([f"{self._name}.{attribute}", shown, plain(kwargs)])
+            return method(*args, **kwargs)
+
+        return call
+
+
+def _wiring(root: Path, *, shacl: bool = False) -> Wiring:
+    wiring = Wiring(
+        store=DirectoryObjectStore(root / "store"),
+        catalog=SqliteCatalog(root / "c.sqlite"),
+        queue=InProcessQueue(),
+        fetcher=NoFetcher(),
+        clock=FixedClock(),
+    )
+    wiring.settings = replace(wiring.settings, shacl=shacl)
+    return wiring
+
+
+def _script(data: Any) -> str:
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return f'<script type="application/ld+json">{text}</script>'
+
+
+def _document_job(wiring: Wiring) -> DocumentJob:
+    """The documents the golden staged objects were extracted from, stored; their job."""
+    page = (
+        "<html><head>"
+        + _script({"@context": "https://schema.org", "@type": "WebSite", "name": "Site"})
+        + _script("{ broken ")
+        + _script(json.loads((GOLDEN / "normalisation/cdif_shaped.input.json").read_text()))
+        + _script({"@context": {"@vocab": 5}, "@type": "Dataset", "name": "Fjörd"})
+        + _script((GOLDEN / "repairs/comments.input.json").read_text())
+        + "</head></html>"
+    ).encode("utf-8")
+    listing = (GOLDEN / "normalisation/itemlist.input.json").read_bytes()
+    wiring.store.put("raw/s/a/page.html", page, content_type="text/html")
+    wiring.store.put("raw/s/a/list.json", listing, content_type="application/ld+json")
+    return DocumentJob(
+        run_id="r1",
+        source="s",
+        url="https://pub.example.org/a",
+        pattern="embedded-script",
+        documents=(
+            DocumentRef(
+                key="raw/s/a/page.html",
+                url="https://pub.example.org/a",
+                media_type="text/html",
+                via="self",
+            ),
+            DocumentRef(
+                key="raw/s/a/list.json",
+                url="https://pub.example.org/list.json",
+                media_type="application/ld+json",
+                via="describedby",
+                authority="not-authoritative",
+            ),
+        ),
+        links=(
+            TypedLink(
+                href="https://pub.example.org/list.json",
+                rel="describedby",
+                type="application/ld+json",
+                found_in="http-header",
+            ),
+            TypedLink(
+                href="https://doi.org/10.5072/x", rel="cite-as", title="Métadonnées", reverse=True
+            ),
+        ),
+        notes=("link-header: missing angle brackets repaired",),
+        sitemap="https://pub.example.org/sitemap.xml",
+        lastmod="2024-05-06T00:00:00+00:00",
+    )
+
+
+CASES = ["v1", "v1-shacl"]
+
+
+@pytest.mark.parametrize("rewritten", [False, True], ids=["as-written-then", "as-written-now"])
+@pytest.mark.parametrize("case", CASES)
+def test_the_indexer_does_what_it_did_with_a_staged_object_of_before_the_contract(
+    tmp_path: Path, case: str, rewritten: bool
+) -> None:
+    # Same reads, same writes with the same bodies in the same order, same catalogue entries
+    # and outcomes: whether the object is the captured one or the same records written now.
+    raw = (STAGED / f"{case}.staged.json").read_bytes()
+    if rewritten:
+        raw = encode_staged(decode_staged(raw))
+        assert json.loads(raw)["v"] == STAGED_VERSION
+    expected = json.loads((STAGED / f"{case}.indexed.json").read_text(encoding="utf-8"))
+    wiring = _wiring(tmp_path)
+    wiring.store.put(STAGED_KEY, raw, content_type="application/json")
+    rounds = []
+    for _ in range(2):
+        calls: list[Any] = []
+        recording = replace(
+            wiring,
+            store=Recording("store", wiring.store, calls),
+            catalog=Recording("catalog", wiring.catalog, calls),
+        )
+        outcome = index_records(recording, JOB)
+        rounds.append({"calls": calls, "outcome": plain(outcome)})
+    assert [r["outcome"]["outcome"] for r in rounds] == ["record", "unchanged"]
+    assert rounds == expected
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyshacl") is None, reason="pyshacl (the shacl extra) not installed"
+)
+@pytest.mark.parametrize("case", CASES)
+def test_the_extractor_writes_what_it_wrote_before_the_contract_and_its_marks(
+    tmp_path: Path, case: str
+) -> None:
+    wiring = _wiring(tmp_path, shacl=case.endswith("shacl"))
+    index_job = extract_documents(wiring, _document_job(wiring))
+    assert isinstance(index_job, IndexJob)
+    written = json.loads(wiring.store.get(index_job.staged_key))
+    before = json.loads((STAGED / f"{case}.staged.json").read_bytes())
+    # v2 adds v and kind, and writes the two fields v1 left out when empty (see contracts.py).
+    for record in before["records"]:
+        record.setdefault("item_list", None)
+        record["report"].setdefault("shacl", False)
+    assert written == {"v": STAGED_VERSION, "kind": "staged-records", **before}
+    assert list(written) == ["v", "kind", *before]
+    assert [list(r) for r in written["records"]] == [list(r) for r in before["records"]]
+
+
+def test_a_malformed_staged_object_ends_its_url_failed_naming_the_field(tmp_path: Path) -> None:
+    wiring = _wiring(tmp_path)
+    staged = json.loads((STAGED / "v1.staged.json").read_bytes())
+    staged["records"][2]["report"]["valid"] = "yes"
+    wiring.store.put(STAGED_KEY, json.dumps(staged).encode(), content_type="application/json")
+    outcome = run_job(wiring, JOB, index_records)
+    assert outcome.outcome is Outcome.FAILED
+    assert outcome.reason == (
+        "bad-message: staged-records.records[2].report.valid: expected a boolean"
+    )
+    # Refused before anything was written: no report, no record, no catalogue entry.
+    assert list(wiring.store.list("reports/")) == []
+    assert wiring.catalog.get_record(staged["records"][0]["record_id"]) is None
+
+
+def test_a_missing_staged_object_ends_its_url_failed(tmp_path: Path) -> None:
+    wiring = _wiring(tmp_path)
+    with pytest.raises(StagedObjectMissing):
+        index_records(wiring, JOB)
+    outcome = run_job(wiring, JOB, index_records)
+    assert outcome.outcome is Outcome.FAILED
+    assert outcome.reason == f"staged-object-missing: no staged object {STAGED_KEY}"
