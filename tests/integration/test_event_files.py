@@ -25,7 +25,7 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.errors import ContractError
-from cdif_harvester.keys import VIEW_NAMES, parse_records_key, view_keys
+from cdif_harvester.keys import VIEW_NAMES, parse_normalised_record_key, view_keys
 from cdif_harvester.model import Source
 from tests.support.aws import ProvisionedStack
 from tests.support.pipeline import invoke
@@ -150,7 +150,7 @@ def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: Publis
     # crosswalk: the views of that record
     result = invoke(stack, "CrosswalkFunction", crosswalk_event)
     assert result == {"batchItemFailures": []}
-    parsed = parse_records_key(record_key)
+    parsed = parse_normalised_record_key(record_key)
     assert parsed is not None
     for name in VIEW_NAMES:
         assert s3.head_object(Bucket=stack.bucket_name, Key=view_keys(*parsed)[name])

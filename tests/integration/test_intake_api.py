@@ -30,7 +30,7 @@ from cdif_harvester.api.models import (
     SourceView,
 )
 from cdif_harvester.contracts import SitemapJob, decode
-from cdif_harvester.keys import record_key, report_key, signmap_key, view_key
+from cdif_harvester.keys import record_hash, record_report_key, signmap_key, view_key
 from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome
 from tests.support.aws import ProvisionedStack, load_template, mocked_stack
 from tests.support.pipeline import invoke
@@ -592,7 +592,7 @@ def test_a_runs_progress_report_and_outcomes(api_stack: ProvisionedStack) -> Non
 
 def _entry(record_id: str, url: str, *, valid: bool = True) -> CatalogEntry:
     source = url.split("/")[2]
-    rkey = record_key(record_id)
+    rkey = record_hash(record_id)
     return CatalogEntry(
         record_id=record_id,
         resource_id=record_id,
@@ -606,7 +606,7 @@ def _entry(record_id: str, url: str, *, valid: bool = True) -> CatalogEntry:
         sd_date_published=None,
         content_hash="0" * 64,
         record_key=f"records/{source}/{rkey}.jsonld",
-        report_key=report_key(source, rkey),
+        report_key=record_report_key(source, rkey),
         run_id="20260101T000000Z-00000000",
         harvested_at="2026-01-01T00:00:00+00:00",
     )
@@ -624,7 +624,7 @@ def records(api_stack: ProvisionedStack) -> ProvisionedStack:
     ):
         entry = _entry(record_id, url, valid=valid)
         table.put_record(entry)
-        rkey = record_key(record_id)
+        rkey = record_hash(record_id)
         put_object(api_stack, entry.report_key, json.dumps({"valid": valid}), "application/json")
         if valid:
             views = {
@@ -767,7 +767,7 @@ def test_the_intake_event_files_run_in_order(api_stack: ProvisionedStack) -> Non
     catalog(api_stack).put_record(entry)
     linkset = f'<{entry.url}>; rel="describedby"; anchor="{record_id}"'
     put_object(
-        api_stack, view_key(entry.source, record_key(record_id), "linkset"), linkset, "text/plain"
+        api_stack, view_key(entry.source, record_hash(record_id), "linkset"), linkset, "text/plain"
     )
     answer = send("intake-get-record-linkset.json")
     assert (answer.status, answer.headers["content-type"]) == (200, "application/linkset")

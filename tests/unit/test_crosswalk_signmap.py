@@ -22,7 +22,7 @@ from cdif_harvester.domain.views.signmap import (
     render_signmap,
     render_signmap_index,
 )
-from cdif_harvester.keys import record_key, records_key, report_key, signmap_key
+from cdif_harvester.keys import normalised_record_key, record_hash, record_report_key, signmap_key
 from cdif_harvester.model import TypedLink
 from cdif_harvester.stages.crosswalk import build_source_signmap, build_views, signmap_part_key
 from cdif_harvester.wiring import Wiring
@@ -176,9 +176,9 @@ def _variant(name: str, **report_changes: Any) -> tuple[dict[str, Any], dict[str
 
 
 def _store(store: MemoryStore, source: str, record: dict[str, Any], report: dict[str, Any]) -> str:
-    rkey = record_key(report["record_id"])
-    store.put(report_key(source, rkey), json.dumps(report).encode())
-    key = records_key(source, rkey)
+    rkey = record_hash(report["record_id"])
+    store.put(record_report_key(source, rkey), json.dumps(report).encode())
+    key = normalised_record_key(source, rkey)
     store.put(key, json.dumps(record).encode())
     return key
 
@@ -195,7 +195,8 @@ def _harvested(tmp_path: Path) -> tuple[MemoryStore, Wiring, list[str]]:
         _store(store, "other.example.org", *_variant("elsewhere")),
     ]
     record, report = _variant("no-record")
-    store.put(report_key(SOURCE, record_key(report["record_id"])), json.dumps(report).encode())
+    report_key = record_report_key(SOURCE, record_hash(report["record_id"]))
+    store.put(report_key, json.dumps(report).encode())
     return store, wiring, keys
 
 

@@ -17,7 +17,13 @@ import pytest
 
 from cdif_harvester.adapters.local import InProcessQueue, SqliteCatalog, SystemClock
 from cdif_harvester.domain.views.nquads import NQuadsError
-from cdif_harvester.keys import VIEW_NAMES, record_key, records_key, report_key, view_keys
+from cdif_harvester.keys import (
+    VIEW_NAMES,
+    normalised_record_key,
+    record_hash,
+    record_report_key,
+    view_keys,
+)
 from cdif_harvester.model import FetchResponse
 from cdif_harvester.stages.crosswalk import NotARecordKey, build_views
 from cdif_harvester.wiring import Wiring
@@ -82,9 +88,9 @@ def _ports(tmp_path: Path, store: MemoryStore) -> Wiring:
 
 
 def _stored(store: MemoryStore, record: dict[str, object], report: dict[str, object]) -> str:
-    rkey = record_key(str(report["record_id"]))
-    store.put(report_key(SOURCE, rkey), json.dumps(report).encode())
-    key = records_key(SOURCE, rkey)
+    rkey = record_hash(str(report["record_id"]))
+    store.put(record_report_key(SOURCE, rkey), json.dumps(report).encode())
+    key = normalised_record_key(SOURCE, rkey)
     store.put(key, json.dumps(record, indent=2).encode())
     store.puts.clear()
     return key
@@ -117,7 +123,7 @@ def test_every_view_is_written_under_its_documented_key(tmp_path: Path) -> None:
     record, report = _golden_input()
     key = _stored(store, record, report)
     written = build_views(_ports(tmp_path, store), key)
-    rkey = record_key(str(report["record_id"]))
+    rkey = record_hash(str(report["record_id"]))
     assert written == view_keys(SOURCE, rkey)
     assert set(written) == set(VIEW_NAMES) == set(CONTENT_TYPES)
     assert written["nquads"] == f"views/{SOURCE}/{rkey}/record.nq"

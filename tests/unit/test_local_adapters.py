@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -112,13 +113,24 @@ def test_catalogue_records(tmp_path: Path) -> None:
     assert catalog.records("e.org") == [entry]
 
 
+def test_record_keys_spell_the_documented_layout() -> None:
+    rhash = keys.record_hash("https://e.org/md/1")
+    assert rhash == hashlib.sha256(b"https://e.org/md/1").hexdigest()[:32]
+    assert keys.normalised_record_key("e.org", rhash) == f"records/e.org/{rhash}.jsonld"
+    assert keys.record_report_key("e.org", rhash) == f"reports/e.org/{rhash}.json"
+    assert keys.view_key("e.org", rhash, "nquads") == f"views/e.org/{rhash}/record.nq"
+    version = keys.version_key("e.org", rhash, "ab" * 32)
+    assert version == f"versions/e.org/{rhash}/{'ab' * 16}.jsonld"
+
+
 def test_key_layout_is_stable_and_safe() -> None:
     assert keys.source_of("http://127.0.0.1:8080/x") == "127.0.0.1_8080"
     assert keys.source_of("https://Data.Example.org/x") == "data.example.org"
-    rkey = keys.record_key("https://e.org/md/1")
+    rkey = keys.record_hash("https://e.org/md/1")
     assert len(rkey) == 32
-    assert keys.parse_records_key(keys.records_key("e.org", rkey)) == ("e.org", rkey)
-    assert keys.parse_records_key("raw/e.org/x.json") is None
+    record = keys.normalised_record_key("e.org", rkey)
+    assert keys.parse_normalised_record_key(record) == ("e.org", rkey)
+    assert keys.parse_normalised_record_key("raw/e.org/x.json") is None
     raw = keys.raw_key("e.org", "https://e.org/a", b"<html>", "html")
     assert raw.startswith("raw/e.org/") and raw.endswith(".html")
     assert keys.raw_meta_key(raw).endswith(".meta.json")

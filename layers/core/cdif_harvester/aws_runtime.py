@@ -1,24 +1,16 @@
 """The AWS composition root: configuration from the environment, adapters, batch processing.
 
 Lambda handlers import from here and stay thin. Configuration is read and validated once per
-cold start; boto3 clients and the idempotency machinery are built lazily on first use (never at
-import time) and cached for the life of the execution environment. Both batch handlers share one
-skeleton (:func:`_process_batch`); each names only how one record is handled.
+cold start; boto3 clients and the idempotency machinery are built lazily on first use and cached;
+:func:`wiring` builds the :class:`~cdif_harvester.wiring.Wiring` every stage takes, with the
+Crawl-delay recorder writing to the host's gate item. Both batch handlers share one skeleton
+(:func:`_process_batch`); each names only how one record is handled. Fetches go through the
+DynamoDB host gate in ``defer`` mode (a deferred job is sent again with a message delay), and
+Powertools idempotency keys each job on its work (:func:`work_key`), never on the SQS message id.
 
-Politeness (see :mod:`cdif_harvester.adapters.politeness`): every fetch goes through the DynamoDB
-host gate in ``defer`` mode. A job whose host cannot take a request now raises Deferred; the
-batch driver sends the same body again to the same queue with a message delay (and a
-``cdif-resume`` attribute, so the job replays the answers it already got from its journal) and
-counts the record as processed: no Lambda time is spent waiting, no receive count is used. A
-retryable error that knows when to try again (``Retry-After``) sets the message's visibility
-timeout to that delay before the record is reported failed, so SQS redelivers it then.
-
-Idempotency (Powertools, when ``IDEMPOTENCY_TABLE`` is set): each job runs once per unit of
-work, keyed on what defines it (:func:`work_key`: its kind, run id and URL, sitemap part or
-staged key; never the SQS message id, which a redelivery or a duplicate send changes). A
-redelivered message, or the same job sent twice, returns the first run's result without
-fetching or writing anything. A job that raised (deferred, retryable) leaves no record, so it
-runs again.
+See docs/decisions/0008-politeness-per-host.md,
+docs/decisions/0007-idempotency-keyed-on-work.md and
+docs/decisions/0043-state-on-the-wiring.md.
 """
 
 from __future__ import annotations

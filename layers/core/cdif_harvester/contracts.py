@@ -1,51 +1,18 @@
 """Message contracts between the stages: one module, versioned, validated at every boundary.
 
-Every message is a JSON object ``{"v": <version>, "kind": <kind>, ...fields}``. Producers build a
-frozen dataclass and call :func:`encode`; consumers call :func:`decode`, which checks the version,
-the kind and the type of every field and raises :class:`~cdif_harvester.errors.ContractError`
-(a permanent error: a malformed message is recorded, never retried forever).
+Every message is ``{"v": <version>, "kind": <kind>, ...fields}``: producers build a frozen
+dataclass and call :func:`encode`; consumers call :func:`decode`, which checks version, kind and
+the type of every field and raises :class:`~cdif_harvester.errors.ContractError` (permanent).
+Large payloads travel as object-store keys (claim check); :func:`encode` refuses a message over
+:data:`MAX_MESSAGE_BYTES`.
 
-Large payloads never travel inline (claim check): documents, records and reports go to the object
-store and the message carries their keys. :func:`encode` refuses a message over
-:data:`MAX_MESSAGE_BYTES`, well under the SQS limit of 256 KiB.
+The extractor's hand-over to the indexer, :class:`StagedRecords` (the object an :class:`IndexJob`
+names by ``staged_key``), follows the same rules through :func:`encode_staged` and
+:func:`decode_staged`, with a version of its own (:data:`STAGED_VERSION`), no size cap and its
+keys in their order; older staged objects are still read.
 
-Version history:
-
-* v1: the first contracts (SitemapJob, UrlJob, DocumentJob, IndexJob, RecordStored).
-* v2: SitemapJob gains ``ancestors`` (cycle check), ``offset`` and ``body_key`` (a large sitemap
-  is handed on in stored parts by follow-up jobs); UrlJob's ``lastmod`` is
-  normalised to ISO 8601 UTC. v1 messages are still read (the new fields take their defaults).
-* v3: TypedLink gains ``title``, ``hreflang``, ``scheme`` and ``reverse``; DocumentRef gains
-  ``via`` (the link relation that led to it) and ``authority`` (the anti-spoofing verdict);
-  DocumentJob gains ``notes`` (what the resolver repaired or warns about); SitemapJob and UrlJob
-  gain ``options`` (a source's resolution options, e.g. ``format_parameter``). v1 and v2
-  messages are still read.
-* v4: DocumentJob gains ``sitemap`` and ``lastmod`` (carried from the URL job to the indexer,
-  which keeps them in the URL's state for incremental harvesting). Older messages are still read.
-* v5: SitemapJob and UrlJob gain ``requests_per_host`` and ``crawl_delay``: a registered source's
-  own politeness, handed down from its run's first job to every request made for it. Older
-  messages are still read (no limits of the source's own).
-
-The extractor's hand-over to the indexer, :class:`StagedRecords`, is not a message but the object
-an :class:`IndexJob` names by ``staged_key``: the records of one URL with their reports, where
-each came from, and what the indexer keeps in the URL's state. It follows the same rules (a frozen
-dataclass, ``{"v", "kind": "staged-records", ...fields}``, validated when read) through
-:func:`encode_staged` and :func:`decode_staged`, with a version of its own,
-:data:`STAGED_VERSION`: it changes without the queue messages, and bumping
-:data:`CONTRACT_VERSION` for it would change every message, which consumers of the older
-version, still running during a deployment, refuse. It is not capped (it is the large payload)
-and its keys keep their order (a record is written as the extractor normalised it). Staged objects
-live for one run, but a deployment can land mid-run, so older ones are still read.
-
-Staged object history:
-
-* v1: the untyped dict the extractor wrote before the hand-over was a contract: no ``v`` and no
-  ``kind``; a record that could not be normalised has no ``item_list``; a report has ``shacl``
-  only when the SHACL shapes were run. Still read (an object with neither ``v`` nor ``kind`` is a
-  v1 object).
-* v2: ``v`` and ``kind`` added; every record has ``item_list`` (``null`` when it is not an element
-  of an ItemList) and every report ``shacl`` (``false`` when the shapes were not run); the other
-  fields are those of v1.
+See docs/decisions/0002-message-contracts.md, with the version history (a bump adds a line there),
+and docs/decisions/0041-staged-records-handover.md, with the staged objects' history.
 """
 
 from __future__ import annotations

@@ -1,35 +1,11 @@
 """The object-store key layout, identical in S3 and in the local output directory.
 
-::
+Every key is built here: ``raw/`` (documents as fetched), ``staging/`` (hand-overs, sitemap
+parts, fetch journals), ``records/``, ``reports/``, ``views/``, ``versions/`` and ``cache/``.
+:func:`record_hash` and :func:`url_hash` are the short stable hashes (the first 32 hex digits of a
+SHA-256) that name a record or a URL inside those keys: segments of keys, not keys.
 
-    raw/<source>/<url-hash>/<content-hash>.<ext>        a document exactly as fetched
-    raw/<source>/<url-hash>/<content-hash>.meta.json    its provenance: URL, when, status,
-                                                         response headers, discovery pattern
-    staging/<run-id>/<url-hash>.json                     extractor -> indexer hand-over (claim
-                                                         check; expires after 7 days on AWS)
-    staging/<run-id>/sitemaps/<url-hash>/<n>.json        part n of a sitemap too big for one
-                                                         job, handed on by a follow-up job
-    staging/<run-id>/journal/<job-key>/journal.json      the answers a job got before it was
-                                                         deferred (politeness), replayed when it
-                                                         runs again
-    staging/<run-id>/journal/<job-key>/<sha256>.body     one answer's body, stored once
-    records/<source>/<record-key>.jsonld                 the record normalised to CDIF 1.0
-    reports/<source>/<record-key>.json                   its validation report
-    views/<source>/<record-key>/pid-kernel.json          PID Kernel view (Appendix 2)
-    views/<source>/<record-key>/linkset.json             Signposting linkset (linkset+json)
-    views/<source>/<record-key>/linkset.txt              Signposting linkset, application/linkset
-    views/<source>/<record-key>/link-header.txt          Signposting HTTP Link header value
-    views/<source>/<record-key>/links.html               Signposting HTML <link> elements
-    views/<source>/<record-key>/record.nq                the record as N-Quads
-    views/<source>/signmap.xml                           Signmap of the source's harvested records
-    views/<source>/signmap-<n>.xml                       part n of a Signmap too big for one sitemap
-    cache/<source>/<hash>.json, .body                    the last answer to a request, for
-                                                         conditional requests (adapters/httpcache)
-    versions/<source>/<record-key>/<content-hash>.jsonld every version a record has had
-
-``source`` is a file-name-safe form of the publisher's host and port; ``url-hash`` and
-``record-key`` are the first 32 hex digits of a SHA-256 (of the URL and of the metadata record id),
-so keys stay short, stable and safe on every file system.
+See docs/decisions/0001-object-store-key-layout.md for the layout in full.
 """
 
 from __future__ import annotations
@@ -44,13 +20,13 @@ __all__ = [
     "content_hash",
     "journal_body_key",
     "journal_key",
+    "normalised_record_key",
+    "origin_of",
+    "parse_normalised_record_key",
     "raw_key",
     "raw_meta_key",
-    "record_key",
-    "origin_of",
-    "parse_records_key",
-    "records_key",
-    "report_key",
+    "record_hash",
+    "record_report_key",
     "sitemap_part_key",
     "signmap_key",
     "source_of",
@@ -102,8 +78,9 @@ def url_hash(url: str) -> str:
     return _digest(url)
 
 
-def record_key(record_id: str) -> str:
-    """Return the short stable key of a metadata record id."""
+def record_hash(record_id: str) -> str:
+    """Return the short stable hash of a metadata record id: the ``<record-hash>`` segment of a
+    record's keys (and its DynamoDB key), not a key itself."""
     return _digest(record_id)
 
 
@@ -138,24 +115,25 @@ def journal_body_key(run_id: str, job: str, digest: str) -> str:
     return f"staging/{run_id}/journal/{job}/{digest}.body"
 
 
-def records_key(source: str, rkey: str) -> str:
-    """Key of a normalised record."""
-    return f"{RECORDS_PREFIX}{source}/{rkey}.jsonld"
+def normalised_record_key(source: str, rhash: str) -> str:
+    """Key of the latest normalised record whose :func:`record_hash` is ``rhash``."""
+    return f"{RECORDS_PREFIX}{source}/{rhash}.jsonld"
 
 
-def report_key(source: str, rkey: str) -> str:
-    """Key of a record's validation report."""
-    return f"reports/{source}/{rkey}.json"
+def record_report_key(source: str, rhash: str) -> str:
+    """Key of a record's validation report (a run's own report is ``runs/<run-id>/report.html``,
+    kept as ``Run.report_key``)."""
+    return f"reports/{source}/{rhash}.json"
 
 
-def view_key(source: str, rkey: str, view: str) -> str:
+def view_key(source: str, rhash: str, view: str) -> str:
     """Key of one named view (see VIEW_NAMES) of a record."""
-    return f"views/{source}/{rkey}/{VIEW_NAMES[view]}"
+    return f"views/{source}/{rhash}/{VIEW_NAMES[view]}"
 
 
-def view_keys(source: str, rkey: str) -> dict[str, str]:
+def view_keys(source: str, rhash: str) -> dict[str, str]:
     """Keys of every view of a record, by view name."""
-    return {name: view_key(source, rkey, name) for name in VIEW_NAMES}
+    return {name: view_key(source, rhash, name) for name in VIEW_NAMES}
 
 
 def signmap_key(source: str) -> str:
@@ -163,12 +141,12 @@ def signmap_key(source: str) -> str:
     return f"views/{source}/signmap.xml"
 
 
-def version_key(source: str, rkey: str, digest: str) -> str:
+def version_key(source: str, rhash: str, digest: str) -> str:
     """Key of one version of a record, by the SHA-256 ``digest`` of its canonical JSON."""
-    return f"versions/{source}/{rkey}/{digest[:32]}.jsonld"
+    return f"versions/{source}/{rhash}/{digest[:32]}.jsonld"
 
 
-def parse_records_key(key: str) -> tuple[str, str] | None:
-    """Return (source, record-key) of a ``records/`` key, or None for any other key."""
+def parse_normalised_record_key(key: str) -> tuple[str, str] | None:
+    """Return (source, record hash) of a ``records/`` key, or None for any other key."""
     match = re.fullmatch(r"records/([^/]+)/([0-9a-f]{32})\.jsonld", key)
     return (match.group(1), match.group(2)) if match else None

@@ -11,6 +11,8 @@ The output directory is the object store (same key layout as the S3 bucket), wra
 record written plays the S3 notification that triggers the crosswalk; ``catalog.sqlite`` in it is
 the catalogue; every fetch goes through one in-memory host gate in ``sleep`` mode (waiting is free
 on one machine) over the HTTP cache kept in the directory.
+
+See docs/decisions/0010-local-runner.md and docs/decisions/0043-state-on-the-wiring.md.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ The protocols themselves are in :mod:`cdif_harvester.ports`; the two composition
 :mod:`cdif_harvester.local_runtime` (one machine), each with a ``wiring()`` builder. State that
 depends on configuration or on what ran before (parsed robots.txt, the JSON-LD contexts learnt)
 lives on the Wiring, never in a module.
+
+See docs/decisions/0043-state-on-the-wiring.md.
 """
 
 from __future__ import annotations

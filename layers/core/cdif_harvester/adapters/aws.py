@@ -1,32 +1,14 @@
 """AWS adapters: S3 as object store, DynamoDB as catalogue and host gate, SQS as job queue.
 
-Clients are passed in (built lazily by :mod:`cdif_harvester.runtime`), never created at import
-time. Every call runs inside :func:`~cdif_harvester.adapters.aws_errors.aws_errors`, which wraps
-botocore errors in :class:`~cdif_harvester.errors.StorageError`, a retryable error: the message is
-redelivered and, after maxReceiveCount tries, dead-lettered. Only the codes that are answers (a
-missing object, a failed condition) are caught by name, where they are asked for.
+Clients are passed in (built lazily by :mod:`cdif_harvester.aws_runtime`), never created at
+import time. Every call runs inside :func:`~cdif_harvester.adapters.aws_errors.aws_errors`, which
+wraps botocore errors in :class:`~cdif_harvester.errors.StorageError`, a retryable error; only the
+codes that are answers (a missing object, a failed condition) are caught by name, where they are
+asked for. The catalogue is one DynamoDB table (``pk``/``sk``, index ``gsi1``) keyed by the
+hashes of :mod:`cdif_harvester.keys`.
 
-DynamoDB layout (single table, ``pk``/``sk``):
-
-=============================  ===================  ==========================================
-pk                             sk                   item
-=============================  ===================  ==========================================
-``RECORD#<record key>``        ``RECORD``           catalogue entry of a record
-``RUN#<run id>``               ``URL#<url hash>``   outcome of a URL in a run
-``URL#<url hash>``             ``LATEST``           latest outcome of a URL
-``HOST#<origin>``              ``GATE``             politeness state of a host (DynamoHostGate)
-=============================  ===================  ==========================================
-
-``gsi1pk``/``gsi1sk`` index records by source and time of change (``SOURCE#<source>`` /
-``RECORD#<changed at>#<key>``, so "changed since" is a range query) and URLs by source and latest
-outcome (``SOURCE#<source>`` / ``URL#<outcome>#<url hash>``). A URL's item holds its latest outcome
-(``outcome``, ``last_run``, ``last_seen``, ``body``: written by :meth:`DynamoCatalog.put_outcome`)
-and its harvest state (``state``, a JSON document written by :meth:`DynamoCatalog.put_url`) as
-separate attributes, each written with ``UpdateItem``, so neither write loses the other's.
-
-URLs and record ids are keyed by their hashes (:func:`cdif_harvester.keys.url_hash`,
-:func:`cdif_harvester.keys.record_key`, the same as in object keys) because DynamoDB limits a sort
-key to 1,024 bytes and both may be longer; the values themselves are attributes.
+See docs/decisions/0003-dynamodb-single-table.md for the table layout and
+docs/decisions/0042-one-aws-error-mapper.md for the error mapping.
 """
 
 from __future__ import annotations
@@ -45,7 +27,7 @@ from botocore.exceptions import ClientError
 from cdif_harvester.adapters.aws_errors import CONDITION_FAILED, aws_errors
 from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
-from cdif_harvester.keys import record_key, url_hash
+from cdif_harvester.keys import record_hash, url_hash
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
@@ -140,7 +122,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def put_record(self, entry: CatalogEntry) -> None:
         """Insert or replace the entry of ``entry.record_id``."""
-        rkey = record_key(entry.record_id)
+        rkey = record_hash(entry.record_id)
         self._put(
             {
                 "pk": f"RECORD#{rkey}",
@@ -156,7 +138,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""
-        found = self._get({"pk": f"RECORD#{record_key(record_id)}", "sk": "RECORD"})
+        found = self._get({"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"})
         return entry_from_dict(json.loads(str(found["body"]))) if found else None
 
     def records(self, source: str, *, changed_since: str | None = None) -> list[CatalogEntry]:

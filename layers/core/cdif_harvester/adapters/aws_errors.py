@@ -1,23 +1,14 @@
 """The one mapper from AWS SDK errors to the harvester's errors.
 
 Every call into boto3 in an adapter runs inside :func:`aws_errors`, which turns a botocore
-``ClientError`` or ``BotoCoreError`` into :class:`~cdif_harvester.errors.StorageError`
-(retryable: the message is redelivered and, after maxReceiveCount tries, dead-lettered), chained
-to the SDK error (``raise ... from exc``) and named after the operation that failed. It plays the
-part ``SafeFetcher._mapped_errors`` plays for HTTP, so no stage ever sees a botocore exception.
+``ClientError`` or ``BotoCoreError`` into :class:`~cdif_harvester.errors.StorageError` (retryable),
+chained to the SDK error and named after the operation that failed, as
+``SafeFetcher._mapped_errors`` does for HTTP. The error codes a site asks about because they are
+answers, not faults (:data:`CONDITION_FAILED`, a missing key, :data:`TRANSACTION_CANCELED` with
+its reasons), are named in ``passing``: those ClientErrors reach the site unchanged, which
+catches them right there and says in a comment what the code means.
 
-A few error codes are not faults but answers: a conditional write whose condition failed, an
-object that is not there, a transaction cancelled by one of its conditions. A site that asks such
-a question names the codes it expects (``passing``); those ClientErrors reach it unchanged, and
-it catches them right there, with a comment saying what the code means::
-
-    try:
-        with aws_errors(f"DynamoDB claim source {source_id}", passing={CONDITION_FAILED}):
-            table.update_item(..., ConditionExpression="attribute_not_exists(active_run)")
-    except ClientError:  # the condition failed: another run holds the source
-        return False
-
-Everything else (throttling, a missing table, access denied, a network error) is mapped.
+See docs/decisions/0042-one-aws-error-mapper.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Moving messages from a dead-letter queue back to the queue they came from, losing none.
 
-A message reaches a stage's dead-letter queue after ``maxReceiveCount`` failed receives (a
-publisher down for hours, a bug); once the cause is fixed it is sent back to its stage queue
-(:func:`redrive`). The order of the steps is what makes it safe:
+:func:`redrive` receives a batch, sends it to the target queue (checked against SQS's MD5
+digests) and deletes from the dead-letter queue only what was sent and matched: a crash can leave
+a message in both queues, never in neither. Errors of a receive (or of reading the queues'
+attributes) are mapped to :class:`~cdif_harvester.errors.StorageError` by
+:func:`~cdif_harvester.adapters.aws_errors.aws_errors`; a send or a delete that fails is part of
+the result, counted and reported with SQS's own error code.
 
-1. receive up to 10 messages, hidden from other readers for :data:`VISIBILITY_TIMEOUT` seconds;
-2. send them to the target queue with ``SendMessageBatch`` (in as many calls as the 256 KiB
-   payload limit of a batch needs): body and message attributes as received, checked against
-   SQS's MD5 digests of what it stored;
-3. delete from the dead-letter queue only the messages whose send succeeded and matched.
-
-A message whose send failed stays in the dead-letter queue (it is made visible again at the end,
-ready for the next attempt) and is counted and reported. A crash between 2 and 3 can only leave a
-message in both queues, never in neither: the stages are idempotent (Powertools idempotency keyed
-on the job's work), so a duplicate costs a little work and changes nothing. Standard queues only
-(the harvester has no FIFO queue).
-
-Every botocore error of a receive (or of reading the queues' attributes) is mapped to
-:class:`~cdif_harvester.errors.StorageError` by
-:func:`~cdif_harvester.adapters.aws_errors.aws_errors`. A send or a delete that fails is not an
-error of the redrive but part of its result: the messages concerned are counted and reported with
-SQS's own error code. A send that fails as a whole (the target queue does not exist, access
-denied) stops the redrive after that batch, which stays in the dead-letter queue.
+See docs/decisions/0011-dead-letter-redrive.md.
 """
 
 from __future__ import annotations

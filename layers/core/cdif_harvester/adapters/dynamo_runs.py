@@ -1,29 +1,14 @@
 """Harvest runs and the sources registry in the catalogue's DynamoDB table.
 
-Items (see :mod:`cdif_harvester.adapters.aws` for the rest of the table):
+Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps) and ``SOURCE#<source id>``. Run
+counters are top-level numbers changed with ``ADD``; what could make a run look finished too
+early is written in one transaction with the item that justifies it, and
+:meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
+:func:`~cdif_harvester.adapters.aws_errors.aws_errors` (to the retryable StorageError); a failed
+condition, the answer many of these writes ask for, is caught by name.
 
-=============================  ===================  ==========================================
-pk                             sk                   item
-=============================  ===================  ==========================================
-``RUN#<run id>``               ``RUN``              the run: state, counters, entry URLs
-``RUN#<run id>``               ``URL#<url hash>``   a URL of the run: ``queued``, then its outcome
-``RUN#<run id>``               ``STEP#<step>``      a sitemap step already counted (and the
-                                                    sitemap it read)
-``SOURCE#<source id>``         ``SOURCE``           a registered source
-=============================  ===================  ==========================================
-
-Counters are top-level numbers changed with ``ADD`` (atomic, whichever worker writes):
-``entered``, ``settled``, ``sitemaps`` and ``n_<outcome>``. What could make a run look finished
-too early is written in one transaction with the item that justifies it: a URL entering a run
-(its ``queued`` item and ``entered``), a sitemap step (its marker and ``sitemaps``). A crash
-between an outcome and its count can only leave a run looking unfinished; the scheduler's sweep
-recounts such a run from its items (:meth:`DynamoRuns.recount_run`).
-
-Runs are listed through ``gsi1`` (``RUNS`` / ``<started at>#<run id>``), sources through
-``gsi1`` (``SOURCES`` / ``<source id>``).
-
-SDK errors are mapped by :func:`~cdif_harvester.adapters.aws_errors.aws_errors` (to the retryable
-StorageError); a failed condition, the answer many of these writes ask for, is caught by name.
+See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md and
+docs/decisions/0042-one-aws-error-mapper.md.
 """
 
 from __future__ import annotations

@@ -1,40 +1,13 @@
 """The one safe HTTP fetcher every stage uses (httpx underneath).
 
-Every URL the harvester fetches comes from the outside world, so the fetcher must be safe against
-a hostile publisher as well as a broken one. :class:`SafeFetcher` implements the
-:class:`~cdif_harvester.ports.Fetcher` port with these guarantees:
+:class:`SafeFetcher` implements the :class:`~cdif_harvester.ports.Fetcher` port: the address
+policy on the URL and on every resolved address, pinned in :class:`PinnedBackend`; redirects
+followed hop by hop; bodies streamed and capped, Content-Encoding decoded within the cap;
+timeouts and a total deadline; no cookies, no proxies from the environment. Nothing from httpx
+reaches callers: errors are those of :mod:`cdif_harvester.errors`, any HTTP status a
+:class:`~cdif_harvester.model.FetchResponse`.
 
-Address policy, pinned. The policy of :mod:`cdif_harvester.adapters.netpolicy` (public unicast
-addresses only, http/https only, no credentials in URLs) is applied to the URL first, then to
-EVERY address the host name resolves to, on every redirect hop. Checking a name and letting the
-HTTP library resolve it again later would leave a DNS-rebinding window: a hostile DNS server
-answers the check with a public address and the connection with ``169.254.169.254``. So the
-resolution happens exactly once, inside :class:`PinnedBackend` (an httpcore network backend), and
-the socket is opened to the very address that was checked. TLS is unaffected: httpcore still
-passes the URL's host name to ``start_tls`` for SNI and certificate verification, and the HTTP
-``Host`` header still carries the name.
-
-Redirects are followed by the fetcher itself (httpx's ``follow_redirects`` is off), so each hop
-goes through the policy, loops and long chains are refused, and the hops are recorded.
-
-Bodies are streamed and capped. The raw bytes are read with ``iter_raw`` and counted against
-the wire cap (a declared Content-Length over the cap is refused before reading anything).
-Content-Encoding is decoded here, not by httpx: httpx's decoders expand a whole chunk at once, so
-a 100 KB gzip "bomb" can become gigabytes in memory before any check runs. Our decoders use
-``zlib.decompressobj`` with ``max_length`` and stop as soon as the decompressed cap is passed,
-never holding more than the cap. Only ``gzip`` and ``deflate`` are offered (``Accept-Encoding``)
-and accepted.
-
-Time is bounded: connect and read timeouts per operation, and a total deadline per fetch that
-also shortens the per-operation timeouts and is checked between body chunks, so a server that
-drips one byte a second cannot hold a worker for long.
-
-Errors: nothing from httpx or httpcore reaches callers. Everything is mapped to the hierarchy of
-:mod:`cdif_harvester.errors` with a stable ``reason`` (``raise ... from exc``). Any HTTP status is
-a normal :class:`~cdif_harvester.model.FetchResponse`: the caller decides what 404 or 503 means.
-
-Cookies are neither stored nor sent, and proxies or CA settings from the environment are ignored
-(``trust_env=False``) so behaviour does not depend on the machine.
+See docs/decisions/0012-address-policy-pinned.md and docs/decisions/0013-bounded-fetcher.md.
 """
 
 from __future__ import annotations

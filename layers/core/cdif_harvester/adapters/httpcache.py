@@ -1,27 +1,11 @@
 """Conditional requests: a :class:`~cdif_harvester.ports.Fetcher` that revalidates what it kept.
 
-:class:`RevalidatingFetcher` wraps the safe fetcher the way a private HTTP cache would (RFC 9111,
-revalidation only): every ``200`` answer to a GET or HEAD that carries a validator (``ETag`` or
-``Last-Modified``) is kept in the object store, and the next request for the same URL, method
-and ``Accept`` is sent with ``If-None-Match`` / ``If-Modified-Since``. A ``304 Not Modified`` is
-handed to the stages as the kept answer (status, headers, body) with ``revalidated=True``, so
-they work exactly as before and can tell that nothing was downloaded. This is what lets a
-re-harvest of an unchanged site fetch no bodies at all: robots.txt, sitemaps, landing pages and
-metadata documents alike.
+:class:`RevalidatingFetcher` wraps the safe fetcher like a private HTTP cache that only
+revalidates (RFC 9111): answers with a validator are kept under ``cache/<source>/``, the next
+request for them is conditional, and a ``304 Not Modified`` is handed on as the kept answer with
+``revalidated=True``. Nothing is served from the store without asking the publisher.
 
-Decisions:
-
-* **Never fresh, always revalidated.** Nothing is served from the store without asking the
-  publisher: a harvest must see withdrawals and changes, and a 304 costs the publisher no body.
-* **What is kept**: ``cache/<source>/<hash>.json`` (final URL, status, headers, redirects,
-  validators, body digest) and ``cache/<source>/<hash>.body`` (GET only), where ``hash`` is
-  the first 32 hex digits of SHA-256 over method, ``Accept`` and URL. ``Cache-Control:
-  no-store`` answers are not kept. A kept answer is rewritten only when it changed, so an
-  unchanged re-harvest writes nothing here either.
-* **Not used** when the caller sets its own conditional headers, for other methods, or when
-  the kept body is bigger than the caller's ``max_bytes`` now allows.
-* Store failures while reading the kept answer are treated as a miss (the request goes out
-  unconditionally); failures while writing it are raised, like any store failure.
+See docs/decisions/0014-conditional-requests.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """The address policy of the safe fetcher: which URLs and IP addresses may be contacted at all.
 
-The harvester fetches URLs that come from the outside world (sitemaps, Link headers, records), so
-an attacker can hand it any URL. Without a policy such a URL could make the harvester, running
-inside a cloud account, fetch ``http://169.254.169.254/latest/meta-data/`` (the instance's
-credentials) or probe services on a private network (server-side request forgery, SSRF).
+Pure: it parses and classifies, it never resolves a name or opens a socket. :func:`check_url`
+judges a URL (scheme, credentials, host syntax, an IP literal), :func:`check_resolved` every
+address a name resolves to; only globally routable unicast addresses pass, and non-canonical
+numeric hosts are refused. A refusal raises :class:`~cdif_harvester.errors.AddressRefused` with
+a reason from :data:`REASONS`.
 
-This module is pure: it parses and classifies, it never resolves a name or opens a socket. The
-fetcher (:mod:`cdif_harvester.adapters.http`) applies it twice:
-
-* to the URL, before anything else (:func:`check_url`): scheme, credentials, host syntax, and the
-  address itself when the host is an IP literal;
-* to every address a host name resolves to, at connect time (:func:`check_resolved`), and then
-  connects to exactly the address that was checked.
-
-Only globally routable unicast addresses pass. Every refusal raises
-:class:`~cdif_harvester.errors.AddressRefused` (outcome ``blocked``) with one of the stable reason
-codes listed in :data:`REASONS`.
-
-The address tables are spelled out here instead of relying only on the ``is_private``/``is_global``
-flags of :mod:`ipaddress`, because those flags have changed between Python patch releases (for
-example Python 3.11.7 calls ``64:ff9b:1::/48`` global). The flags are still consulted last, as a
-safety net: whatever :mod:`ipaddress` does not call global is refused as reserved.
-
-Odd numeric host forms (decimal ``2130706433``, octal ``0177.0.0.1``, hex ``0x7f.0.0.1``, short
-``127.1``) are REFUSED outright with reason ``non-canonical-ip`` rather than normalised: no
-legitimate publisher uses them, different parsers (``inet_aton``, browsers, httpx) disagree on
-what they mean, and refusing cannot be fooled by such a disagreement. A host "looks numeric" when
-its last label is all digits or ``0x`` + hex digits (the rule of the WHATWG URL standard); only
-the canonical dotted quad is then accepted as an IPv4 address.
+See docs/decisions/0012-address-policy-pinned.md (server-side request forgery, DNS rebinding).
 """
 
 from __future__ import annotations

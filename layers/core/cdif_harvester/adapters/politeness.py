@@ -1,36 +1,13 @@
 """Politeness per host: the in-memory host gate and the fetcher that goes through a gate.
 
-A host is an origin (``scheme://host:port``, :func:`cdif_harvester.keys.origin_of`), the unit of
-robots.txt. The :class:`~cdif_harvester.ports.HostGate` port keeps three promises per host: at
-most N requests in flight, request starts at least the host's Crawl-delay apart, and no request
-while the host has asked us to stay away (``Retry-After``). Two gates implement it:
-:class:`MemoryHostGate` (this module: one process, the local runner) and
-:class:`~cdif_harvester.adapters.aws.DynamoHostGate` (every Lambda at once, through conditional
-writes).
+The :class:`~cdif_harvester.ports.HostGate` port promises, per origin, at most N requests in
+flight, starts at least the Crawl-delay apart and no request while ``Retry-After`` holds.
+:class:`MemoryHostGate` keeps it in one process (for every Lambda at once:
+:class:`~cdif_harvester.adapters.aws.DynamoHostGate`). :class:`GatedFetcher` takes a slot per
+request and, told to wait, sleeps (``sleep`` mode) or saves the job's fetch journal and raises
+:class:`~cdif_harvester.errors.Deferred` (``defer`` mode).
 
-:class:`GatedFetcher` wraps the one safe fetcher: every request takes a slot on its host first
-and gives it back when the answer is in. When the gate says "wait" it either sleeps (``sleep``
-mode, the local runner: one machine, waiting costs nothing) or raises
-:class:`~cdif_harvester.errors.Deferred` (``defer`` mode, Lambda: never pay for idle time to be
-polite; the driver puts the job back on its queue with a message delay).
-
-A deferred job starts again from the beginning, but a stage may make several requests per job
-(the resolver: HEAD, GET, a describedby target, a linkset...). Were they all sent again, a job
-deferred at its second request would be deferred at its second request forever. So in ``defer``
-mode the fetcher keeps a journal of the answers a job got (inside :meth:`GatedFetcher.job_scope`,
-which :func:`cdif_harvester.stages.run_job` opens); before raising Deferred it saves the journal
-to the object store (``staging/<run-id>/journal/<job-key>/``, each body stored once by its
-SHA-256), and when the job runs again the same requests (same method, URL and request headers, in
-the same order) are answered from the journal without taking a slot.
-
-A registered source's own limits (``requests_per_host``, ``crawl_delay``), carried on its jobs,
-apply inside the job's scope: fewer slots on the host for that job's requests, and a hold of the
-host for the source's delay after each request starts (on the shared gate, so every worker keeps
-the spacing).
-
-A 429 or 503 answer with ``Retry-After`` (delta-seconds or an HTTP-date; capped, by default at
-900 s) holds its host closed for that long; the answer itself is returned to the stage, which
-raises a retryable error carrying ``retry_after``.
+See docs/decisions/0008-politeness-per-host.md and docs/decisions/0009-fetch-journal.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
-"""The HTTP intake API (API Gateway REST API, an API key on every route; docs/api.md).
+"""The HTTP intake API (API Gateway REST API, an API key on every route).
 
-Routes (JSON unless said otherwise; who may call each in brackets):
-
-* ``POST /sources`` [operator]: register a source (201; 409 when it exists).
-* ``PUT /sources/{source_id}`` [operator]: create or replace a source (keeps when and how it
-  last ran, and its run under way).
-* ``GET /sources`` [operator], ``GET /sources/{source_id}`` [operator, its publisher],
-  ``DELETE /sources/{source_id}`` [operator] (204).
-* ``POST /sources/{source_id}/harvests`` [operator, its publisher]: start a run now, from the
-  source's entry URL or from ``{"url": ...}`` on one of its hosts (202 with ``Location``; 403
-  ``host-not-allowed``; 409 ``source-busy``).
-* ``GET /sources/{source_id}/signmap`` [operator, its publisher]: the Signmap (XML).
-* ``POST /harvests`` [operator]: an ad-hoc harvest of any URL (202).
-* ``GET /runs/{run_id}``, ``GET /runs/{run_id}/report`` (HTML), ``GET /runs/{run_id}/outcomes``
-  (paginated) [operator, the publisher of the run's source].
-* ``GET /records/{record_id}`` (the id percent-encoded), ``.../report``, ``.../pid-kernel``,
-  ``.../linkset`` (``application/linkset+json`` or ``application/linkset`` by ``Accept``)
-  [operator, the publisher of the record's host].
-
-The routes are :mod:`cdif_harvester.api.routes`, one Powertools router per resource. Every
-input is validated (pydantic models, :mod:`cdif_harvester.api.models`); every refusal is
-``{"error": ..., "detail": ...}`` (:mod:`cdif_harvester.api.errors`, where exceptions become
-responses); who may do what is :mod:`cdif_harvester.api.access`.
-
+Routes for sources, harvests, runs and records: :mod:`cdif_harvester.api.routes`, one Powertools
+router per resource. Every input is validated (pydantic models, :mod:`cdif_harvester.api.models`);
+every refusal is ``{"error": ..., "detail": ...}`` (:mod:`cdif_harvester.api.errors`, where
+exceptions become responses); who may do what is :mod:`cdif_harvester.api.access`.
 ``python -m cdif_harvester.api`` prints the OpenAPI document (committed as docs/openapi.json).
+
+See docs/api.md for every route, who may call it and what it answers.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """The intake API's errors, and the one place where every exception becomes a response.
 
-Every refusal is JSON, ``{"error": "<code>", "detail": ...}``: ``error`` is a short, stable code
-a client can branch on, ``detail`` says what was wrong in words (or, for a request that does not
-match its schema, lists the fields: ``[{"loc": [...], "type": "...", "msg": "..."}]``).
+Every refusal is JSON, ``{"error": "<code>", "detail": ...}``: ``error`` a short, stable code a
+client can branch on, ``detail`` what was wrong in words (or the fields of a request that does
+not match its schema). :func:`register_error_handlers` gives each exception its status and code.
 
-=========================================== ====== ===========================================
-exception                                   status ``error``
-=========================================== ====== ===========================================
-request not matching its schema, bad JSON   400    ``invalid-request``
-InvalidEntryUrl, InvalidOptions,            400    ``invalid-entry-url``, ``invalid-options``,
-InvalidSource (domain checks)                      ``invalid-source``
-:class:`Unauthenticated`                    401    ``unauthenticated``
-:class:`Forbidden`                          403    ``forbidden``
-HostNotAllowed                              403    ``host-not-allowed``
-:class:`NotFound`, UnknownSource, no route  404    ``not-found``, ``unknown-source``
-:class:`NotAcceptable`                      406    ``not-acceptable``
-:class:`Conflict`, SourceBusy               409    ``source-exists``, ``source-busy``
-:class:`PayloadTooLarge`                    413    ``payload-too-large``
-a body that is not ``application/json``     415    ``unsupported-media-type``
-a stored document over 5 MiB                501    ``too-large-to-serve``
-RetryableError (the store or table failed)  503    ``unavailable`` (with ``Retry-After``)
-anything else (a bug)                       500    ``internal-error`` (logged, no detail)
-=========================================== ====== ===========================================
+See docs/decisions/0040-api-errors.md for the mapping, and docs/api.md ("Errors").
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """``cdif-harvest``: harvest CDIF metadata on one machine, or serve and harvest the demo site.
 
-Commands:
+Commands (``cdif-harvest COMMAND --help`` lists the options of each):
 
-* ``cdif-harvest harvest URL [URL ...] --out DIR [--allow-loopback] [--per-host N]
-  [--host-slots HOST=N] [--workers N] [--full-refresh] [--shacl]``: harvest robots.txt,
-  sitemap or single page URLs into DIR, several entry URLs together in one run (see README:
-  output layout, politeness, incremental harvesting).
-* ``cdif-harvest catalog --out DIR record ID | records [--source S] [--changed-since DATE] |
-  urls --source S [--outcome O]``: query the catalogue of DIR (JSON lines).
-* ``cdif-harvest harvest --source ID --out DIR [URL]``: harvest a registered source.
-* ``cdif-harvest source add|update|list|show|remove``, ``run status|list``, ``schedule``: the
-  sources registry, harvest runs and scheduled harvests of DIR (see :mod:`.sources`).
-* ``cdif-harvest dlq redrive --queue STAGE --stack NAME``: move a stage's dead-lettered jobs back
-  to its queue on AWS (see :mod:`.dlq` and docs/deploy.md).
-* ``cdif-harvest demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and
-  harvest it.
+* ``harvest URL [URL ...] --out DIR``, or ``harvest --source ID --out DIR [URL]``: harvest
+  robots.txt, sitemap or single page URLs, or a registered source, into DIR in one run.
+* ``catalog --out DIR record ID | records | urls``: query the catalogue of DIR (JSON lines).
+* ``source add|update|list|show|remove``, ``run status|list``, ``schedule``: the sources
+  registry, harvest runs and scheduled harvests of DIR (see :mod:`.sources`).
+* ``dlq redrive --queue STAGE --stack NAME``: move a stage's dead-lettered jobs back to its
+  queue on AWS (see :mod:`.dlq` and docs/deploy.md).
+* ``demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and harvest it.
 
 Exit status: 0 when the harvest ran (whatever the outcomes of its URLs), 2 for usage errors;
 ``catalog record`` exits 1 when there is no such record.

@@ -1,22 +1,14 @@
 """The local runner: every stage, in process, against the local adapters.
 
-A harvest on one machine with no AWS account: the output directory is the object store (same
-key layout as the S3 bucket), ``catalog.sqlite`` in it is the catalogue, and in-process queues
-link the stages in the same order as the SQS queues on AWS. Running again on the same directory
-continues the same catalogue. The adapters are built by the local composition root,
-:mod:`cdif_harvester.local_runtime`; this module holds the loop that drives them.
+The output directory is the object store (the key layout of the S3 bucket), ``catalog.sqlite`` in
+it the catalogue, and in-process queues link the stages in the order of the SQS queues; running
+again on the same directory continues the same catalogue. The adapters are built by the local
+composition root, :mod:`cdif_harvester.local_runtime`; this module holds the loop that drives
+them. Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``.
+The stages that fetch run on a pool of ``workers`` threads spread across hosts, every request
+through one in-memory host gate.
 
-Retryable errors (a 5xx answer, a timeout) are retried up to ``max_attempts`` times, then the URL
-is recorded as ``failed`` with the last reason: every URL that enters ends in one outcome.
-
-Parallelism comes from spreading across hosts, never from hammering one. The stages that fetch
-(sitemap expansion, URL resolution) run on a pool of ``workers`` threads; a host (an origin) never
-has more of its jobs running than it has request slots (``Settings.slots_for``), so a host with a
-Crawl-delay cannot take every worker while others wait. Every request goes through a
-:class:`~cdif_harvester.adapters.politeness.GatedFetcher` over one in-memory host gate: at most N
-requests in flight per host, starts at least the Crawl-delay apart, ``Retry-After`` honoured, the
-waiting done by sleeping (that is free on one machine). The stages that do not fetch (extract,
-index, crosswalk) run on the main thread, which also hands out the work.
+See docs/decisions/0010-local-runner.md.
 """
 
 from __future__ import annotations

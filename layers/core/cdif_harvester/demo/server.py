@@ -1,27 +1,9 @@
 """A real HTTP server that plays a publisher site, for the demo and for integration tests.
 
-:class:`PublisherSite` serves a folder of files on 127.0.0.1 (an ephemeral port unless one is
-given) from a daemon thread. Text files may contain the placeholder ``{{BASE}}``, replaced at
-serve time by the server's base URL (``http://127.0.0.1:PORT``), so sitemaps and records carry
-absolute URLs whatever port the server got. A file ``NAME.tmpl`` is not served itself: it is the
-template of ``NAME`` (rendered, and gzip-compressed when ``NAME`` ends in ``.gz``), which is how
-the bundled site ships a gzip sitemap that still holds absolute URLs.
-
-Tests can add routes that override files (any status, headers, body) and read the request log::
-
-    with PublisherSite(demo_site_dir()) as site:
-        site.add_route("/gone", status=410)
-        urllib.request.urlopen(site.url("/robots.txt"))
-        assert site.requests[0][:2] == ("GET", "/robots.txt")
-
-Files are served with an ``ETag`` (a hash of the bytes sent) and a ``Last-Modified`` (the file's
-modification time) and conditional requests get ``304 Not Modified`` as a real publisher's
-server would (``If-None-Match`` first, else ``If-Modified-Since``); ``conditional=False`` plays a
-server that ignores both and sends no validators.
-
-``response_delay`` makes every answer take that long (a slow publisher), and ``timings`` logs
-when each request arrived and when its answer was sent (``time.monotonic()``), which is how
-tests measure how many requests a harvester had in flight on the site at once.
+:class:`PublisherSite` serves a folder of files on 127.0.0.1 from a daemon thread, with
+``{{BASE}}`` placeholders and ``.tmpl`` templates rendered at serve time, validators and
+conditional answers like a real publisher's server, routes that tests add, and a log of every
+request; :func:`demo_site_dir` is the bundled demo site.
 """
 
 from __future__ import annotations
@@ -103,11 +85,33 @@ class _Route:
 
 
 class PublisherSite:
-    """A publisher site served over real HTTP on 127.0.0.1 (see the module docstring).
+    """A publisher site served over real HTTP on 127.0.0.1 (an ephemeral port unless one is given).
+
+    The files of ``directory`` are served from a daemon thread. Text files may contain the
+    placeholder ``{{BASE}}``, replaced at serve time by the server's base URL
+    (``http://127.0.0.1:PORT``), so sitemaps and records carry absolute URLs whatever port the
+    server got. A file ``NAME.tmpl`` is not served itself: it is the template of ``NAME``
+    (rendered, and gzip-compressed when ``NAME`` ends in ``.gz``), which is how the bundled site
+    ships a gzip sitemap that still holds absolute URLs.
+
+    Files are served with an ``ETag`` (a hash of the bytes sent) and a ``Last-Modified`` (the
+    file's modification time), and conditional requests get ``304 Not Modified`` as a real
+    publisher's server would (``If-None-Match`` first, else ``If-Modified-Since``);
+    ``conditional=False`` plays a server that ignores both and sends no validators.
+
+    Tests can add routes that override files (any status, headers, body) and read the request
+    log::
+
+        with PublisherSite(demo_site_dir()) as site:
+            site.add_route("/gone", status=410)
+            urllib.request.urlopen(site.url("/robots.txt"))
+            assert site.requests[0][:2] == ("GET", "/robots.txt")
 
     ``requests`` logs every request as ``(method, request target, headers)`` with lower-cased
     header names, in arrival order; ``timings`` logs each one's start and end (see
-    :class:`TimedRequest`). ``response_delay`` seconds pass before every answer.
+    :class:`TimedRequest`: ``time.monotonic()`` seconds), which is how tests measure how many
+    requests a harvester had in flight on the site at once. ``response_delay`` seconds pass
+    before every answer (a slow publisher).
     """
 
     def __init__(

@@ -4,6 +4,9 @@
 their fixes, FAIR Signposting levels), purely from what a run wrote;
 :mod:`~cdif_harvester.report.render` lays that out as a self-contained page with the Jinja2
 templates in ``templates/``. :func:`render_report` does both.
+
+See docs/decisions/0044-what-the-publisher-report-says.md and
+docs/decisions/0045-the-publisher-report-page.md.
 """
 
 from cdif_harvester.report.model import (

@@ -1,34 +1,13 @@
 """What the publisher report says: the figures, groups and advice of one harvest run.
 
 :func:`build_report` turns what a run wrote (the ``summary.json`` dict and the outcome dicts of
-``outcomes.jsonl``) into a :class:`Report`: every number, every kind of problem with its fix, the
-FAIR Signposting level reached and what to do next. How the page looks is
+``outcomes.jsonl``) into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
+do not belong together), every kind of problem with its fix from :data:`FIXES`, the FAIR
+Signposting level reached and what to do next. How the page looks is
 :mod:`cdif_harvester.report.render`'s business. Pure: values in, values out; the publisher's text
 is kept as given (the renderer drops control characters, shortens and escapes it).
 
-Decisions:
-
-* **Numbers.** Every figure is counted from the outcomes given. For the whole run they must be
-  those of ``summary.json``; if they are not (the inputs do not belong together), the report
-  lists the :class:`Disagreement` instead of silently showing either. With ``source`` the report
-  covers that source's URLs only and every figure is counted from them.
-* **What to fix first.** Record errors and the reasons of URLs that yielded nothing are grouped
-  into kinds: the record-specific parts (list positions in paths, URLs, quoted values, numbers)
-  are taken out, so "schema:creator/3/schema:name is required" and "schema:creator/0/schema:name
-  is required" are one kind. Kinds are ranked by how many records (validation errors) or URLs
-  (failures) they hit, each with a plain-language fix from :data:`FIXES` and up to three example
-  URLs. ``unchanged`` URLs are not problems and are left out.
-* **FAIR Signposting** (https://signposting.org/FAIR/). The level of a URL is judged from the
-  pattern that led to its metadata, which is the most authoritative one the resolver found
-  (headers outrank HTML, and typed links outrank embedded scripts): level 1 for typed links in
-  HTTP ``Link`` headers or HTML ``<link>`` elements (``http-link``, ``html-link``), level 2 for
-  a linkset (``linkset``). Every other pattern counts as no Signposting at the resource:
-  ``embedded-script``, ``content-type``, ``item-list``, ``format-parameter``,
-  ``content-negotiation``, ``html-meta`` and ``legacy-meta`` (the 1997 ``rel="meta"`` draft)
-  find metadata without typed links, and a Signmap's ``<rs:ln>`` links live in the sitemap, not
-  at the landing page, so a client that arrives at the page does not see them (the page says
-  this, and that the Signmap is still welcome). The source's level is the highest any of its
-  URLs reached, with how many URLs reached it and what to add to reach the next level.
+See docs/decisions/0044-what-the-publisher-report-says.md.
 """
 
 from __future__ import annotations

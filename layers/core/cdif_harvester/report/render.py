@@ -1,22 +1,13 @@
 """How the publisher report looks: a :class:`~cdif_harvester.report.model.Report` as one HTML page.
 
-The page is a complete, self-contained HTML5 document a publisher can read without help: inline
-CSS, an inline SVG chart, no script and no external resource (a Content Security Policy of
-``default-src 'none'`` says so to the browser too). It is laid out by the Jinja2 templates in
-``templates/`` (``page.html.j2``, its macros and its stylesheet).
+The page is a complete, self-contained HTML5 document (inline CSS, an inline SVG chart, no script,
+no external resource) laid out by the Jinja2 templates in ``templates/`` (``page.html.j2``, its
+macros and its stylesheet), rendered with autoescaping on and control characters dropped. Each
+number is the whole text of an element with ``data-count="<name>"``, so a program can read the
+page back. Jinja2 is imported on the first page rendered only. Entry points: :func:`render_html`
+(a Report) and :func:`render_report` (what a run wrote).
 
-* **Numbers.** Each number is the whole text of an element with ``data-count="<name>"`` (plain
-  digits), so a program can read the page back: ``urls``, ``outcome-<outcome>``,
-  ``pattern-<pattern>``, ``records``, ``valid-records``, ``invalid-records``, ``withdrawn``,
-  ``urls-without-valid-record``, ``signposting-level-<n>``, ``problem-<kind>-records``/``-urls``
-  ...; the chart's labels are ``chart-outcome-<outcome>``.
-* **Escaping.** URLs, reasons and error messages are publisher-controlled. The templates are
-  rendered with autoescaping on, so every value they print is escaped (quotes too), after its
-  control characters are dropped (the environment's ``finalize``); nothing is marked safe but
-  the templates' own macros. A URL is made a link only when it is ``http``/``https``. A reason
-  or message is cut at 400 characters, a URL or a title at 200 (the rest is in outcomes.jsonl).
-* **Cost.** Jinja2 is imported, and the templates compiled, on the first page rendered only: a
-  process that never renders a report (most Lambda invocations) does not pay for it.
+See docs/decisions/0045-the-publisher-report-page.md.
 """
 
 from __future__ import annotations

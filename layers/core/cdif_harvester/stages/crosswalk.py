@@ -1,53 +1,11 @@
 """Stage 6: the crosswalk publishes the views of each valid record, and a source's Signmap.
 
-:func:`build_views` is triggered by a record landing under ``records/`` (an S3 event
-notification on AWS, its local twin in the runner) and writes, under
-``views/<source>/<record-key>/`` (see :mod:`cdif_harvester.keys`):
+:func:`build_views` is triggered by a record landing under ``records/`` (an S3 event notification
+on AWS, its local twin in the runner) and writes, idempotently, the record's views under
+``views/<source>/<record-hash>/`` (:data:`~cdif_harvester.keys.VIEW_NAMES`);
+:func:`build_source_signmap` writes ``views/<source>/signmap.xml`` of a source's valid records.
 
-==================== ===================== ====================================================
-view                 file                  content type
-==================== ===================== ====================================================
-``pid-kernel``       ``pid-kernel.json``   ``application/json``: PID Kernel (Appendix 2)
-``linkset-json``     ``linkset.json``      ``application/linkset+json`` (RFC 9264 4.2)
-``linkset``          ``linkset.txt``       ``application/linkset`` (RFC 9264 4.1)
-``link-header``      ``link-header.txt``   ``text/plain`` (UTF-8): an HTTP ``Link`` value (RFC 8288)
-``html-links``       ``links.html``        ``text/html`` (UTF-8): ``<link>`` elements for a page
-``nquads``           ``record.nq``         ``application/n-quads``: the record as RDF
-==================== ===================== ====================================================
-
-:func:`build_source_signmap` writes ``views/<source>/signmap.xml``: a Signmap of every valid
-record of one source, for an aggregator to republish what it harvested. It is meant to run
-once at the end of a harvest of that source.
-
-Decisions:
-
-* Views are made for valid records only: an invalid record's report says what to fix, and
-  publishing kernel records from it would spread the errors.
-* The Signposting views merge what the record says with the links the resolver saw
-  (``provenance.links`` of the report). Links seen without an anchor were seen at the harvested
-  URL; that URL is the resource's page unless the discovery pattern says it is a metadata
-  document (``content-type``, ``item-list``, ``format-parameter``), in which case those links
-  keep the harvested URL as their explicit anchor.
-* Identifiers the normaliser had to make up (the report's ``identity_fallback``; they end in
-  ``#resource``, ``#resource-N``, ``#record`` or ``#record-N``) are not published as PIDs or
-  ``cite-as`` links.
-* Writes are idempotent: every view is computed before any is written (a failure leaves the
-  previous set whole), and a view whose bytes did not change is not written again, so a
-  redelivered notification or a rerun writes nothing.
-* The N-Quads put the record's triples in the named graph of its metadata record id, so a
-  triple store replaces one record's triples as a whole.
-* The Signmap lists each landing page once, sorted by location, with the latest of its records'
-  ``sdDatePublished`` and ``dateModified`` as ``lastmod`` (left out when neither is a W3C
-  datetime) and the Signposting links whose context is the landing page. A record whose
-  report carries ``withdrawn_at`` is left out. Up to 50,000 entries and 50 MiB it is one
-  ``<urlset>``; beyond, the entries are split into ``views/<source>/signmap-00001.xml``, ...,
-  and ``signmap.xml`` becomes a sitemap index of those parts. The index gives the parts as
-  relative references (``signmap-00001.xml``, resolved against the index's own URL) unless a
-  ``base_url`` (the public URL of the object store's root) is given. Parts left from an earlier,
-  larger Signmap are not deleted (the store has no delete); nothing refers to them any more.
-* The Signmap costs two reads per record (report and record); they run on a small thread pool,
-  since on S3 the time goes into round trips. Records are taken in key order, whatever order the
-  reads finish in, so the output does not depend on timing.
+See docs/decisions/0035-crosswalk-views.md and docs/decisions/0039-source-signmap.md.
 """
 
 from __future__ import annotations
@@ -84,9 +42,9 @@ from cdif_harvester.domain.views.crosswalk import (
 )
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
-    parse_records_key,
-    records_key,
-    report_key,
+    normalised_record_key,
+    parse_normalised_record_key,
+    record_report_key,
     signmap_key,
     view_keys,
 )
@@ -208,11 +166,11 @@ def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     :class:`~cdif_harvester.domain.views.nquads.NQuadsError` (permanent) when the record cannot be
     turned into RDF; then no view is written.
     """
-    parsed = parse_records_key(key)
+    parsed = parse_normalised_record_key(key)
     if parsed is None:
         raise NotARecordKey(f"{key} is not a records/ key")
     source, rkey = parsed
-    report = json.loads(wiring.store.get(report_key(source, rkey)))
+    report = json.loads(wiring.store.get(record_report_key(source, rkey)))
     if not report.get("valid"):
         return {}
     record = json.loads(wiring.store.get(key))
@@ -253,7 +211,7 @@ def build_source_signmap(
     Reports and records are read by up to ``readers`` threads at once. Unchanged objects are
     not written again. Raises StorageError when the store fails.
     """
-    prefix = report_key(source, "-").rsplit("/", 1)[0] + "/"
+    prefix = record_report_key(source, "-").rsplit("/", 1)[0] + "/"
     pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{32})\.json")
     keys = [key for key in wiring.store.list(prefix) if pattern.fullmatch(key)]
 
@@ -265,7 +223,7 @@ def build_source_signmap(
                 return None
             if report.get("withdrawn_at"):
                 return None
-            record = json.loads(wiring.store.get(records_key(source, rkey)))
+            record = json.loads(wiring.store.get(normalised_record_key(source, rkey)))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
         return (report, record) if isinstance(record, dict) else None

@@ -1,33 +1,11 @@
 """Stage 2: the sitemap expander turns robots.txt, sitemaps and sitemap indexes into URL jobs.
 
-Specs: CDIF discoverability ("How do harvesters know where to look?", "Find metadata"), the
-sitemaps.org protocol, RFC 9309 (robots.txt) and Signposting Signmaps.
+Specs: CDIF discoverability, the sitemaps.org protocol, RFC 9309 (robots.txt) and Signposting
+Signmaps. Sitemaps are read as streams and handed on in parts; a location disallowed by
+robots.txt, or on another host that does not announce the sitemap, ends ``disallowed``; one whose
+``<lastmod>`` is not newer ends ``unchanged``; Crawl-delay spreads a host's URL jobs over time.
 
-- robots.txt: its ``Sitemap:`` lines become sitemap jobs; those in a ``User-agent: CDIF1.0`` group
-  are marked ``cdif_agent`` (their locations are metadata or Signposting resources, not HTML with
-  embedded scripts), which the resolver uses.
-- A sitemap index becomes one sitemap job per child, with a depth limit and a cycle check (a
-  child that is one of its own ancestors is not followed). A broken child fails alone.
-- A sitemap (XML, gzip, or plain text) becomes one URL job per ``<loc>``, carrying its
-  ``<lastmod>`` (normalised to ISO 8601 UTC) and its Signmap ``<rs:ln>`` typed links.
-- A location disallowed by its host's robots.txt (for our user agent, and for ``CDIF1.0`` when
-  the sitemap was announced for it) ends with the outcome ``disallowed`` and is never fetched.
-  So does a location on another host than the sitemap, unless that host's robots.txt announces
-  the sitemap (the protocol's cross-submission rule); the path rule of the protocol is not
-  enforced, as no major crawler does.
-- Incremental harvesting starts here: a location whose ``<lastmod>`` is not newer than the one
-  its held records came from ends ``unchanged`` (reason ``lastmod``) without a URL job, decided
-  in one batch of catalogue reads per sitemap part and recorded in one write of the run's
-  counters (an unchanged re-harvest of a site with lastmod costs its sitemaps and nothing else).
-- Crawl-delay (capped at ``Settings.max_crawl_delay``) spreads a host's URL jobs over time with
-  message delays (at most 15 minutes on SQS); the local runner spaces the requests themselves.
-- A sitemap is read as a stream (constant memory). When it has more than
-  ``Settings.max_urls_per_job`` locations, the first job hands on the first part and writes the
-  others to the object store as parts; a follow-up job per part hands it on and starts the next,
-  so every invocation is short and a redelivered job repeats only its own part.
-- A sitemap that breaks part-way, or exceeds the protocol's 50,000 URLs, keeps what it yielded
-  and is itself recorded as ``failed`` with the reason.
-- An entry URL that answers HTML is harvested as a single landing page.
+See docs/decisions/0016-sitemap-expansion.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """The end of a harvest run: tombstones, the sources' Signmaps, the run's summary and report.
 
-:func:`close_run` deals with a finished run once (the local runner at once, the scheduler's
-tick on AWS): it withdraws what vanished, rewrites the Signmap of each source whose records
-changed, writes ``runs/<run id>/summary.json``, ``outcomes.jsonl`` and the publisher report
-``report.html`` (on AWS; the local runner writes its own, richer summary), frees the registered
-source for its next run, and notes the run closed.
+:func:`close_run` deals with a finished run once: it withdraws the URLs the publisher no longer
+announces (``withdrawn_at``; nothing is deleted, and never on the strength of a broken sitemap),
+rewrites the Signmap of each source whose records changed, writes ``runs/<run id>/summary.json``,
+``outcomes.jsonl`` and ``report.html``, frees the source and notes the run closed.
 
-URLs that vanished from a source's sitemaps become tombstones.
-
-A URL is *withdrawn* (``withdrawn_at`` set on its state, on the catalogue entries of its
-records and in their validation reports, which is how the source's Signmap leaves them out;
-nothing is deleted) when the run shows that the publisher no longer announces it:
-
-* the sitemap it was last listed in was read whole in this run and no longer lists it; or
-* the run started from the source's robots.txt and every sitemap of the run was read whole,
-  so a URL of that source not met at all is no longer announced anywhere (its sitemap was
-  dropped from the index or from robots.txt).
-
-Nothing is withdrawn on the strength of a sitemap that failed or was cut short: a publisher's
-broken sitemap must not look like a mass withdrawal. A withdrawn URL that comes back is
-harvested again and its records lose the mark. URLs harvested as entry pages (no sitemap) are
-never withdrawn this way.
+See docs/decisions/0006-tombstones.md.
 """
 
 from __future__ import annotations

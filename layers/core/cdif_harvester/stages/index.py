@@ -31,7 +31,13 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.domain.discovery.incremental import fingerprint, record_digest
 from cdif_harvester.errors import PermanentError
-from cdif_harvester.keys import record_key, records_key, report_key, version_key, view_keys
+from cdif_harvester.keys import (
+    normalised_record_key,
+    record_hash,
+    record_report_key,
+    version_key,
+    view_keys,
+)
 from cdif_harvester.model import (
     CatalogEntry,
     Outcome,
@@ -202,7 +208,7 @@ def _store_report(wiring: Wiring, job: IndexJob, item: StagedRecord, report: dic
     It goes before the record: the record landing under ``records/`` triggers the crosswalk,
     which reads the report.
     """
-    rep_key = report_key(job.source, record_key(item.record_id))
+    rep_key = record_report_key(job.source, record_hash(item.record_id))
     wiring.store.put(
         rep_key,
         json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
@@ -217,13 +223,13 @@ def _store_record(wiring: Wiring, job: IndexJob, item: StagedRecord, digest: str
     write)."""
     if item.record is None:
         return None
-    rkey = record_key(item.record_id)
+    rkey = record_hash(item.record_id)
     body = json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8")
     # The version first: once records/ changes, the crosswalk runs, and history is whole.
     wiring.store.put(
         version_key(job.source, rkey, digest), body, content_type="application/ld+json"
     )
-    rec_key = records_key(job.source, rkey)
+    rec_key = normalised_record_key(job.source, rkey)
     wiring.store.put(rec_key, body, content_type="application/ld+json")
     return rec_key
 
@@ -276,7 +282,7 @@ def _ref(
         errors=tuple(issue.message for issue in item.report.errors),
         record_key=rec_key,
         report_key=rep_key,
-        view_keys=view_keys(job.source, record_key(item.record_id)) if valid else {},
+        view_keys=view_keys(job.source, record_hash(item.record_id)) if valid else {},
     )
 
 

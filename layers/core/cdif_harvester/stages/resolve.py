@@ -1,42 +1,12 @@
 """Stage 3: the URL resolver finds where a URL's metadata is and hands the documents on.
 
 Every way CDIF and FAIR Signposting let a URL lead to its metadata is tried, cheapest and most
-authoritative first, and the way that worked is recorded as the job's ``pattern``:
+authoritative first, and the way that worked is recorded as the job's ``pattern``
+(``format-parameter``, ``signmap``, ``content-type``, ``item-list``, ``http-link``, ``linkset``,
+``legacy-meta``, ``embedded-script``, ``html-link``, ``content-negotiation``, ``html-meta``).
+This stage fetches; :mod:`cdif_harvester.domain.resolution.rules` decides.
 
-==================== =====================================================================
-``format-parameter`` the source is configured with ``format=CDIF1.0`` (metadata servers)
-``signmap``          ``describedby``/``linkset`` links carried from the sitemap's ``<rs:ln>``
-``content-type``     the URL answers JSON-LD itself (ideally ``profile="CDIF1.0"``)
-``item-list``        ... and that JSON-LD is a ``CDIF-list-1.0`` ItemList of records
-``http-link``        an HTTP ``Link: <...>; rel="describedby"`` header
-``linkset``          ``rel="linkset"`` (header or HTML) to an RFC 9264 linkset
-``legacy-meta``      the 1997 draft's ``rel="meta"`` link (header or HTML)
-``embedded-script``  HTML ``<script type="application/ld+json">`` with a Dataset
-``html-link``        HTML ``<link rel="describedby">``
-``content-negotiation`` a GET with ``Accept: application/ld+json;profile=...`` answers JSON-LD
-``html-meta``        last resort: a record built from HTML ``<meta>`` (Dublin Core) tags
-==================== =====================================================================
-
-Rules (see the README's resolution section for the publisher's view):
-
-* HTTP headers outrank HTML. URLs of a ``CDIF1.0`` sitemap (robots.txt) get a HEAD first,
-  because they are metadata files or Signposted resources that may be large; other URLs are
-  expected to be HTML pages and get a GET (a body over the cap is never read: its headers
-  still count). A non-HTML, non-JSON body is never downloaded just to look for links.
-* Among ``describedby`` targets: CDIF profile, then JSON-LD, then untyped; every target of the
-  best tier that yields JSON-LD is handed on; duplicates are merged.
-* Linkset links apply only when their anchor is the resource (its URL or a URL of its redirect
-  chain); the others are counted in a note.
-* 410 is a tombstone whose links are still read; 203 is read as 200 (noted); 204 has only
-  headers; 429 and 5xx are retried (honouring ``Retry-After``), then end ``failed``; other 4xx
-  end the URL.
-* Anti-spoofing (1997 draft, "Metadata Spoofing"): a document that was not reached through a
-  forward link of its resource, and claims (reverse link, ``describes``, or its Dataset's
-  ``url``/``@id``) a resource on another origin, is checked by resolving that resource's own
-  forward links. The verdict is recorded on the document: ``authoritative``,
-  ``not-authoritative`` (then the forward metadata is fetched and wins) or ``unverified``.
-* Every Signposting link seen (headers, HTML, linksets, the Signmap) is kept with its attributes
-  for the crosswalk; conflicting ``cite-as`` links are noted.
+See docs/decisions/0019-where-the-resolver-looks.md and docs/decisions/0020-anti-spoofing.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Harvest runs: one run id through every stage, counted as it goes, finished exactly once.
 
-A run starts with one sitemap job per entry URL. Every stage keeps the run's counters in the
-catalogue (atomic, whichever worker writes, :class:`~cdif_harvester.ports.CatalogIndex`):
+Sitemap jobs announce the jobs they send and count themselves done; URLs *enter* the run once;
+every outcome *settles* its URL (counters in the catalogue,
+:class:`~cdif_harvester.ports.CatalogIndex`). The worker whose write finishes the run marks it
+(a conditional write) and :func:`cdif_harvester.stages.finish.close_run` deals with its end.
+Steps are keyed on the work, so a job that runs twice counts once.
 
-* a sitemap job announces the sitemap jobs it sends (children, a follow-up part) before sending
-  them, and counts itself done at its end, whatever became of it;
-* the URLs it hands on *enter* the run first (each URL once per run, however many sitemaps list
-  it: a URL already on its way is not sent again);
-* every recorded outcome *settles* its URL.
-
-The run is finished when no sitemap job is left and every URL that entered has its outcome. The
-worker whose write makes that true marks it finished (a conditional write: exactly one does);
-the end of the run (tombstones, the source's Signmap, the publisher report, freeing the source
-for its next run) is then dealt with by :func:`cdif_harvester.stages.finish.close_run`: at once by
-the local runner, on the next scheduler tick on AWS.
-
-Steps are keyed on the work (the sitemap, its part), so a job that runs twice after a crash or
-a redelivery counts once.
+See docs/decisions/0004-run-counting.md.
 """
 
 from __future__ import annotations

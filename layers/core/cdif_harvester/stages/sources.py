@@ -1,20 +1,11 @@
 """Registered sources: checking them, starting their runs, and the scheduler's tick.
 
-A source is a publisher an operator registered (:class:`~cdif_harvester.model.Source`): where its
-harvest starts, the hosts it may announce, how often it is harvested, its politeness and
-resolution options, a contact, and the API keys its publisher calls the intake API with.
+A source (:class:`~cdif_harvester.model.Source`) is a publisher an operator registered.
+:func:`tick` (every few minutes on AWS, ``cdif-harvest schedule`` locally) starts the runs that
+are due, closes the runs that finished and recounts, or marks ``stalled``, the runs that stopped
+moving.
 
-The scheduler's tick (:func:`tick`, every few minutes on AWS, ``cdif-harvest schedule`` locally):
-
-1. starts a run of every source that is due by its own schedule (``30m``, ``6h``, ``1d``...:
-   the time since its last run started is at least that), never a second run of a source whose
-   run is still under way (an atomic claim on the source);
-2. closes the runs that finished since the last tick
-   (:func:`~cdif_harvester.stages.finish.close_run`);
-3. recounts a run that has made no progress for ``stall_after`` (a crash between two writes can
-   leave its counters behind; the recount finishes it if it is in fact done), and marks it
-   ``stalled`` if it is still not done: some of its jobs are in a dead-letter queue. The source
-   is then free for its next run; a redrive can still finish the stalled one.
+See docs/decisions/0005-sources-and-scheduler.md.
 """
 
 from __future__ import annotations

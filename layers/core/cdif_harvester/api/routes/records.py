@@ -25,7 +25,7 @@ from cdif_harvester.api.models import MAX_URL_LENGTH, RecordView
 from cdif_harvester.api.negotiation import negotiate
 from cdif_harvester.api.routes.context import RouteContext, new_router
 from cdif_harvester.api.routes.responses import JSON, document_response, documented, json_response
-from cdif_harvester.keys import record_key, view_key
+from cdif_harvester.keys import record_hash, view_key
 from cdif_harvester.model import CatalogEntry, entry_to_dict
 
 __all__ = ["LINKSET_MEDIA_TYPES", "router"]
@@ -67,7 +67,7 @@ def _view_of(ctx: RouteContext, entry: CatalogEntry, view: str) -> bytes:
         raise NotFound(
             f"record {entry.record_id!r} is not valid: it has no views (its report says why)"
         )
-    key = view_key(entry.source, record_key(entry.record_id), view)
+    key = view_key(entry.source, record_hash(entry.record_id), view)
     return ctx.stored(key, f"the {view} view of record {entry.record_id!r} is not written yet")
 
 

@@ -1,27 +1,11 @@
 """Incremental harvesting: how a harvest tells that a URL or a record has not changed.
 
-A URL that has not changed ends with the outcome ``unchanged`` and one of these reasons, checked
-in this order, each as early in the pipeline as it can be known (the earlier, the cheaper):
+A URL that has not changed ends ``unchanged`` with the first reason that applies, each checked as
+early in the pipeline as it can be known: ``lastmod``, ``not-modified``, ``content-hash``
+(:func:`fingerprint`, :func:`block_hash`) or ``sd-date-published``. A record whose
+:func:`record_digest` matches the held entry is not rewritten.
 
-``lastmod``
-    The sitemap's ``<lastmod>`` for the URL is not newer than the one held from the harvest that
-    produced its records. Nothing is fetched. (A URL without ``<lastmod>`` is always looked at.)
-``not-modified``
-    Every answer the resolver used came back ``304 Not Modified`` to a conditional request
-    (see :mod:`cdif_harvester.adapters.httpcache`): no body was downloaded.
-``content-hash``
-    The documents found are byte-identical to those the held records came from (the
-    :func:`fingerprint` of pattern and content-addressed keys matches), or every JSON-LD block
-    holding a Dataset is the same JSON as before (:func:`block_hash`, insensitive to key order
-    and white space: a page whose surroundings changed but whose metadata did not). Nothing is
-    normalised or written.
-``sd-date-published``
-    The blocks changed, but every record in them declares the same ``sdDatePublished`` as the
-    held records (the spec's "harvesters use this" date: the publisher says the metadata was not
-    republished). Nothing is normalised or written.
-
-A record whose normalised form, report and links hash the same as the held entry
-(:func:`record_digest`) is not rewritten either, even inside a URL that did change.
+See docs/decisions/0018-incremental-harvesting.md.
 """
 
 from __future__ import annotations

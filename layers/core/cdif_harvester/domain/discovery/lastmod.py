@@ -1,20 +1,9 @@
 """W3C datetime (the sitemap ``<lastmod>`` format) parsing.
 
-The sitemaps protocol takes ``<lastmod>`` in W3C Datetime (https://www.w3.org/TR/NOTE-datetime),
-which allows six granularities::
+:func:`parse_lastmod` reads the six granularities of https://www.w3.org/TR/NOTE-datetime, and the
+sloppy forms publishers also write, as a UTC datetime; anything else is not a lastmod (None).
 
-    YYYY                          1997
-    YYYY-MM                       1997-07
-    YYYY-MM-DD                    1997-07-16
-    YYYY-MM-DDThh:mmTZD           1997-07-16T19:20+01:00
-    YYYY-MM-DDThh:mm:ssTZD        1997-07-16T19:20:30+01:00
-    YYYY-MM-DDThh:mm:ss.sTZD      1997-07-16T19:20:30.45+01:00
-
-with TZD ``Z`` or ``+hh:mm``/``-hh:mm``. Publishers also write ``+hhmm``, a space instead of ``T``,
-a time without a zone (read as UTC) and lower-case ``t``/``z``: these are accepted too, since
-refusing them would only lose information. A date is read as midnight UTC of that day, a year or
-month as its first day. Anything else is not a lastmod: the caller keeps the URL and drops the
-date.
+See docs/decisions/0017-lenient-lastmod.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """robots.txt: which sitemaps a site announces, and what a harvester may fetch.
 
-Parsing of the rules is left to protego (a maintained RFC 9309 parser); this module adds what
-protego cannot tell: which ``Sitemap:`` lines a site announces in a ``User-agent: CDIF1.0`` group.
+The rules are parsed by protego (RFC 9309); this module adds which ``Sitemap:`` lines a site
+announces in a ``User-agent: CDIF1.0`` group (CDIF discoverability, "Find metadata"), listed with
+the others in :attr:`RobotsPolicy.sitemaps`. Pure: bytes in, values out.
 
-CDIF discoverability, "Find metadata": a publisher whose sitemap locations are *not* HTML pages
-with embedded CDIF ``<script>`` elements (but metadata documents, or resources carrying a
-Signposting ``describedby`` link) announces that sitemap in a group for the user agent
-``CDIF1.0``::
-
-    User-agent: CDIF1.0
-    Sitemap: http://www.example.com/CDIFsitemap.xml
-
-RFC 9309 makes ``Sitemap:`` a site-wide line that belongs to no group, so the group a Sitemap
-line sits in is a convention only. The decision taken here: a Sitemap line counts as a CDIF
-sitemap when the group it sits in names the ``CDIF1.0`` product token among its ``User-agent``
-lines. A group runs from its ``User-agent`` lines to the next ``User-agent`` line that follows a
-rule, or to the next blank line (the record separator of the original robots.txt convention, and
-where sites usually put their global ``Sitemap:`` lines). A Sitemap line before any group is not
-a CDIF sitemap. Every Sitemap line, CDIF or not, is listed in :attr:`RobotsPolicy.sitemaps`.
-
-The domain is pure: bytes in, values out.
+See docs/decisions/0015-cdif-sitemaps-in-robots.md for what counts as that group.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """The JSON-LD contexts one harvester serves, and what it has learnt about them.
 
-A record's ``@context`` may name remote contexts. The shipped ones (schema.org and the CDIF
-compaction context, :mod:`cdif_harvester.domain.records.jsonld_loader`) are served everywhere.
-Others an operator trusts (``Settings.trusted_contexts``) are fetched by the extractor stage and
-registered here; a trusted context that could not be loaded is remembered here too, with why,
-so it is asked for once and not per record.
+A :class:`JsonLdContexts` serves the shipped contexts
+(:mod:`cdif_harvester.domain.records.jsonld_loader`) plus the trusted remote ones the extractor
+fetched and registered on it, remembers the trusted ones that could not be loaded (with why),
+and holds what is processed from what it serves (the fast path's
+:class:`~cdif_harvester.domain.records.jsonld_fast.ProcessedContexts` and pyld's resolved
+contexts), emptied on every registration. The composition root builds one per process, on the
+:class:`~cdif_harvester.wiring.Wiring`, and it is passed to ``normalise``, ``record_nquads`` and
+``shacl_issues``; functions given none use :func:`shipped_contexts`, the shipped contexts alone,
+refusing registrations (a pure cache). Nothing here does I/O.
 
-What a :class:`JsonLdContexts` serves depends on what was registered on it, so it is an object
-the composition root builds (one per process, on the
-:class:`~cdif_harvester.wiring.Wiring`) and passes to :func:`normalise
-<cdif_harvester.domain.records.normalisation.normalise>`, :func:`record_nquads
-<cdif_harvester.domain.views.nquads.record_nquads>` and :func:`shacl_issues
-<cdif_harvester.domain.records.shacl.shacl_issues>`, never a module global: two instances never
-see each other's contexts, and what one normalises does not depend on what another did before.
-It also holds what is processed from the documents it serves, emptied whenever one is
-registered: the fast path's processed contexts
-(:class:`~cdif_harvester.domain.records.jsonld_fast.ProcessedContexts`) and pyld's resolved
-contexts (pyld would otherwise keep them in one cache for the whole process, keyed by URL).
-
-Functions given no instance use :func:`shipped_contexts`, which serves the shipped contexts
-alone and refuses registrations: a pure cache. Nothing here does I/O.
+See docs/decisions/0043-state-on-the-wiring.md and
+docs/decisions/0024-offline-jsonld-contexts.md.
 """
 
 from __future__ import annotations

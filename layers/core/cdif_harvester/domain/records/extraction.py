@@ -1,37 +1,12 @@
 """Find and parse JSON-LD in what a publisher serves.
 
-CDIF discoverability, "Option 1. Embedded in HTML": a landing page carries its metadata in one
-or more ``<script type="application/ld+json">`` elements. This module finds those blocks in an
-HTML page (:func:`find_jsonld_scripts`), parses a block or a ``.jsonld`` body into JSON
-(:func:`parse_jsonld`, with a few well-known repairs) and tells whether a parsed document
-describes a Dataset at all (:func:`has_dataset`).
+CDIF discoverability, "Option 1. Embedded in HTML": :func:`find_jsonld_scripts` finds the
+``<script type="application/ld+json">`` blocks of a page, :func:`parse_jsonld` parses a block or
+a ``.jsonld`` body (repairing well-known breakage, each repair recorded) and :func:`has_dataset`
+tells whether a document describes a Dataset. Pure: lxml never resolves entities, follows DTDs
+or fetches anything.
 
-Everything here is pure: lxml parses the bytes it is given and never resolves entities,
-follows DTDs or fetches anything.
-
-Decisions:
-
-* The script ``type`` is compared case-insensitively on its media type only, so
-  ``application/ld+json; profile="https://w3id.org/cdif/core/1.0"`` counts; a ``profile``
-  attribute on the element (a Signposting habit) is captured as :attr:`JsonLdBlock.profile`,
-  else the ``profile`` media-type parameter.
-* Repairs of the text are tried only after ``json.loads`` fails, one at a time and
-  cumulatively, in a fixed order; each applied repair is recorded so the record's provenance
-  can say what was changed. The order: byte order mark; a CDATA section or HTML comment around
-  the JSON; HTML entities (only when the body is entity-escaped, i.e. holds ``&quot;``, so an
-  ``&amp;`` or ``&copy`` inside a string of an otherwise broken body is kept as written);
-  ``//`` and ``/* */`` comments; raw control characters inside strings (escaped, so the string
-  keeps them); trailing commas; a stray closing brace or bracket (one that closes nothing, or
-  one that ends the document early so that the rest is "extra data"). Every repair works
-  outside strings only (except the control characters, which it escapes inside them).
-* One repair works on the parsed JSON, whenever it parses: a string-valued ``@context`` of a
-  top-level node that the offline loader would not serve but which plainly means schema.org
-  (``schema.org``, ``//schema.org``, ``https://www.schema.org``, upper case, a trailing ``#``)
-  is read as ``https://schema.org/``, and one holding JSON text (``"{\"@vocab\": ...}"``) is
-  parsed. Without it the record would lose every term. The usual ``"https://schema.org"``
-  is left alone: it is valid JSON-LD, served offline, and normalisation writes every record's
-  ``@context`` as the CDIF context object. A missing ``@context`` and ``https://schema.org/``
-  IRIs are handled (and noted) by normalisation.
+See docs/decisions/0023-finding-and-repairing-jsonld.md.
 """
 
 from __future__ import annotations

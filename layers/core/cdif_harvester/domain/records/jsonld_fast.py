@@ -1,60 +1,15 @@
 """A fast path for JSON-LD expansion and CDIF compaction, with pyld as the fallback.
 
-pyld implements the whole of JSON-LD 1.1 (scoped and protected contexts, containers, type
-coercion, reverse properties, ...). Publishers of dataset metadata use almost none of it: their
-contexts bind ``@vocab``, namespace prefixes and the ``id``/``type`` aliases, and their values are
-plain strings, numbers, node objects and the odd ``@list``. For that subset, expansion is one
-walk that rewrites keys, ``@id`` and ``@type`` values, and wraps literals as ``{"@value": ...}``;
-compaction with our CDIF context (prefixes only) is one walk back. This module does those two
-walks, and **declines** (returns ``None``) as soon as it meets anything outside the subset it
-implements exactly; the normaliser then runs pyld, so the result is the same either way.
+For the subset of JSON-LD that dataset publishers use, expansion and compaction are one walk
+each. The fast path **declines** (returns ``None``) as soon as it meets anything outside that
+subset, and the normaliser runs pyld instead, so the result is the same either way. Entry
+points: :func:`expand_schema_http`, :func:`compact_iri`, :func:`compact_value`, :func:`expand`,
+:func:`compact`. Processed contexts live on a :class:`ProcessedContexts`, one per way of serving
+context URLs (a :class:`~cdif_harvester.domain.records.contexts.JsonLdContexts` owns one and
+empties it on every registration); IRIs compacted with the shipped CDIF context are memoised for
+the process.
 
-What the fast path understands (anything else: decline):
-
-* Contexts: the URLs the offline loader serves (:mod:`cdif_harvester.domain.records.jsonld_loader`)
-  whose ``@context`` is an object, inline context objects, and arrays of both, at the top of the
-  document or embedded in any node. A context object may hold ``@vocab`` (an absolute IRI with
-  ``//`` after the scheme), ``@version: 1.1`` and term definitions that are a string (an absolute
-  IRI, a compact IRI, a term or a vocabulary-relative name; the keyword aliases ``@id`` and
-  ``@type``) or an object with ``@id`` only. Declined: ``null`` contexts, ``@base``,
-  ``@language``, ``@direction``, ``@import``, ``@propagate``, ``@protected``; term definitions
-  with ``@type`` (coercion), ``@container``, ``@reverse``, ``@context`` (scoped), ``@language``,
-  ``@prefix``, ``@nest``, ``@index``, ``@protected`` or ``null``; terms containing ``:`` or ``/``;
-  cyclic definitions; remote contexts the loader does not serve.
-* Nodes and values: ``@context``, ``@id``, ``@type``, ``@value`` (a string, number or boolean),
-  ``@language``, ``@list`` and ``@graph``; properties whose values are literals, node objects,
-  value objects or arrays of them. Declined: ``@set``, ``@reverse``, ``@index``, ``@nest``,
-  ``@included``, ``@direction``, ``@json`` literals, ``null`` ``@value``/``@list``, lists of
-  lists, and every input pyld would reject (the error is then pyld's own).
-* Compaction: expanded nodes, value objects with ``@type`` or ``@language``, references and
-  ``@list`` objects, compacted with the CDIF context; declined: ``@graph``, ``@reverse``,
-  ``@index``, ``@direction`` and IRIs that equal a prefix IRI or look like a compact IRI.
-
-How the normaliser uses it: :func:`expand_schema_http` expands the document as published
-(``raw``: declining where the normaliser's preparation would change the document), writes
-``https://schema.org/`` IRIs as ``http://schema.org/`` in the same walk and records the nodes
-that carry an ``@id`` in walk order (the normaliser's ``@id`` index needs no second walk);
-:func:`compact_iri` and :func:`compact_value` are the primitives of the normaliser's walk that
-compacts and shapes a record at once. :func:`expand` and :func:`compact` are the plain
-counterparts of ``pyld.jsonld.expand`` and ``pyld.jsonld.compact``.
-
-Where the two agree is not a matter of belief: ``tests/unit/test_jsonld_fast.py`` runs both
-paths over every golden input, every record of the reference corpus, the benchmark's generated
-pages and several hundred randomised and mutated documents, and requires identical output (key
-order included) or a decline; the same tests are what tells whether a new pyld release still
-behaves as reproduced here. The rules below cite the pyld 3.x behaviour they reproduce
-(``jsonld.py``: ``_expand``, ``_expand_object``, ``_expand_iri``, ``_create_term_definition``,
-``_compact``, ``_compact_iri``, ``_compact_value``).
-
-Caching: processed contexts live on a :class:`ProcessedContexts`, built for one way of serving
-context URLs (the shipped contexts alone, or those plus the trusted ones a
-:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts` registered, which owns one and
-empties it on every registration). A processed context is kept there keyed by its parent context
-and the local context's text (or URL); so are the expansions of property keys and of
-vocabulary-relative ``@type`` values per context. The compaction of IRIs with the CDIF context
-(shipped, never registered over) is a pure function of the IRI, memoised for the process. Every
-cache is bounded (a full one is emptied and fills again with what is in use). The caches are
-plain dictionaries: concurrent threads may at worst compute an entry twice.
+See docs/decisions/0026-fast-jsonld-path.md for the subset, the caches and the tests of agreement.
 """
 
 from __future__ import annotations

@@ -1,36 +1,13 @@
 """An offline pyld document loader: our own contexts from package data, nothing else.
 
-JSON-LD processing needs the ``@context`` documents a record names. Fetching them from the
-publisher's web is slow, fragile and a security risk (an attacker-chosen URL reached from inside
-the pipeline), so the domain never fetches anything. Instead this loader serves two contexts we
-wrote ourselves from the specifications and ship in ``cdif_harvester/contexts``:
+:func:`document_loader` serves ``schemaorg.jsonld`` (every spelling of the schema.org context,
+without type coercion) and ``cdif.jsonld`` (at :data:`CDIF_CONTEXT_URL`); every other URL is
+refused without touching the network (:func:`is_served` tells beforehand). The functions here
+serve the shipped contexts only and are pure (parsed contexts are cached for the process). The
+trusted remote contexts the extractor fetched are served on top of these by a
+:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`, never by a module global.
 
-* ``schemaorg.jsonld``, served for every spelling of the schema.org context: ``http`` and
-  ``https``, with and without a trailing slash, and the ``docs/jsonldcontext.json`` (and
-  ``.jsonld``) variants. It binds ``@vocab`` to ``http://schema.org/`` (the IRI the CDIF
-  schemas use, CDIF core 1.0 implementation: "schema: prefix is required"), the ``id``/``type``
-  aliases and the usual namespace prefixes (dcterms, dct, dcat, prov, spdx, ...).
-  Decision: unlike the live schema.org context it declares **no type coercion** (no
-  ``"@type": "@id"`` on ``url``, no ``Date`` on ``dateModified``). The CDIF JSON shape carries
-  such values as plain strings (``"schema:url": "https://..."``), so without coercion a plain
-  schema.org record and an already CDIF-shaped record normalise to the same JSON.
-* ``cdif.jsonld``, the compaction context of the CDIF 1.0 shape: only namespace prefixes
-  (schema, dcterms, dcat, prov, spdx, skos, time, xsd), exactly the bindings the official
-  CDIF core schema checks in ``@context``. It is served at :data:`CDIF_CONTEXT_URL` (our own
-  name for it; no public URL is claimed).
-
-Every other URL is refused with a :class:`pyld.jsonld.JsonLdError` (code
-``loading document failed``) without touching the network; :func:`is_served` lets callers drop
-such contexts beforehand.
-
-The functions here serve the shipped contexts only, and are pure: parsed contexts are cached for
-the life of the process (``functools.cache``; the files never change), and pyld keeps the
-processed contexts in its own process-wide cache because we tag the documents ``static``.
-
-Remote contexts that an operator trusts (``Settings.trusted_contexts``, e.g. a community
-vocabulary) are fetched by the extractor stage through the safe fetcher and registered on a
-:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`, the object that serves them on
-top of these; the domain itself never fetches anything.
+See docs/decisions/0024-offline-jsonld-contexts.md and docs/decisions/0025-no-type-coercion.md.
 """
 
 from __future__ import annotations

@@ -1,67 +1,13 @@
 """Normalise any published JSON-LD Dataset description to the CDIF core 1.0 JSON shape.
 
-Target shape (CDIF core 1.0 schema.org implementation): the described resource at the root,
-``@context`` an object binding the ``schema``, ``dcterms``, ``dcat``, ``prov`` and ``spdx``
-prefixes, every key prefixed (``schema:name``), ``@type`` an array containing
-``schema:Dataset``, and ``schema:subjectOf`` holding the metadata (catalog) record node:
-``@type ["schema:Dataset"]``, ``schema:additionalType ["dcat:CatalogRecord"]``,
-``schema:about {"@id": <resource id>}`` and ``dcterms:conformsTo [{"@id": ...}]``.
+:func:`normalise` prepares the JSON, expands it offline with the contexts given (a
+:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
+default), finds the Datasets, pairs each with its metadata record and compacts and shapes it: the
+resource at the root, the metadata record under ``schema:subjectOf``, every key prefixed. Nothing
+is invented; a missing id gets a marked fallback. Raises :class:`NormalisationError`
+(``no-dataset``, ``normalisation-failed``).
 
-How (JSON-LD 1.1, fully offline; expansion and compaction take the fast path of
-:mod:`cdif_harvester.domain.records.jsonld_fast` when it understands every context and construct of
-the document, which gives exactly pyld's output, and pyld otherwise):
-
-1. *Prepare* the raw JSON: remote ``@context`` URLs that the given contexts
-   (:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`) do not serve are removed
-   (note "remote context X not loaded"); ``@id`` values that are empty or not strings are
-   removed (they would otherwise silently become the page URL). A document without any
-   ``@context`` is read with our schema.org context (note "no @context").
-2. *Expand* (fast path, else pyld with the document loader of those contexts) with
-   ``base = document_url`` (relative ``@id`` such as ``#metadata`` become absolute). Then every
-   ``https://schema.org/`` property, type and ``@id`` is mapped to ``http://schema.org/`` (the
-   IRI the CDIF schemas and schema.org's own context use).
-3. *Find the Datasets*: top-level nodes (root, top-level array, ``@graph``), the ``about`` of a
-   metadata record (older shape, discoverability Appendix 1 "Option 2") and the elements of an
-   ``ItemList`` (Appendix 1, Example 3; CDIF-list-1.0: each element becomes its own record, the
-   list is kept as its provenance, ``NormalisedRecord.item_list``). Nodes that share an
-   ``@id`` are merged first, so a Dataset and its catalog record given as separate nodes are
-   joined by ``@id``. A Dataset typed ``dcat:CatalogRecord`` is a metadata record, not a
-   resource.
-4. *Pair each Dataset with its metadata record*: the record whose ``about`` names it, else the
-   ``subjectOf`` value that is a catalog record / points back with ``about`` / declares
-   ``dcterms:conformsTo``. An older-shape record typed e.g. ``DigitalDocument`` keeps its types
-   and gains ``schema:Dataset`` plus ``dcat:CatalogRecord`` (what the 1.0 shape requires); a
-   ``dcterms:conformsTo`` given under the record's ``encoding`` (Appendix 1 pattern) or as
-   ``schemaVersion`` is lifted onto the record. Known CDIF profile URIs are written in their
-   canonical form (``https://w3id.org/cdif/core/1.0``, no trailing slash).
-5. *Compact* the resource node with our CDIF context (fast path, else pyld) and *shape* the
-   JSON: ``@type`` always an array; arrays where the CDIF schema wants arrays (license,
-   conditionsOfAccess, additionalType, sameAs, keywords, distribution, provider, contributor,
-   funding, publishingPrinciples, relatedLink, variableMeasured, wasGeneratedBy,
-   wasDerivedFrom, conformsTo, encodingFormat in a distribution, ...), and for a record that
-   declares the discovery profile also where that profile wants them (spatialCoverage,
-   temporalCoverage, measurementTechnique; propertyID and alternateName of a variable;
-   alternateName of a place); ``schema:creator``
-   wrapped in ``@list`` (the array order the publisher wrote, CDIF core "Originators"); bare
-   ``{"@id"}`` values of string-valued properties (url, contentUrl, additionalType) written as
-   strings; conformsTo strings written as ``{"@id"}``.
-
-Nothing is invented: no conformsTo, licence or date the publisher did not declare. Keys that no
-context maps to an IRI are dropped by JSON-LD expansion (they have no meaning in RDF).
-
-Identity (catalogue keys): ``record_id`` is the metadata record ``@id``, ``resource_id`` the
-resource ``@id`` or, when that is missing or junk, the resource's ``schema:identifier`` (its
-``url``, or a value that is an IRI). Junk is: empty, a blank node (``_:``), ``null``/``none``/
-``undefined``/``nil``/``n/a`` (also as the last segment, e.g. ``doi:null``). When no usable id
-exists, a fallback is derived from ``document_url`` (fragment removed):
-``<document_url>#resource-N`` for the N-th Dataset (1-based) and ``<document_url>#record``
-(``#record-N`` when the document holds several Datasets), ``identity_fallback`` is True and a
-note says so. A missing metadata record is created as an empty catalog-record node with the
-fallback id (no conformsTo: validation then reports it).
-
-Errors: :class:`NormalisationError` (a :class:`~cdif_harvester.errors.PermanentError`) with
-reason ``no-dataset`` when the document holds no Dataset, ``normalisation-failed`` when JSON-LD
-processing fails.
+See docs/decisions/0027-normalising-to-cdif-shape.md and docs/decisions/0028-record-identity.md.
 """
 
 from __future__ import annotations

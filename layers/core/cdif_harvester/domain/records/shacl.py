@@ -1,69 +1,15 @@
 """Optional SHACL validation of a normalised record, for what JSON Schema cannot express.
 
-JSON Schema (:mod:`cdif_harvester.domain.records.validation`) judges the JSON tree: required items,
-types, cardinalities, the CDIF conformance URI. Some rules of CDIF core 1.0 are about the record
-read as RDF, where CURIEs become IRIs and one ``@id`` names the same node wherever it appears.
-Our shapes (``cdif_harvester/shapes/cdif-core-1.0.shapes.ttl``, written from "CDIF core 1.0
-schema.org implementation" and discoverability Appendix 1; the official CDIF shapes were read,
-not copied) check exactly those, and leave to JSON Schema what it reports (the one overlap: a
-missing ``@id``, which JSON Schema reports as required, also makes the node a blank node here):
+:func:`shacl_issues` checks, offline, the rules of CDIF core 1.0 that concern the record read as
+RDF (identifiers are IRIs and distinct, ``about`` points back, agents given by ``@id`` are
+described, temporal coverage in order) and returns
+:class:`~cdif_harvester.domain.records.validation.ValidationIssue` values pointing into the
+record. Remote contexts are served by the contexts given
+(:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
+default). Needs the ``shacl`` extra (pyshacl); without it raises :class:`ShaclUnavailable`.
 
-* **Resource identifier is an IRI**: the root ``@id`` is an IRI, not a blank node (missing or
-  ``_:...``) ("Resource identifier": globally unique; the official shapes require the Dataset
-  node to be an IRI).
-* **Metadata identifier is an IRI**: the same for ``schema:subjectOf/@id``.
-* **Distinct identifiers**: the metadata record and the resource do not share one ``@id``
-  (with one IRI, RDF merges them and the record's statements become the dataset's).
-* **about points back**: ``schema:subjectOf/schema:about`` names the root ``@id`` ("a
-  schema:about property referencing the @id of the root resource node"); JSON Schema checks
-  that it has an ``@id``, not which.
-* **Agents given by @id are described in the record**: an agent under ``schema:creator`` (its
-  ``@list`` members), ``schema:contributor``, ``schema:provider``, ``schema:publisher`` or
-  ``schema:funder`` that is only ``{"@id": ...}`` must be described (typed) elsewhere in the
-  record. CDIF core allows "an object reference ... to an agent defined elsewhere"; a harvested
-  record is judged as it stands (nothing is dereferenced), so elsewhere means elsewhere in the
-  record. JSON Schema accepts any ``{"@id": ...}`` there and cannot look the IRI up.
-* **Temporal coverage in order**: an ISO 8601 interval ``start/end`` in
-  ``schema:temporalCoverage`` does not end before it starts (compared at the two dates' common
-  precision; with times of day on both ends, as ``xsd:dateTime``). Open intervals, durations,
-  named eras and OWL-Time nodes are not judged.
-
-Relative references (``"#metadata"``, ``"schema:about": {"@id": ""}``) are not judged: in a
-published document they resolve against the document's URL, which a record does not carry.
-Normalisation resolves them, so a normalised record has none and is judged in full.
-
-Left out on purpose: what JSON Schema can express (date patterns, name length, keyword commas,
-coordinate ranges; the official shapes' checks of that kind belong in the schema if anywhere),
-``datePublished`` versus ``dateModified`` (content may be modified before it is published), and
-the official shapes' informational (``sh:Info``) advice.
-
-How (no network, no global state beyond per-process caches of pure functions):
-
-1. The record is copied; the copy's root is typed ``cdifh:RecordRoot`` and its
-   ``schema:subjectOf`` node ``cdifh:MetadataRecord`` (RDF forgets which node was at the root,
-   the shapes need to know), and every node object gets a ``cdifh:pointer`` literal holding its
-   JSON Pointer in the record, so a result on a nested node (a distribution's provider) is
-   reported where the publisher wrote it. ``cdifh:`` is ``urn:cdif-harvester:shapes:``; none
-   of this is written into any record.
-2. The copy goes to RDF with pyld ``to_rdf`` and the offline loader of the contexts given
-   (:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
-   default), written as N-Quads and parsed by rdflib (never rdflib's own JSON-LD parser, which
-   may fetch contexts). Only the default graph is validated (a CDIF record has no named graphs),
-   so the N-Quads carry no graph names and rdflib reads them as N-Triples. Relative references
-   resolve against the base ``cdif-harvester-relative:/``, so the shapes can tell them from IRIs
-   and leave them alone.
-3. pyshacl validates that graph against the shapes graph, parsed once per process. SPARQL
-   query texts are parsed once per process too (pyshacl would have rdflib parse the same text
-   for every record, which costs more than all the rest).
-4. Every ``sh:Violation`` becomes a
-   :class:`~cdif_harvester.domain.records.validation.ValidationIssue`: pointer into the record, the
-   shape's message with the offending value filled in, keyword ``shacl:<constraint>`` (the SHACL
-   constraint component: ``shacl:nodeKind``, ``shacl:not``, ``shacl:or``, ``shacl:node``,
-   ``shacl:sparql``).
-
-pyshacl is an optional dependency (the ``shacl`` extra: ``pip install 'cdif-harvester[shacl]'``),
-imported on first use; without it :func:`shacl_issues` raises :class:`ShaclUnavailable`.
-Cost: see :func:`shacl_issues`.
+See docs/decisions/0033-shacl-for-what-json-schema-cannot-say.md and
+docs/decisions/0034-running-shacl-offline.md.
 """
 
 from __future__ import annotations

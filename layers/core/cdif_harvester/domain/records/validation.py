@@ -1,79 +1,13 @@
 """Validate a normalised record against the CDIF rules it declares.
 
-Rule sets. A record is judged by the rules of the CDIF profile it declares in
-``schema:subjectOf/dcterms:conformsTo`` (:func:`rules_for`), and the report names them
-(:attr:`ValidationReport.rules`):
+:func:`validate_record` judges a record by the rule set of the CDIF profile it declares
+(:func:`rules_for`: core or discovery, 1.0 or 1.1; our own JSON Schemas in
+``cdif_harvester/schemas``), with a fast engine for the verdict and the reference engine for the
+messages, and returns a :class:`ValidationReport`: errors and warnings with JSON Pointers, the
+rules used and the recorded conformance.
 
-==========================  ======================  ==================================
-declared (most specific)    rule set                schema (package data)
-==========================  ======================  ==================================
-discovery 1.1               ``cdif-discovery-1.1``  ``cdif-discovery-1.0.schema.json``
-discovery 1.0               ``cdif-discovery-1.0``  ``cdif-discovery-1.0.schema.json``
-core 1.1                    ``cdif-core-1.1``       ``cdif-core-1.0.schema.json``
-core 1.0, or nothing known  ``cdif-core-1.0``       ``cdif-core-1.0.schema.json``
-==========================  ======================  ==================================
-
-Both schemas are our own (JSON Schema 2020-12, in ``cdif_harvester/schemas``), written from
-"CDIF core 1.0 schema.org implementation" and the discoverability document; the unit tests check
-that their verdicts equal the official ``resolvedSchema.json`` (core) and
-``CDIFDiscoveryProfileStructuredSchema.json`` (discovery) verdicts on the reference corpus and on
-mutated variants, except for the differences named below.
-
-Decisions:
-
-* **Discovery includes core.** The discovery profile extends core (the official discovery schema
-  composes cdifCore), so our discovery schema references our core schema and adds the discovery
-  items: geographic extent (``schema:spatialCoverage``), temporal coverage, variable measured,
-  measurement technique and quality measurements. A discovery record must declare a core URI as
-  well as a discovery URI (as the official schema requires and the core implementation says:
-  "Extended profiles add their own conformance URIs to this array"). As in the official
-  schema the discovery items are arrays (``schema:spatialCoverage``,
-  ``schema:temporalCoverage``, ``schema:measurementTechnique``, ``schema:variableMeasured`` and
-  its ``schema:propertyID``...). Where the official discovery file embeds an older copy of the
-  core items (a labelled link typed ``schema:CreativeWork`` only, a numeric
-  ``schema:contentSize``), ours follows the official core 1.0 schema: intended differences.
-* **1.0 and 1.1.** Both conformance URIs are accepted for each profile, with or without a
-  trailing slash. No separate 1.1 rules are published with the reference material (the CDIF
-  validation tooling maps 1.0 and 1.1 URIs to the same schemas), so a 1.1 rule set checks the
-  same content as its 1.0 one; the report still says which was declared and used. Accepting
-  1.1 is an intended difference from the official 1.0 verdicts.
-* **Nil values** (discoverability, "Required, but nilable"): ``nil:missing`` and ``nil:unknown``
-  may stand for the whole value of description, creator, dateModified, provider and the
-  record's sdDatePublished and maintainer; ``nil:missing``, ``nil:unknown`` and
-  ``nil:notapplicable`` for geographic extent, temporal coverage and variable measured (the
-  items the spec names for "not applicable"). "The whole value" means the value itself or the
-  only element of its array or ``@list``. Anywhere else among the content items a nil value is
-  an error: the required, not nilable items (identifiers, title, distribution, rights, profile)
-  need a real value, and an optional item is left out rather than nil. The record's ``@id``
-  is not nilable either: the core implementation makes it a mandatory URI and the catalogue is
-  keyed on it. The official schemas know no nil values (they accept a nil string where any
-  string goes and refuse it where an object is expected); these are intended differences.
-* **Recorded conformance** (:attr:`ValidationReport.conformance`): the most specific known CDIF
-  profile the record declares, canonical form without trailing slash: discovery before core,
-  1.1 before 1.0; ``None`` when none is declared. It is recorded whether or not the record is
-  valid.
-* **Two engines, one verdict.** Each schema is compiled once per process by ``jsonschema-rs``
-  (Rust), which gives the verdict in microseconds, and by the pure-Python ``jsonschema``, which
-  runs only on a record the first found invalid, to produce the messages and pointers; and
-  then only on the members the Rust engine found errors in plus those whose presence the root
-  rules test (the other members are valid, and no root rule looks at more than presence), with
-  every ``$ref`` inlined. The report is the same as from the whole record (tested). The
-  tests check that both engines agree on every verdict over the corpus, its normalised forms
-  and mutated variants. Where the Rust engine rejects a record the Python engine decides (a
-  record is valid when it reports no error). One disagreement is known: ``NaN`` and
-  ``Infinity``, which are not JSON but which Python's JSON parser accepts from a publisher's
-  text, are numbers to the Python engine and not to the Rust one; such a record is judged by
-  the Python engine. The Rust engine is compiled offline: a reference outside our two schemas
-  is an error, never a fetch.
-* **Formats** are not asserted (``format: uri``/``date`` are annotations, as for the official
-  schema without a format checker), in both engines, so verdicts agree.
-* **Pointers** are RFC 6901 JSON Pointers into the record. For a missing member the pointer
-  names where the member belongs (e.g. ``/schema:subjectOf/dcterms:conformsTo``).
-* **Messages** name the CDIF property and content item with its cardinality, e.g.
-  "schema:license or schema:conditionsOfAccess is required (Rights, 1..*)".
-* **Warnings** list recommended (or "required, but nilable") items that are missing:
-  description, creator, provider, keywords, geographic extent, temporal coverage, variable
-  measured, and the record's sdDatePublished and maintainer. They never make a record invalid.
+See docs/decisions/0029-validation-rule-sets.md, docs/decisions/0030-nil-values.md,
+docs/decisions/0031-two-validation-engines.md and docs/decisions/0032-validation-report.md.
 """
 
 from __future__ import annotations

@@ -1,56 +1,10 @@
 """A last-resort record: a schema.org Dataset built from a page's HTML ``<meta>`` tags.
 
-CDIF discourages this pattern. Its discoverability recommendations ask for structured
-metadata (JSON-LD embedded in the landing page, or a metadata document reached through a
-``describedby`` link, a linkset or a Signmap); loose ``<meta>`` tags carry free text with no
-types, no identifiers for people or licences and no distribution, and a record built from them
-can at best satisfy a small part of CDIF core. The harvester uses :func:`record_from_meta` only
-when nothing better was found, so that a page that publishes Dublin Core or Highwire
-(``citation_*``) tags is not lost altogether.
+CDIF discourages this pattern; :func:`record_from_meta` is used only when nothing better was
+found, so that a page that publishes Dublin Core or Highwire (``citation_*``) tags is not lost
+altogether. Without a title it returns None.
 
-Tag names are compared case-insensitively. ``DC.x``, ``dc.x``, ``dcterms.x`` and the colon
-forms ``dc:x`` and ``dcterms:x`` are the same tag. Property by property, the first source group
-in the list that has a value wins; within a group, tags count in document order:
-
-=================  ==============================================================================
-property           tags (source groups in order of preference)
-=================  ==============================================================================
-``name``           ``DC.title``; ``citation_title``
-``description``    ``DC.description``, ``dcterms.abstract``; ``citation_abstract``;
-                   ``description``
-``creator``        ``DC.creator``; ``citation_author`` (one ``Person`` per tag; ``;`` separates
-                   several names in one tag)
-``identifier``     ``DC.identifier`` and ``citation_doi``, all of them, in that order
-``keywords``       ``DC.subject``, ``citation_keywords`` and ``keywords``, all of them (split on
-                   ``;``, or on ``,`` when there is no ``;``)
-``datePublished``  ``DC.date.issued``, ``dcterms.issued``; ``citation_publication_date``;
-                   ``DC.date``; ``citation_date``
-``dateModified``   ``DC.date.modified``, ``dcterms.modified``
-``publisher``      ``DC.publisher``; ``citation_publisher`` (an ``Organization``)
-``license``        ``dcterms.license``; ``DC.rights``
-``inLanguage``     ``DC.language``; ``citation_language``
-``url``            the page URL
-``@id``            the first DOI among the identifiers, else the first http(s) URL among them,
-                   else the page URL
-=================  ==============================================================================
-
-Decisions:
-
-* No title, no record: :func:`record_from_meta` returns None without ``DC.title`` or
-  ``citation_title``. Open Graph tags and ``<title>`` are deliberately not used: every page has
-  them, and they do not say that the page describes a dataset.
-* A DOI (``10.1234/abc``, ``doi:10.1234/abc``, ``https://dx.doi.org/10.1234/abc``, ...) is
-  written ``https://doi.org/10.1234/abc``, in ``identifier`` as well as in ``@id``. Other
-  identifiers are kept as written.
-* ``lang`` is the preferred language: for the single-valued ``name`` and ``description``, a
-  tag in that language (``en`` matches ``en-GB``) wins over an untagged one, which wins over
-  one in another language. Multi-valued properties keep every value. ``lang`` is never
-  written as ``inLanguage``: the language of a page says nothing sure about a dataset.
-* ``identifier`` and ``inLanguage`` are a string when there is one value and a list when there
-  are several; ``creator`` and ``keywords`` are always lists. Values are stripped; short ones
-  (everything but ``description``) have runs of white space collapsed; repeated values count
-  once. Dates and licences are kept as written (no parsing, no guessing of licence URLs).
-* Every creator is a ``Person``: tags cannot tell a person from an organisation.
+See docs/decisions/0022-records-from-html-meta.md for which tags give which property.
 """
 
 from __future__ import annotations

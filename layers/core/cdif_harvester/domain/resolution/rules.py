@@ -1,26 +1,12 @@
 """Pure decisions of the URL resolver: profiles, link ranking, anchors, claims and verdicts.
 
-The resolver stage (:mod:`cdif_harvester.stages.resolve`) fetches; this module decides, from
-what was fetched, where the metadata is. Specs: CDIF metadata publication ("Find metadata"),
-CDIF discoverability (Appendix 3, Signposting), the 1997 HTTP/HTML metadata-linking draft, FAIR
-Signposting (RFC 8288 typed links, RFC 9264 linksets).
+The resolver stage (:mod:`cdif_harvester.stages.resolve`) fetches; this module decides, from what
+was fetched, where the metadata is: which profiles are CDIF, how ``describedby`` targets rank,
+when two URLs are the same, which resources a document claims. Specs: CDIF metadata publication,
+CDIF discoverability (Appendix 3), the 1997 HTTP/HTML metadata-linking draft, FAIR Signposting
+(RFC 8288, RFC 9264).
 
-Decisions:
-
-* A CDIF profile is ``CDIF1.0`` / ``CDIF1.1`` or any URI under ``https://w3id.org/cdif/``
-  (core, discovery, 1.0 or 1.1); a list profile is ``CDIF-list-1.0`` (or a ``/cdif/list``
-  URI). Profiles are compared case-insensitively, token by token (a ``profile`` may hold
-  several URIs separated by spaces).
-* ``describedby`` targets are ranked in tiers: CDIF profile first, then JSON-LD media type, then
-  untyped, then other media types (DataCite XML, ISO 19139 ...), which the harvester cannot read
-  and never fetches. Duplicates (same target) are merged, the first seen wins, attributes it
-  lacks are filled from the later ones.
-* URLs are compared after light normalisation: scheme and host lower-cased, default ports and
-  fragments dropped, an empty path read as ``/``. Nothing else (no trailing-slash folding), so
-  two different resources are never confused.
-* A document *claims* the resources its Dataset nodes name by ``url`` and ``@id`` (http(s) only)
-  and those its reverse links (``rev="meta"``, ``rel="describes"``) name. A claim on another
-  origin than the document is checked by the resolver (anti-spoofing, 1997 draft).
+See docs/decisions/0019-where-the-resolver-looks.md and docs/decisions/0020-anti-spoofing.md.
 """
 
 from __future__ import annotations

@@ -1,62 +1,12 @@
 """Read typed web links from HTTP ``Link`` headers, linksets and HTML ``<head>`` elements.
 
-Four readers, each pure (bytes or text in, values out, no I/O), each producing
-:class:`~cdif_harvester.model.TypedLink` values:
+Four pure readers produce :class:`~cdif_harvester.model.TypedLink` values:
+:func:`parse_link_header` (RFC 8288 section 3), :func:`parse_linkset_json` (RFC 9264 section
+4.2), :func:`parse_linkset_text` (RFC 9264 section 4.1) and :func:`parse_html_head` (``<link>``
+and ``<meta>``). They are lenient, never raise, and note every tolerated deviation in
+``LinkParse.repairs``.
 
-* :func:`parse_link_header`: HTTP ``Link`` field values by the grammar of RFC 8288 section 3.
-* :func:`parse_linkset_json`: ``application/linkset+json`` (RFC 9264 section 4.2).
-* :func:`parse_linkset_text`: ``application/linkset`` (RFC 9264 section 4.1).
-* :func:`parse_html_head`: HTML ``<link>`` and ``<meta>`` elements, honouring ``<base href>``.
-
-The three link readers return a :class:`LinkParse`: the links and the repairs made on the way.
-Publishers' servers are sloppy, so the readers are lenient and say so: every deviation from
-the grammar that was tolerated is recorded as one short human-readable note in
-``LinkParse.repairs`` (prefixed ``link-header:`` or ``linkset:``). None of them raises, on
-any input.
-
-Decisions:
-
-* One :class:`TypedLink` per relation type: ``rel="describedby item"`` gives two links, in the
-  order written; a relation type repeated in one value counts once. Registered relation types
-  are lower-cased (they compare case-insensitively, RFC 8288 section 2.1.1); extension relation
-  types, which are URIs (section 2.1.2: anything starting with ``scheme:``), are kept as
-  written.
-* ``rev`` (deprecated by RFC 8288, used by the 1997 HTTP/HTML metadata-linking draft) gives
-  one link per value with ``reverse=True``; a link-value with both ``rel`` and ``rev`` gives
-  both sets, ``rel`` first. A link-value with neither is dropped with a note.
-* ``href`` and ``anchor`` are absolute: resolved against ``base``, which for a header is the
-  URL of the response (RFC 8288 section 3.2: never a base from the content) and for a linkset
-  the URL of the linkset. A link whose target or anchor cannot be made absolute is dropped
-  with a note.
-* Anchors: a header or HTML link without ``anchor`` keeps ``anchor=None``, meaning "the
-  resource that carried the link" (the caller knows which). Linkset links always have an
-  anchor: RFC 9264 requires one, and a missing one defaults to ``base`` with a note.
-* First occurrence wins for every parameter that may appear once (``rel``, per RFC 8288
-  section 3.3, and likewise ``rev``, ``anchor``, ``type``, ``title``, ``title*``,
-  ``profile``, ``scheme``); later ones are ignored with a note. ``hreflang`` may repeat, but
-  :class:`TypedLink` holds one: the first is kept.
-* ``title*`` (an RFC 8187 ext-value such as ``UTF-8'de'n%c3%a4chstes``) is decoded and wins
-  over ``title``; its language tag is not kept. An undecodable ``title*`` is ignored with a
-  note.
-* ``type`` is lower-cased in its media type only; parameters after ``;`` are kept as written
-  (a ``profile`` URI in them is case-sensitive). ``profile`` and ``scheme`` are kept as
-  written. In linkset JSON, ``profile`` is an extension target attribute (an array, RFC 9264
-  section 4.2.4.3); several values are joined with a space, the RFC 6906 list form.
-* Repaired sloppy forms: a target without ``<>`` (or with an unclosed ``<``), single-quoted
-  values (the CDIF discoverability text itself writes ``profile='CDIF1.0'``), unquoted values
-  that are not tokens (``profile=https://w3id.org/cdif/core/1.0``), whitespace around ``=``,
-  empty list elements (``,,``) and empty parameters (``;;``), a missing comma between two
-  link-values, an unterminated quote (the value then ends, like an unquoted one, at the next
-  ``;``, ``,`` or line end). A fragment that cannot be read at all is skipped up to the next
-  ``;`` (inside a link-value) or ``,`` (between link-values) and never spoils other links.
-* ``application/linkset`` allows line breaks between link-values as well as commas; a line
-  break followed by ``<`` starts a new link-value there without a note.
-* HTML: lxml's recovering parser (no network, no entity resolution). The encoding is sniffed
-  like a browser without HTTP headers would: byte order mark, else a ``<meta charset>``
-  declaration in the first 1024 bytes, else UTF-8 when the bytes are valid UTF-8, else
-  windows-1252. ``<link>`` elements anywhere in the document count (sloppy pages put them in
-  the body); elements inside comments or scripts do not. A ``<link>`` without ``href`` (or
-  with an empty one) is skipped. HTML ``<link>`` has no anchor.
+See docs/decisions/0021-lenient-link-readers.md.
 """
 
 from __future__ import annotations

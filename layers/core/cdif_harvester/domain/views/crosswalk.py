@@ -1,21 +1,14 @@
 """The crosswalk: every view the harvester publishes of a valid CDIF record, in one place.
 
-Each view lives in its own pure module and is re-exported here:
-
-* PID Kernel (CDIF discoverability, Appendix 2): :func:`pid_kernel_view`, in
-  :mod:`cdif_harvester.domain.views.pidkernel`.
-* Signposting (Appendix 3): :func:`record_links`, :func:`signposting_links`,
-  :func:`landing_page` and the serialisers :func:`link_header` (RFC 8288),
-  :func:`linkset_text` and :func:`linkset_json` (RFC 9264) and :func:`html_link_elements`, in
-  :mod:`cdif_harvester.domain.views.signposting`.
-* N-Quads: :func:`record_nquads`, in :mod:`cdif_harvester.domain.views.nquads`.
-* Signmap of a source (signposting.org Signmaps): :func:`render_signmap` and
-  :func:`render_signmap_index`, in :mod:`cdif_harvester.domain.views.signmap`.
-
-The input is a record in the CDIF 1.0 shape (resource at the root, metadata record under
-``schema:subjectOf``), as the normaliser writes it; values are read with
-:mod:`cdif_harvester.domain.records.record_values`. The stage that writes the views is
+Each view lives in its own pure module and is re-exported here: PID Kernel (CDIF
+discoverability, Appendix 2; :mod:`~cdif_harvester.domain.views.pidkernel`), Signposting
+(Appendix 3, RFC 8288, RFC 9264; :mod:`~cdif_harvester.domain.views.signposting`), N-Quads
+(:mod:`~cdif_harvester.domain.views.nquads`) and a source's Signmap
+(:mod:`~cdif_harvester.domain.views.signmap`). The input is a record in the CDIF 1.0 shape, read
+with :mod:`cdif_harvester.domain.records.record_values`; the views are written by
 :mod:`cdif_harvester.stages.crosswalk`.
+
+See docs/decisions/0035-crosswalk-views.md.
 """
 
 from __future__ import annotations

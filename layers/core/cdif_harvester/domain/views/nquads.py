@@ -1,22 +1,12 @@
 """The N-Quads view of a CDIF record, for loading into a triple store.
 
-:func:`record_nquads` turns the record's JSON-LD into RDF with pyld's ``to_rdf`` and the
-offline document loader of the contexts given
-(:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`): nothing is ever fetched. A
-normalised record carries its ``@context`` inline, so the loader is only a guard.
+:func:`record_nquads` turns the record's JSON-LD into RDF with pyld's ``to_rdf`` and the offline
+document loader of the contexts given
+(:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`): nothing is ever fetched. Every
+triple goes in the named graph of the record, lines sorted and unique, so the same record always
+gives the same bytes.
 
-Decisions:
-
-* **One named graph per record.** Every triple is placed in the graph named by ``graph`` (the
-  crosswalk passes the metadata record's ``@id``), so a triple store can replace exactly one
-  record's triples when it changes (``DROP GRAPH`` then load) and tell where each triple came
-  from. Without ``graph`` (or when it is not an absolute IRI) the default graph is used.
-* **Deterministic.** The lines are sorted and duplicates removed, so the same record always
-  gives the same bytes (pyld's blank node labels follow the record's structure; the key order
-  of the JSON does not matter). No canonicalisation (URDNA2015): its cost can grow
-  exponentially on adversarial records, and a record is rewritten whole anyway.
-* Literals are as in the record: the CDIF context declares no type coercion, so e.g.
-  ``schema:url`` values are plain string literals, exactly what the record's JSON-LD means.
+See docs/decisions/0038-nquads-view.md.
 """
 
 from __future__ import annotations

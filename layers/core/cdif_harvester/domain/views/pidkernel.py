@@ -1,64 +1,12 @@
 """The PID Kernel view of a CDIF record (CDIF discoverability, Appendix 2).
 
-Appendix 2 ("Mapping from CDIF metadata to RDA PID Kernel attributes") lists the FDO / RDA
-Kernel Information fields and where CDIF keeps each. :func:`pid_kernel_view` follows it row by
-row and writes one JSON attribute per row that has a CDIF source, named as in the RDA
-Recommendation on PID Kernel Information (Weigel et al. 2019) where the row is an RDA
-attribute, else after the row's FDO field:
+:func:`pid_kernel_view` follows Appendix 2 ("Mapping from CDIF metadata to RDA PID Kernel
+attributes") row by row: one JSON attribute per row that has a CDIF source, named as in the RDA
+Recommendation on PID Kernel Information where the row is an RDA attribute, else after the row's
+FDO field, and ``pid``, the resource's ``@id``. Nothing is invented: a missing source gives no
+attribute, and an identifier the harvester made up gives no ``pid``.
 
-* FDO Creator -> ``creator``: ``schema:creator``
-* FDO Responsible Organisation (Resource) -> ``responsibleOrganisation``: ``schema:provider``
-* RDA checksum -> ``etag`` (its name in the RDA kernel profile, as the row notes):
-  ``spdx:checksum`` of the resource and of its distributions
-* FDOF digitalObject-Mutability -> ``digitalObjectMutability``: ``schema:publishingPrinciples``
-* FDOF Persistency-Policy -> ``persistencyPolicy``: ``schema:publishingPrinciples``
-* RDA digitalObject-Policy -> ``digitalObjectPolicy``: ``schema:publishingPrinciples``
-* FDOF Responsible-Organisation (Technical Management) -> ``technicalManagement``:
-  ``schema:maintainer``
-* FDOF rightsRecord -> ``rightsRecord``: ``schema:license`` and ``schema:conditionsOfAccess``
-* FDOF ScientificDomain -> ``scientificDomain``: ``schema:keywords``
-* Profile -> ``kernelInformationProfile``: ``schema:subjectOf`` / ``dcterms:conformsTo``
-* FDOF digitalObjectType (two rows) -> ``digitalObjectType``: ``@type``, then
-  ``schema:additionalType``
-* RDA dateCreated -> ``dateCreated``: ``schema:datePublished``
-* RDA dateModified -> ``dateModified``: ``schema:dateModified``
-* RDA version -> ``version``: ``schema:version``
-* RDA digitalObjectLocation -> ``digitalObjectLocation``: ``schema:url``, else the
-  distributions' ``schema:contentUrl``
-* FDOF operationInfo: none ("Not implemented by CDIF v1.0")
-
-and ``pid``, the resource's ``@id``: the identifier the kernel record belongs to.
-
-Decisions:
-
-* Missing sources are left out, never invented: no attribute is written without a value in the
-  record, and no default is applied (Appendix 2 says Technical Management "equals the FDO
-  Creator by default"; a reader can apply that default, we do not copy the creator over).
-* Appendix 2 paths start at ``/"about"`` (the older shape with the metadata record at the
-  root); in the 1.0 shape that is the root, and the Profile row's ``/dcterms:conformsTo``
-  (the metadata record's root) is ``schema:subjectOf``. ``schema:maintainer`` is read on the
-  resource only: the metadata record's maintainer (CDIF core: "responsible for metadata
-  content") does not manage the digital object.
-* The three policy rows share one source; each gets it. ``digitalObjectType`` combines both
-  table rows: ``@type`` as ``http://schema.org/`` IRIs (the CDIF IRIs), then the
-  ``additionalType`` values. ``digitalObjectLocation`` is ``schema:url``; only when that is
-  absent are the distributions' ``contentUrl`` values used (the row's scope note).
-* ``etag`` values keep the spdx structure (``algorithm``, ``checksumValue``); a checksum found on
-  a distribution carries that distribution's ``contentUrl``, so a reader knows which bits it
-  covers.
-* Agents (creator, provider, maintainer) are written with ``id``, ``name``, ``type`` (IRIs),
-  ``identifier``, ``url`` and ``contactInformation`` (the row's "Agent (name, ID,
-  contactInformation)"). A bare ``{"@id": ...}`` reference is completed from the description
-  of the same node elsewhere in the record (the same node in JSON-LD, not an invention).
-* Keywords and additional types are written as given: strings stay strings (except a compact
-  IRI with a prefix the record's ``@context`` binds, such as ``dcat:Dataset``, written as the
-  IRI it abbreviates), DefinedTerms become objects with ``id``, ``name``, ``identifier``,
-  ``inDefinedTermSet``, ``termCode``, ``url``.
-* Rights and policies are IRIs where the record gives one (a string IRI, an ``@id``, a
-  CreativeWork's ``url``), else the text or the CreativeWork's name.
-* Identifiers the harvester had to make up (``invented``, see
-  :func:`cdif_harvester.domain.records.normalisation.normalise`) are not persistent identifiers:
-  such a ``pid`` is left out.
+See docs/decisions/0036-pid-kernel-view.md for the rows and how each is read.
 """
 
 from __future__ import annotations

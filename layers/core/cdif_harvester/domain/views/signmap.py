@@ -1,31 +1,11 @@
 """Writing a Signmap: a sitemap whose ``<url>`` entries carry Signposting links.
 
-Signposting's Signmaps (signposting.org, "Signposting Signmaps") extend the sitemaps.org 0.9
-protocol: the ``<urlset>`` declares ``xmlns:rs="http://www.openarchives.org/rs/terms/"``, each
-``<url>`` gives a landing page in ``<loc>`` and its typed links in ``<rs:ln>`` children with
-``rel``, ``href`` (absolute) and optionally ``type`` and ``profile``. An aggregator that
-publishes one for each source lets others harvest what it harvested, with the links that lead
-straight to the metadata. This module is the inverse of
-:func:`cdif_harvester.domain.discovery.sitemap.parse_sitemap` and takes the same values it gives,
-:class:`~cdif_harvester.domain.discovery.sitemap.SitemapEntry`.
+:func:`render_signmap` writes the ``<urlset>`` parts of a Signmap (signposting.org, "Signposting
+Signmaps") within the sitemaps.org limits, :func:`render_signmap_index` the index of several
+parts. It is the inverse of :func:`cdif_harvester.domain.discovery.sitemap.parse_sitemap` and
+takes the :class:`~cdif_harvester.domain.discovery.sitemap.SitemapEntry` values that gives.
 
-Decisions:
-
-* **Limits.** The sitemaps.org protocol allows at most 50,000 URLs and 50 MiB (uncompressed)
-  per sitemap. :func:`render_signmap` splits the entries, in their order, into as many
-  ``<urlset>`` parts as needed to stay within both; the caller publishes several parts under a
-  sitemap index (:func:`render_signmap_index`). An index may list 50,000 parts, so one source
-  can have 2.5 billion entries; no cap is applied below that.
-* **What an entry holds.** ``<loc>``, ``<lastmod>`` when known, then one ``<rs:ln>`` per link
-  whose context is the landing page (no ``anchor``, or ``anchor`` equal to ``loc``), in the
-  order given. A Signmap has no way to say that a link starts elsewhere, so links with another
-  anchor (``describes``, anchored at a metadata record) are left out rather than misstated.
-* **Escaping.** Locations and targets are URI references: white space, ``<``, ``>``, ``"``,
-  control and non-ASCII characters are percent-encoded (UTF-8); ``&`` is written ``&amp;`` (the
-  protocol's "entity escaping"). Characters XML 1.0 cannot carry are dropped from attribute
-  values. The output is UTF-8, without the byte order mark.
-* The protocol says a ``<loc>`` should be shorter than 2,048 characters; a longer one is kept,
-  not dropped, since the Signmap is a faithful list of what was harvested.
+See docs/decisions/0039-source-signmap.md.
 """
 
 from __future__ import annotations

@@ -1,63 +1,12 @@
 """The Signposting views of a CDIF record (CDIF discoverability, Appendix 3).
 
-Appendix 3 ("Mapping from Signposting relations to CDIF metadata elements") says which part of
-a CDIF record each Signposting link relation comes from. :func:`record_links` follows it row by
-row, :func:`signposting_links` merges those links with the ones the resolver saw on the
-publisher's site, and four serialisers write the merged links:
+:func:`record_links` follows Appendix 3 row by row, :func:`signposting_links` merges those links
+with the ones the resolver saw on the publisher's site, and four serialisers write them:
+:func:`link_header` (RFC 8288), :func:`linkset_text` and :func:`linkset_json` (RFC 9264) and
+:func:`html_link_elements`. :mod:`cdif_harvester.domain.resolution.weblinks` reads each text form
+back into the same links.
 
-* :func:`link_header`: one HTTP ``Link`` field value (RFC 8288 section 3);
-* :func:`linkset_text`: ``application/linkset`` (RFC 9264 section 4.1);
-* :func:`linkset_json`: ``application/linkset+json`` (RFC 9264 section 4.2);
-* :func:`html_link_elements`: HTML ``<link>`` elements for a landing page's ``<head>``.
-
-The project's own readers (:mod:`cdif_harvester.domain.resolution.weblinks`) read each text form
-back into the same links, without a single repair.
-
-=================== ===========================================================================
-relation            source in the CDIF 1.0 shape (Appendix 3's ``/"about"`` is the root)
-=================== ===========================================================================
-``author``          ``schema:creator`` ``@id`` (a creator without ``@id`` gives no link)
-``cite-as``         the resource ``@id``
-``describedby``     ``schema:subjectOf`` ``@id``, with the record's CDIF profile as ``profile``
-``describes``       the resource ``@id``, anchored at the metadata record (its origin)
-``type``            ``@type`` as ``https://schema.org/`` IRIs (the Signposting convention), then
-                    each ``schema:additionalType`` that is a web IRI (a DefinedTerm's ``@id``,
-                    ``schema:identifier`` or ``schema:url``)
-``license``         ``schema:license`` as an IRI (a string IRI, ``@id`` or CreativeWork ``url``)
-``item``            ``schema:relatedLink`` with ``linkRelationship`` ``hasPart``: its target's
-                    ``url``, with ``encodingFormat`` or ``contentType`` as ``type`` when it is
-                    a media type (CDIF also writes kinds there, e.g. ``Collection``)
-``collection``      ``schema:relatedLink`` with ``linkRelationship`` ``isPartOf``: likewise
-=================== ===========================================================================
-
-Decisions:
-
-* **Context.** Every link without ``anchor`` has the resource's landing page as its context
-  (:func:`landing_page`: the record's ``schema:url``, else the page that was harvested, else the
-  resource ``@id``). Only ``describes`` has another origin, the metadata record, and carries
-  it as ``anchor``.
-* **Merge.** Links the resolver saw (HTTP ``Link`` headers, HTML ``<link>``, linksets, the
-  Signmap) come first, in their order, then the record's links. Two links are the same when
-  relation, target and context agree (scheme and host compared case-insensitively, default
-  port ignored); the first is kept and takes the attributes it lacks (``type``, ``profile``,
-  ``title``, ``hreflang``) from the later one. A seen link's context is its ``anchor``, else
-  the URL it was seen at; when that context is the resource (its landing page, its ``@id``,
-  its ``schema:url``, or a harvested URL that is the resource's page) the link is about the
-  landing page and loses its anchor; otherwise it keeps it, so no link changes its meaning.
-* **What is republished.** Only the relations of Appendix 3, and ``linkset`` (a publisher's
-  own linkset is a Signpost too). ``rev`` links and the 1997 draft's ``meta`` relation are the
-  resolver's business, not Signposting, and are left out; so is the 1997 ``scheme``
-  attribute.
-* **Invented identifiers.** When the harvester had to make an identifier up (the record had no
-  usable ``@id``), no link is made to or from it: a ``cite-as`` must be a persistent URI.
-* **Serialising.** Parameter values are quoted strings; control characters are dropped (a
-  ``Link`` value must never break a header line). Targets and anchors are URI references:
-  white space, ``<``, ``>``, ``"``, control and non-ASCII characters are percent-encoded
-  (UTF-8). A non-ASCII title is written as ``title*`` (RFC 8187 ``UTF-8''...``) in the
-  ``Link`` forms, as ``title`` in JSON and HTML. In JSON, ``profile`` is an extension target
-  attribute, so an array (one element per space-separated profile URI), and ``hreflang`` an
-  array (RFC 9264 section 4.2.4.1). An HTML ``<link>`` has no anchor: anchored links are left
-  out of :func:`html_link_elements`.
+See docs/decisions/0037-signposting-views.md.
 """
 
 from __future__ import annotations
