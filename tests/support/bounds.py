@@ -4,8 +4,8 @@ Hostile-input tests assert bounds ("this page costs under 256 MB and 10 s of CPU
 memory means nothing inside the test process (pytest, moto and every earlier test are already in
 its peak RSS). :func:`measure` runs a snippet of Python in a fresh interpreter, with the same
 loopback-only network guard as the test session; the child reports its own peak resident set
-size and CPU time (``getrusage``) as it exits, so the figures are the work's own (plus the
-interpreter and the imports, some 30-60 MiB).
+size (``VmHWM``) and CPU time (``getrusage``) as it exits, so the figures are the work's own
+(plus the interpreter and the imports, some 15-60 MiB).
 
 The snippet prints what the test wants to check (JSON is convenient) on standard output.
 """
@@ -27,7 +27,9 @@ __all__ = ["Measured", "measure"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Installed first in the child: the same guard as the test session (tests/support/netguard.py),
-# and a report of the child's own resource use, written when it exits.
+# and a report of the child's own resource use, written when it exits. Peak memory is the kernel's
+# high-water mark of this process image (VmHWM), not getrusage's ru_maxrss: Linux carries
+# ru_maxrss across exec, so a child forked from a large pytest process would report the parent's.
 _PRELUDE = """\
 import atexit as _atexit, json as _json, os as _os, resource as _resource
 from tests.support.netguard import guard_network as _guard_network
@@ -35,8 +37,10 @@ _guard = _guard_network()
 _guard.__enter__()
 def _report_usage():
     usage = _resource.getrusage(_resource.RUSAGE_SELF)
+    with open("/proc/self/status") as status:
+        hwm = [line.split()[1] for line in status if line.startswith("VmHWM:")]
     with open(_os.environ["BOUNDS_USAGE_FILE"], "w") as out:
-        _json.dump({"rss_kib": usage.ru_maxrss, "cpu": usage.ru_utime + usage.ru_stime}, out)
+        _json.dump({"rss_kib": int(hwm[0]), "cpu": usage.ru_utime + usage.ru_stime}, out)
 _atexit.register(_report_usage)
 """
 
