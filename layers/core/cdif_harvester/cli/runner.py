@@ -4,7 +4,8 @@ The output directory is the object store (the key layout of the S3 bucket), ``ca
 it the catalogue, and in-process queues link the stages in the order of the SQS queues; running
 again on the same directory continues the same catalogue. The adapters are built by the local
 composition root, :mod:`cdif_harvester.local_runtime`; this module holds the loop that drives
-them. Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``.
+them. Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``;
+any other error ends it at once (:func:`~cdif_harvester.stages.jobs.verdict`, as on AWS).
 The stages that fetch run on a pool of ``workers`` threads spread across hosts, every request
 through one in-memory host gate.
 
@@ -38,7 +39,7 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
-from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
+from cdif_harvester.errors import ContractError, Deferred, HarvestError
 from cdif_harvester.keys import origin_of
 from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
@@ -49,10 +50,8 @@ from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.finish import close_run
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
-from cdif_harvester.stages.jobs import run_job
-from cdif_harvester.stages.outcomes import settle
+from cdif_harvester.stages.jobs import give_up, run_job, verdict
 from cdif_harvester.stages.resolve import resolve_url
-from cdif_harvester.stages.runs import sitemap_done
 from cdif_harvester.stages.sources import claim_source_run
 from cdif_harvester.wiring import Wiring
 
@@ -319,7 +318,11 @@ class LocalHarvester:
             job = decode(body, contract)
         except ContractError as exc:  # our own queue: a broken message is a bug, say so
             raise RuntimeError(f"internal message broke its contract: {exc}") from exc
-        return _Work(body=body, job=job, contract=contract, stage=stage, host=origin_of(job.url))
+        try:
+            host = origin_of(job.url)
+        except ValueError:  # a malformed URL: its stage settles it (run_job), in a line of its own
+            host = job.url
+        return _Work(body=body, job=job, contract=contract, stage=stage, host=host)
 
     def _after_failure(self, work: _Work, exc: BaseException) -> None:
         """Decide what becomes of a job that raised: later turn, retry, or recorded outcome."""
@@ -327,24 +330,16 @@ class LocalHarvester:
             self._delayed_seq += 1
             ready = time.monotonic() + exc.delay
             heapq.heappush(self._delayed, (ready, self._delayed_seq, work))
-        elif isinstance(exc, RetryableError):
+        elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the run stops
+            raise exc
+        elif (error := verdict(exc)) is not None:  # (run_job settles these itself)
+            give_up(self.wiring, work.job, error)
+        else:  # retryable (SQS would redeliver it): another attempt, up to max_attempts
             self._attempts[work.body] += 1
             if self._attempts[work.body] < self.max_attempts:
                 self.queue.send(self._queue_of(work.contract), [work.body])
             else:
-                self._give_up(work, exc)
-        elif isinstance(exc, Exception):  # a bug must not lose the URL or stop the run
-            error = HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
-            self._give_up(work, error)
-        else:
-            raise exc
-
-    def _give_up(self, work: _Work, error: HarvestError) -> None:
-        """Record the URL's outcome; a sitemap job given up on is done in its run too."""
-        job = work.job
-        settle(self.wiring, run_id=job.run_id, source=job.source, url=job.url, error=error)
-        if work.contract is SitemapJob:
-            sitemap_done(self.wiring, job)
+                give_up(self.wiring, work.job, _given_up(exc))
 
     @staticmethod
     def _queue_of(contract: type[Any]) -> str:
@@ -498,6 +493,13 @@ class LocalHarvester:
     def _say(self, text: str) -> None:
         if self.progress is not None:
             print(text, file=self.progress, flush=True)
+
+
+def _given_up(exc: Exception) -> HarvestError:
+    """The error a URL ends with after its last attempt failed with ``exc``."""
+    if isinstance(exc, HarvestError):
+        return exc
+    return HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
 
 
 def _outcome_line(outcome: UrlOutcome) -> dict[str, Any]:
