@@ -55,7 +55,7 @@ from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.stages.sources import claim_source_run
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["HarvestSummary", "LocalHarvester"]
+__all__ = ["HarvestInterrupted", "HarvestSummary", "LocalHarvester", "Terminated"]
 
 SUMMARY_FILE = "summary.json"
 OUTCOMES_FILE = "outcomes.jsonl"
@@ -124,6 +124,25 @@ class HarvestSummary:
             "signmaps": self.signmaps,
             "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE, "report": "report.html"},
         }
+
+
+class Terminated(KeyboardInterrupt):  # noqa: N818 - named for the signal, as KeyboardInterrupt
+    """SIGTERM, raised in the main thread by the command line's signal handler: it stops a
+    local run as Ctrl-C does (a KeyboardInterrupt, so no ``except Exception`` swallows it)."""
+
+
+class HarvestInterrupted(Exception):  # noqa: N818 - what happened, not a fault
+    """A local run stopped by Ctrl-C (SIGINT) or SIGTERM: it is marked ``interrupted`` in the
+    catalogue; ``exit_status`` is 130 or 143 (128 + the signal's number)."""
+
+    def __init__(self, run_id: str, *, terminated: bool, entered: int, settled: int) -> None:
+        signal = "SIGTERM" if terminated else "SIGINT"
+        super().__init__(
+            f"{signal}: run {run_id} interrupted after {settled} of {entered} URLs settled; "
+            "harvest again to continue"
+        )
+        self.run_id = run_id
+        self.exit_status = 143 if terminated else 130
 
 
 @dataclass
@@ -227,7 +246,8 @@ class LocalHarvester:
         ``options`` are resolution options for every URL of the run (``format_parameter``);
         ``source_id`` names the registered source harvested (whose run ``run_id`` was claimed).
         Raises InvalidEntryUrl when a URL can never be harvested and InvalidOptions for unusable
-        options (before anything is fetched).
+        options (before anything is fetched); HarvestInterrupted when Ctrl-C or SIGTERM stops
+        the run (marked ``interrupted``; nothing is written for it but what its URLs settled).
         """
         urls = [entry_urls] if isinstance(entry_urls, str) else list(entry_urls)
         started = time.monotonic()
@@ -247,19 +267,14 @@ class LocalHarvester:
             started_at=self.wiring.clock.now().isoformat(timespec="seconds"),
         )
         self._say(f"harvest {run_id}: {', '.join(summary.entry_urls)} -> {self.out_dir}")
-        views = 0
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="cdif-fetch") as pool:
-            while True:
-                views += self._drain_crosswalk(summary)
-                ran = self._run_one_main_job()
-                self._collect()
-                self._take_fetch_jobs()
-                started_work = self._dispatch(pool)
-                if not (ran or started_work):
-                    if self._finished():
-                        break
-                    self._pause()
-                self._report_progress(run_id)
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="cdif-fetch")
+        try:
+            views = self._drive(pool, summary)
+        except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated)
+            # Jobs not started are dropped; a fetch under way ends within its deadline.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise self._interrupted(run_id, terminated=isinstance(stop, Terminated)) from None
+        pool.shutdown()
         self._check_finished(run_id)
         # Tombstones, the Signmaps of the sources whose records changed, the source freed.
         closure = close_run(self.wiring, run_id, publish=False)
@@ -270,6 +285,33 @@ class LocalHarvester:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
         self._finish(summary, closure.outcomes, views, started)
         return summary
+
+    def _drive(self, pool: ThreadPoolExecutor, summary: HarvestSummary) -> int:
+        """Run every stage until every queue is empty; return the views made."""
+        views = 0
+        while True:
+            views += self._drain_crosswalk(summary)
+            ran = self._run_one_main_job()
+            self._collect()
+            self._take_fetch_jobs()
+            started_work = self._dispatch(pool)
+            if not (ran or started_work):
+                if self._finished():
+                    return views
+                self._pause()
+            self._report_progress(summary.run_id)
+
+    def _interrupted(self, run_id: str, *, terminated: bool) -> HarvestInterrupted:
+        """Mark the run ``interrupted`` (never withdrawing anything: it was not read whole)."""
+        at = self.wiring.clock.now().isoformat(timespec="seconds")
+        self.catalog.finish_run(run_id, at=at, state=RunState.INTERRUPTED)
+        run = self.catalog.get_run(run_id)
+        return HarvestInterrupted(
+            run_id,
+            terminated=terminated,
+            entered=run.entered if run else 0,
+            settled=run.settled if run else 0,
+        )
 
     def harvest_source(
         self, source_id: str, *, trigger: str = "manual", entry_url: str | None = None
