@@ -16,6 +16,7 @@ from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.model import RunState
 from tests.support.aws import ProvisionedStack
+from tests.support.bounds import measure
 from tests.support.httpserver import LocalHTTPServer
 from tests.support.lambda_driver import Route, pump
 from tests.support.pipeline import invoke, routes, run_pipeline
@@ -203,3 +204,28 @@ def _redelivering(sqs: Any, route: Route) -> Route:
         return answer
 
     return Route(route.queue_url, route.queue_arn, handler, name=route.name)
+
+
+def test_a_page_of_json_ld_100000_deep_costs_little_locally() -> None:
+    # The whole local harvest of the page, in a process of its own: peak memory and CPU.
+    measured = measure(
+        """
+        import json, sys, tempfile
+        from pathlib import Path
+        from cdif_harvester.cli.runner import LocalHarvester
+        from tests.hostile.test_verdict import _site
+        from tests.support.httpserver import LocalHTTPServer
+
+        with LocalHTTPServer() as server:
+            entry = _site(server, ["/deep.html"])
+            with LocalHarvester(Path(tempfile.mkdtemp()), allow_loopback=True) as harvester:
+                summary = harvester.harvest(entry)
+                outcomes = [o.reason for o in harvester.catalog.outcomes(summary.run_id)]
+        print(json.dumps(outcomes))
+        """
+    )
+    assert measured.returncode == 0, measured.stderr
+    [reason] = json.loads(measured.stdout)
+    assert reason.startswith("internal-error: RecursionError: ")
+    assert measured.peak_rss_mib < 256, measured
+    assert measured.cpu_seconds < 10, measured
