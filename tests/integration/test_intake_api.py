@@ -8,6 +8,7 @@ views are put there directly, as the pipeline's later stages would.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -300,6 +301,68 @@ def test_a_replacement_names_the_source_of_its_path(api_stack: ProvisionedStack)
     answer = call(api_stack, "PUT", "/sources/data-example-org", body={**OTHER_SOURCE})
     assert "differs" in answer.error(400, "invalid-request")
     call(api_stack, "PUT", "/sources/Bad%20Id", body=SOURCE).error(400, "invalid-request")
+
+
+# --------------------------------------------------------------------------- hostile bodies
+
+_NOT_UTF8 = base64.b64encode(b'{"url": "https://data.example.org/\xff\xfe"}').decode()
+HOSTILE_BODIES = [
+    # (raw body, isBase64Encoded, status, error, a fragment of the detail)
+    pytest.param((_NOT_UTF8, True, 400, "invalid-request", "not UTF-8"), id="invalid-utf8"),
+    pytest.param(("!!!not base64", True, 400, "invalid-request", "base64"), id="invalid-base64"),
+    pytest.param(
+        ('{"url": "\udcff"}', False, 400, "invalid-request", "UTF-8"), id="lone-surrogate"
+    ),
+    pytest.param(("[" * 4000 + "]" * 4000, False, 400, "invalid-request", "deep"), id="4000-deep"),
+    pytest.param(
+        (
+            '{"url": "https://data.example.org/", "options": ' + '{"a": ' * 40 + "1" + "}" * 41,
+            False,
+            400,
+            "invalid-request",
+            "deeper than",
+        ),
+        id="40-deep-object",
+    ),
+    pytest.param(('{"url": NaN}', False, 400, "invalid-request", "NaN"), id="nan"),
+    pytest.param(
+        ('{"url": ' + "9" * 5000 + "}", False, 400, "invalid-request", "limit"), id="huge-int"
+    ),
+    pytest.param(
+        ('["https://x.example.org/"]', False, 400, "invalid-request", "object"), id="a-list"
+    ),
+    pytest.param(('"a string"', False, 400, "invalid-request", "object"), id="a-string"),
+    pytest.param(("null", False, 400, "invalid-request", "object"), id="null"),
+    pytest.param(("{not json", False, 400, "invalid-request", "json_invalid"), id="not-json"),
+    pytest.param(
+        ("{" + " " * 9000 + "}", False, 413, "payload-too-large", "8192"), id="over-8-kib"
+    ),
+]
+
+
+@pytest.mark.parametrize("case", HOSTILE_BODIES)
+@pytest.mark.parametrize("path", ["/harvests", "/sources", "/sources/data-example-org/harvests"])
+def test_a_hostile_body_is_refused_with_a_json_error_not_a_500(
+    api_stack: ProvisionedStack,
+    path: str,
+    case: tuple[str, bool, int, str, str],
+) -> None:
+    raw_body, base64_encoded, status, error, fragment = case
+    register(api_stack, SOURCE)
+    request = event("POST", path, raw_body=raw_body)
+    request["isBase64Encoded"] = base64_encoded
+    answer = Answer(invoke(api_stack, "IntakeFunction", request))
+    detail = answer.error(status, error)
+    assert fragment in json.dumps(detail), detail
+    assert queued(api_stack) == []
+
+
+def test_a_caller_without_a_key_hears_401_before_its_undecodable_body_is_judged(
+    api_stack: ProvisionedStack,
+) -> None:
+    request = event("POST", "/harvests", key=None, raw_body=_NOT_UTF8)
+    request["isBase64Encoded"] = True
+    Answer(invoke(api_stack, "IntakeFunction", request)).error(401, "unauthenticated")
 
 
 # --------------------------------------------------------------------------- who may do what

@@ -54,7 +54,7 @@ from cdif_harvester.errors import (
 )
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
-from cdif_harvester.stages.jobs import run_job
+from cdif_harvester.stages.jobs import give_up, run_job
 from cdif_harvester.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -81,6 +81,10 @@ _J = TypeVar("_J")
 
 #: How long a unit of work is remembered as done: the queues' message retention (4 days).
 IDEMPOTENCY_SECONDS = 4 * 24 * 3600
+
+#: Deliveries of one message before SQS dead-letters it: the queues' ``maxReceiveCount`` in
+#: template.yaml (a unit test holds them equal). The last one settles a retryable failure.
+MAX_RECEIVES = 5
 
 #: Message attribute of a job sent again after Deferred: replay its fetch journal.
 RESUME_ATTRIBUTE = "cdif-resume"
@@ -323,9 +327,12 @@ def _handle_job(
     """Decode one job and run its stage, once per unit of work (:func:`work_key`).
 
     Returns None for a record consumed without being run: it breaks its contract, or its host
-    cannot take a request now (Deferred: the job is sent again, delayed). Raises RetryableError
-    (after asking SQS to wait out its ``Retry-After``) and any unexpected error, for SQS to
-    redeliver the record.
+    cannot take a request now (Deferred: the job is sent again, delayed). Errors get the verdict
+    the local runner gives them (:func:`~cdif_harvester.stages.jobs.verdict`): a deterministic
+    one is the URL's outcome at once (``run_job``); a RetryableError is raised (after asking SQS
+    to wait out its ``Retry-After``) for SQS to redeliver the record, except on its last delivery
+    (:data:`MAX_RECEIVES`), when it becomes the URL's ``failed`` outcome instead of a
+    dead-letter. A transient error of no known kind is raised on every delivery.
     """
     # The keys of the batch's previous record must not leak into this record's lines.
     logger.append_keys(message_id=record.message_id, run_id=None, url=None)
@@ -354,18 +361,30 @@ def _handle_job(
         metrics.add_metric(name="Deferred", unit=MetricUnit.Count, value=1)
         return None
     except RetryableError as error:
+        if _receives(record) >= MAX_RECEIVES:  # the last try: the URL ends failed, not lost
+            logger.warning("job failed on its last delivery", error=str(error))
+            settled = give_up(bundle, job, error)  # type: ignore[type-var]
+            return _Processed(settled.outcome.value)
         logger.warning(
             "job failed; SQS redelivers it", error=str(error), retry_after=error.retry_after
         )
         if error.retry_after is not None:
             _retry_later(bundle, contract, record, error.retry_after)
         raise
-    except Exception:  # a bug, not the data: Powertools would log it only at DEBUG
+    except Exception:  # a transient fault no adapter mapped (run_job settled the rest)
         logger.exception("job failed unexpectedly; SQS redelivers it")
         raise
     outcome = done.get("outcome")
     logger.info("job done", outcome=outcome)
     return _Processed(outcome)
+
+
+def _receives(record: SQSRecord) -> int:
+    """How many times SQS has delivered ``record`` (1 on the first delivery)."""
+    try:
+        return int(record.attributes.approximate_receive_count or 1)
+    except (TypeError, ValueError):
+        return 1
 
 
 def _handle_notification(

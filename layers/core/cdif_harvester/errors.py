@@ -58,7 +58,11 @@ test keeps this tree complete::
             PayloadTooLarge (api.errors): permanent; a body over 8 KiB (413)
             TooLargeToServe (api.errors): permanent; a document too big for Lambda (501)
         UsageError (cli.dlq): permanent; ``cdif-harvest dlq`` given no usable queue (exit 2)
+        HarvestInterrupted (cli.runner): a local run stopped by SIGINT or SIGTERM, marked
+            ``interrupted`` (exit 130 or 143)
         Declined (domain.records.jsonld_fast): internal, caught there; pyld takes over
+    KeyboardInterrupt
+        Terminated (cli.runner): SIGTERM, raised by the command line's handler; stops a run
     RuntimeError
         ConfigError (aws_runtime): fatal until redeployed; the environment lacks a setting
     ValueError

@@ -348,11 +348,13 @@ def source_from_dict(data: dict[str, Any]) -> Source:
 
 class RunState(StrEnum):
     """Where a harvest run is: under way, finished (every URL that entered has its outcome),
-    or stalled (no progress for a long time: jobs dead-lettered; a redrive can finish it)."""
+    stalled (no progress for a long time: jobs dead-lettered; a redrive can finish it), or
+    interrupted (a local run stopped by Ctrl-C or SIGTERM; the next harvest starts a new run)."""
 
     RUNNING = "running"
     FINISHED = "finished"
     STALLED = "stalled"
+    INTERRUPTED = "interrupted"
 
 
 # How a catalogue marks a URL that entered a run and is still on its way (never an Outcome).

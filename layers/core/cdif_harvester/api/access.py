@@ -10,18 +10,21 @@ The function maps that id to a role:
   records harvested from their hosts), and on nothing else.
 
 A request without a key id (a route deployed without ``ApiKeyRequired``, ``sam local
-start-api``) is refused with 401 before its body is read.
+start-api``) is refused with 401 before its body is read; a body over 8 KiB with 413, one that is
+not UTF-8 text (or not valid base64 when ``isBase64Encoded``) with 400, before it is parsed.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from cdif_harvester.api.errors import Forbidden, PayloadTooLarge, Unauthenticated
+from cdif_harvester.api.errors import ApiError, Forbidden, PayloadTooLarge, Unauthenticated
 from cdif_harvester.model import CatalogEntry, RunStatus, Source
 from cdif_harvester.stages.sources import host_allowed
 
@@ -74,14 +77,44 @@ def _body_size(event: Mapping[str, Any]) -> int:
         # The decoded size, computed without decoding.
         text = str(body).strip()
         return len(text) * 3 // 4 - text[-2:].count("=")
-    return len(str(body).encode("utf-8"))
+    # (surrogatepass: a body that is not UTF-8 text is measured here, refused by _readable)
+    return len(str(body).encode("utf-8", "surrogatepass"))
+
+
+def _bad_body(kind: str, message: str) -> ApiError:
+    """The 400 for a body that cannot be read, in the shape of a request validation error."""
+    return ApiError([{"loc": ["body"], "type": kind, "msg": message}], error="invalid-request")
+
+
+def _readable(event: Mapping[str, Any]) -> None:
+    """Raise ApiError (400 ``invalid-request``) when the body is not UTF-8 text: undecodable
+    base64 (``isBase64Encoded``), bytes that are not UTF-8, or lone surrogates."""
+    body = event.get("body")
+    if not body:
+        return
+    text = str(body)
+    if event.get("isBase64Encoded"):
+        try:
+            data = base64.b64decode(text.encode("ascii"))  # as Powertools decodes it
+        except (UnicodeEncodeError, binascii.Error) as exc:
+            raise _bad_body("base64", "the body is marked base64 but is not base64") from exc
+    else:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _bad_body("utf8", "the body is not UTF-8 text") from exc
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _bad_body("utf8", f"the body is not UTF-8 text (byte {exc.start})") from exc
 
 
 def admit(event: Mapping[str, Any], operators: Iterable[str]) -> Caller:
     """Return the caller of the API Gateway (REST, proxy) ``event``.
 
     Raises Unauthenticated when the event carries no API key id, PayloadTooLarge when its body
-    is larger than MAX_BODY_BYTES: both before the body is parsed.
+    is larger than MAX_BODY_BYTES, and ApiError (400 ``invalid-request``) when the body is not
+    UTF-8 text: all before the body is parsed.
     """
     identity = (event.get("requestContext") or {}).get("identity") or {}
     key_id = identity.get("apiKeyId") if isinstance(identity, Mapping) else None
@@ -93,6 +126,7 @@ def admit(event: Mapping[str, Any], operators: Iterable[str]) -> Caller:
     size = _body_size(event)
     if size > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"request body is {size} bytes; at most {MAX_BODY_BYTES} accepted")
+    _readable(event)
     return Caller(key_id=key_id, operator=key_id in set(operators))
 
 

@@ -9,6 +9,7 @@ See docs/decisions/0040-api-errors.md for the mapping, and docs/api.md ("Errors"
 
 from __future__ import annotations
 
+import binascii
 import json
 from collections.abc import Callable
 from http import HTTPStatus
@@ -144,8 +145,15 @@ def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def register_error_handlers(app: APIGatewayRestResolver) -> None:
-    """Map every exception a route (or the request validation) can raise to its response."""
+def register_error_handlers(
+    app: APIGatewayRestResolver, *, admit_request: Callable[[], object] | None = None
+) -> None:
+    """Map every exception a route (or the request validation) can raise to its response.
+
+    ``admit_request`` admits the current request (raising ApiError); it decides a decoding
+    error raised before the body reached the API's parser: the body's fault (401, 413 or 400,
+    as admission says) or, when the body is fine, a bug (500).
+    """
 
     def api_error(exc: ApiError) -> Response[str]:
         return error_response(exc.status, exc.error, exc.detail)
@@ -188,6 +196,14 @@ def register_error_handlers(app: APIGatewayRestResolver) -> None:
             HTTPStatus.INTERNAL_SERVER_ERROR, "internal-error", "the request could not be served"
         )
 
+    def undecodable(exc: Exception) -> Response[str]:
+        if admit_request is not None:
+            try:
+                admit_request()
+            except ApiError as refused:
+                return api_error(refused)
+        return internal_error(exc)
+
     # (Powertools' decorator is untyped, so the handlers are registered by plain calls; the
     # most specific class of an exception picks its handler.)
     handlers: list[tuple[type[Exception] | list[type[Exception]], Callable[[Any], Response[str]]]]
@@ -198,6 +214,7 @@ def register_error_handlers(app: APIGatewayRestResolver) -> None:
         (RequestValidationError, invalid_request),
         (NotFoundError, no_route),
         (RetryableError, unavailable),
+        ([UnicodeError, binascii.Error], undecodable),
         (Exception, internal_error),
     ]
     for exc_class, handler in handlers:

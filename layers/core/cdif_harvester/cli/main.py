@@ -12,16 +12,21 @@ Commands (``cdif-harvest COMMAND --help`` lists the options of each):
 * ``demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and harvest it.
 
 Exit status: 0 when the harvest ran (whatever the outcomes of its URLs), 2 for usage errors;
-``catalog record`` exits 1 when there is no such record.
+``catalog record`` exits 1 when there is no such record; 130 after Ctrl-C (SIGINT) and 143 after
+SIGTERM, with one line on stderr and the run marked ``interrupted``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from cdif_harvester import __version__
@@ -29,8 +34,10 @@ from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.cli import dlq
 from cdif_harvester.cli.runner import (
     DEFAULT_WORKERS,
+    HarvestInterrupted,
     HarvestSummary,
     LocalHarvester,
+    Terminated,
     default_progress,
 )
 from cdif_harvester.cli.sources import add_parsers as add_source_parsers
@@ -185,9 +192,44 @@ def _host_slots(text: str) -> tuple[str, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status.
+
+    Ctrl-C (SIGINT) and SIGTERM stop it with one line on stderr, no traceback, and the status
+    130 or 143; a harvest under way is marked ``interrupted`` first.
+    """
     args = _parser().parse_args(argv)
     progress = None if getattr(args, "quiet", True) else default_progress()
+    with _sigterm_stops():
+        try:
+            return _command(args, progress)
+        except HarvestInterrupted as stop:
+            print(f"cdif-harvest: {stop}", file=sys.stderr)
+            return stop.exit_status
+        except KeyboardInterrupt as stop:
+            print("cdif-harvest: interrupted", file=sys.stderr)
+            return 143 if isinstance(stop, Terminated) else 130
+
+
+@contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """Have SIGTERM raise Terminated in the main thread (as SIGINT raises KeyboardInterrupt)
+    while the command runs; the previous handler is restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _command(args: argparse.Namespace, progress: Any) -> int:
+    """Run the command ``args`` names; return its exit status."""
     if args.command == "harvest":
         return _harvest(args, progress)
     if args.command in ("source", "run", "schedule"):

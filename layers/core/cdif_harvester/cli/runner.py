@@ -4,7 +4,8 @@ The output directory is the object store (the key layout of the S3 bucket), ``ca
 it the catalogue, and in-process queues link the stages in the order of the SQS queues; running
 again on the same directory continues the same catalogue. The adapters are built by the local
 composition root, :mod:`cdif_harvester.local_runtime`; this module holds the loop that drives
-them. Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``.
+them. Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``;
+any other error ends it at once (:func:`~cdif_harvester.stages.jobs.verdict`, as on AWS).
 The stages that fetch run on a pool of ``workers`` threads spread across hosts, every request
 through one in-memory host gate.
 
@@ -38,7 +39,7 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
-from cdif_harvester.errors import ContractError, Deferred, HarvestError, RetryableError
+from cdif_harvester.errors import ContractError, Deferred, HarvestError
 from cdif_harvester.keys import origin_of
 from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
@@ -49,14 +50,12 @@ from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.finish import close_run
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
-from cdif_harvester.stages.jobs import run_job
-from cdif_harvester.stages.outcomes import settle
+from cdif_harvester.stages.jobs import give_up, run_job, verdict
 from cdif_harvester.stages.resolve import resolve_url
-from cdif_harvester.stages.runs import sitemap_done
 from cdif_harvester.stages.sources import claim_source_run
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["HarvestSummary", "LocalHarvester"]
+__all__ = ["HarvestInterrupted", "HarvestSummary", "LocalHarvester", "Terminated"]
 
 SUMMARY_FILE = "summary.json"
 OUTCOMES_FILE = "outcomes.jsonl"
@@ -125,6 +124,25 @@ class HarvestSummary:
             "signmaps": self.signmaps,
             "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE, "report": "report.html"},
         }
+
+
+class Terminated(KeyboardInterrupt):  # noqa: N818 - named for the signal, as KeyboardInterrupt
+    """SIGTERM, raised in the main thread by the command line's signal handler: it stops a
+    local run as Ctrl-C does (a KeyboardInterrupt, so no ``except Exception`` swallows it)."""
+
+
+class HarvestInterrupted(Exception):  # noqa: N818 - what happened, not a fault
+    """A local run stopped by Ctrl-C (SIGINT) or SIGTERM: it is marked ``interrupted`` in the
+    catalogue; ``exit_status`` is 130 or 143 (128 + the signal's number)."""
+
+    def __init__(self, run_id: str, *, terminated: bool, entered: int, settled: int) -> None:
+        signal = "SIGTERM" if terminated else "SIGINT"
+        super().__init__(
+            f"{signal}: run {run_id} interrupted after {settled} of {entered} URLs settled; "
+            "harvest again to continue"
+        )
+        self.run_id = run_id
+        self.exit_status = 143 if terminated else 130
 
 
 @dataclass
@@ -228,7 +246,8 @@ class LocalHarvester:
         ``options`` are resolution options for every URL of the run (``format_parameter``);
         ``source_id`` names the registered source harvested (whose run ``run_id`` was claimed).
         Raises InvalidEntryUrl when a URL can never be harvested and InvalidOptions for unusable
-        options (before anything is fetched).
+        options (before anything is fetched); HarvestInterrupted when Ctrl-C or SIGTERM stops
+        the run (marked ``interrupted``; nothing is written for it but what its URLs settled).
         """
         urls = [entry_urls] if isinstance(entry_urls, str) else list(entry_urls)
         started = time.monotonic()
@@ -248,19 +267,14 @@ class LocalHarvester:
             started_at=self.wiring.clock.now().isoformat(timespec="seconds"),
         )
         self._say(f"harvest {run_id}: {', '.join(summary.entry_urls)} -> {self.out_dir}")
-        views = 0
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="cdif-fetch") as pool:
-            while True:
-                views += self._drain_crosswalk(summary)
-                ran = self._run_one_main_job()
-                self._collect()
-                self._take_fetch_jobs()
-                started_work = self._dispatch(pool)
-                if not (ran or started_work):
-                    if self._finished():
-                        break
-                    self._pause()
-                self._report_progress(run_id)
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="cdif-fetch")
+        try:
+            views = self._drive(pool, summary)
+        except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated)
+            # Jobs not started are dropped; a fetch under way ends within its deadline.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise self._interrupted(run_id, terminated=isinstance(stop, Terminated)) from None
+        pool.shutdown()
         self._check_finished(run_id)
         # Tombstones, the Signmaps of the sources whose records changed, the source freed.
         closure = close_run(self.wiring, run_id, publish=False)
@@ -271,6 +285,33 @@ class LocalHarvester:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
         self._finish(summary, closure.outcomes, views, started)
         return summary
+
+    def _drive(self, pool: ThreadPoolExecutor, summary: HarvestSummary) -> int:
+        """Run every stage until every queue is empty; return the views made."""
+        views = 0
+        while True:
+            views += self._drain_crosswalk(summary)
+            ran = self._run_one_main_job()
+            self._collect()
+            self._take_fetch_jobs()
+            started_work = self._dispatch(pool)
+            if not (ran or started_work):
+                if self._finished():
+                    return views
+                self._pause()
+            self._report_progress(summary.run_id)
+
+    def _interrupted(self, run_id: str, *, terminated: bool) -> HarvestInterrupted:
+        """Mark the run ``interrupted`` (never withdrawing anything: it was not read whole)."""
+        at = self.wiring.clock.now().isoformat(timespec="seconds")
+        self.catalog.finish_run(run_id, at=at, state=RunState.INTERRUPTED)
+        run = self.catalog.get_run(run_id)
+        return HarvestInterrupted(
+            run_id,
+            terminated=terminated,
+            entered=run.entered if run else 0,
+            settled=run.settled if run else 0,
+        )
 
     def harvest_source(
         self, source_id: str, *, trigger: str = "manual", entry_url: str | None = None
@@ -319,7 +360,11 @@ class LocalHarvester:
             job = decode(body, contract)
         except ContractError as exc:  # our own queue: a broken message is a bug, say so
             raise RuntimeError(f"internal message broke its contract: {exc}") from exc
-        return _Work(body=body, job=job, contract=contract, stage=stage, host=origin_of(job.url))
+        try:
+            host = origin_of(job.url)
+        except ValueError:  # a malformed URL: its stage settles it (run_job), in a line of its own
+            host = job.url
+        return _Work(body=body, job=job, contract=contract, stage=stage, host=host)
 
     def _after_failure(self, work: _Work, exc: BaseException) -> None:
         """Decide what becomes of a job that raised: later turn, retry, or recorded outcome."""
@@ -327,24 +372,16 @@ class LocalHarvester:
             self._delayed_seq += 1
             ready = time.monotonic() + exc.delay
             heapq.heappush(self._delayed, (ready, self._delayed_seq, work))
-        elif isinstance(exc, RetryableError):
+        elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the run stops
+            raise exc
+        elif (error := verdict(exc)) is not None:  # (run_job settles these itself)
+            give_up(self.wiring, work.job, error)
+        else:  # retryable (SQS would redeliver it): another attempt, up to max_attempts
             self._attempts[work.body] += 1
             if self._attempts[work.body] < self.max_attempts:
                 self.queue.send(self._queue_of(work.contract), [work.body])
             else:
-                self._give_up(work, exc)
-        elif isinstance(exc, Exception):  # a bug must not lose the URL or stop the run
-            error = HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
-            self._give_up(work, error)
-        else:
-            raise exc
-
-    def _give_up(self, work: _Work, error: HarvestError) -> None:
-        """Record the URL's outcome; a sitemap job given up on is done in its run too."""
-        job = work.job
-        settle(self.wiring, run_id=job.run_id, source=job.source, url=job.url, error=error)
-        if work.contract is SitemapJob:
-            sitemap_done(self.wiring, job)
+                give_up(self.wiring, work.job, _given_up(exc))
 
     @staticmethod
     def _queue_of(contract: type[Any]) -> str:
@@ -498,6 +535,13 @@ class LocalHarvester:
     def _say(self, text: str) -> None:
         if self.progress is not None:
             print(text, file=self.progress, flush=True)
+
+
+def _given_up(exc: Exception) -> HarvestError:
+    """The error a URL ends with after its last attempt failed with ``exc``."""
+    if isinstance(exc, HarvestError):
+        return exc
+    return HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
 
 
 def _outcome_line(outcome: UrlOutcome) -> dict[str, Any]:

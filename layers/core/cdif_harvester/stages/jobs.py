@@ -1,25 +1,41 @@
-"""Running one job of a stage: its stable key, its politeness scope, and a permanent error
-turned into the URL's recorded outcome."""
+"""Running one job of a stage: its stable key, its politeness scope, and the one verdict on an
+error (:func:`verdict`) that both drivers, the local runner and the AWS handlers, follow.
+
+See docs/decisions/0052-one-verdict-on-errors.md.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from cdif_harvester.contracts import SitemapJob
 from cdif_harvester.domain.resolution.rules import parse_retry_after
-from cdif_harvester.errors import PermanentError
+from cdif_harvester.errors import Deferred, HarvestError, PermanentError, RetryableError
 from cdif_harvester.model import (
     FetchResponse,
+    UrlOutcome,
     plain,
 )
 from cdif_harvester.stages.outcomes import settle
+from cdif_harvester.stages.runs import sitemap_done
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["job_key", "run_job", "retry_after_of"]
+__all__ = ["give_up", "job_key", "run_job", "retry_after_of", "verdict"]
+
+logger = logging.getLogger(__name__)
+
+# Storage faults that escaped an adapter's mapper (a gap in the mapping, not a fault of the
+# data): retrying is right, as for the StorageError they should have been. An SDK error, or
+# SQLite's OperationalError ("database is locked", "disk I/O error"); never httpx's (the
+# fetcher maps its transport errors, and what escapes, such as InvalidURL, is deterministic).
+_TRANSIENT_MODULES = ("botocore", "boto3", "s3transfer")
+_TRANSIENT_NAMES = {("sqlite3", "OperationalError")}
 
 
 class _UrlWork(Protocol):
@@ -87,8 +103,55 @@ def run_job(
     try:
         with scope:
             return stage(wiring, job)
-    except PermanentError as error:
-        return settle(wiring, run_id=job.run_id, source=job.source, url=job.url, error=error)
+    except Exception as exc:  # noqa: BLE001 - every exception gets its verdict
+        error = verdict(exc)
+        if error is None:
+            raise
+        if not isinstance(exc, HarvestError):
+            # A bug, not the data: the URL is settled at once (retrying gives the same
+            # answer), and the traceback is what an operator needs to fix it.
+            logger.error("job %s of %s failed: %s", job.url, job.run_id, error, exc_info=exc)
+        return give_up(wiring, job, error)
+
+
+def verdict(exc: BaseException) -> PermanentError | None:
+    """What an exception raised by a stage means for its job, the same on every deployment.
+
+    Returns None when the job must be tried again or put back (a
+    :class:`~cdif_harvester.errors.RetryableError`, :class:`~cdif_harvester.errors.Deferred`, a
+    transport or storage fault no adapter mapped, ``MemoryError`` and anything that is not an
+    ``Exception`` such as ``KeyboardInterrupt``): the caller re-raises it. Otherwise returns the
+    permanent error the URL ends with at the first attempt: the error itself, or for any other
+    exception (a ``RecursionError`` from a deeply nested document, a ``ValueError`` from a
+    malformed URL: deterministic, so a retry gives the same answer)
+    ``internal-error: <ExceptionType>: <message>``.
+    """
+    if isinstance(exc, PermanentError):
+        return exc
+    if not isinstance(exc, Exception) or isinstance(exc, (RetryableError, Deferred, MemoryError)):
+        return None
+    if isinstance(exc, HarvestError):  # the base itself: never raised, but keep it a failure
+        return PermanentError(str(exc), reason=exc.reason)
+    module = type(exc).__module__.split(".")[0]
+    if (
+        isinstance(exc, OSError)
+        or module in _TRANSIENT_MODULES
+        or (module, type(exc).__name__) in _TRANSIENT_NAMES
+    ):
+        return None
+    message = str(exc)
+    if len(message) > 500:  # the reason is stored and shown: the type and a start will do
+        message = message[:500] + "..."
+    return PermanentError(f"{type(exc).__name__}: {message}", reason="internal-error")
+
+
+def give_up(wiring: Wiring, job: _J, error: HarvestError) -> UrlOutcome:
+    """Record the outcome ``error`` ends ``job``'s URL in; a sitemap job is also counted done
+    in its run, so the run can finish. Raises what the catalogue raises (StorageError)."""
+    outcome = settle(wiring, run_id=job.run_id, source=job.source, url=job.url, error=error)
+    if isinstance(job, SitemapJob):
+        sitemap_done(wiring, job)
+    return outcome
 
 
 def retry_after_of(wiring: Wiring, response: FetchResponse) -> float | None:

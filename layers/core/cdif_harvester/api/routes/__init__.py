@@ -29,11 +29,61 @@ from cdif_harvester.api.routes.context import CALLER, RouteContext
 from cdif_harvester.api.routes.records import LINKSET_MEDIA_TYPES
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["LINKSET_MEDIA_TYPES", "build_api"]
+__all__ = ["LINKSET_MEDIA_TYPES", "MAX_BODY_DEPTH", "build_api", "parse_body"]
+
+#: How deeply a request body may nest: every body of this API is a flat object of strings,
+#: lists and small option maps, so anything deeper is refused (400) before it reaches pydantic.
+MAX_BODY_DEPTH = 32
 
 # The order the routes have always been registered in: Powertools tries a request against the
 # routes in the order they were included.
 _RESOURCES = (sources, signmap, harvests, runs, records)
+
+
+def parse_body(text: str) -> dict[str, Any]:
+    """Parse a request body: a JSON object nested at most MAX_BODY_DEPTH deep.
+
+    Raises RequestValidationError (400 ``invalid-request``) for a body that is not an object,
+    nests deeper, or is JSON Python cannot take (``NaN``, an integer of thousands of digits);
+    json.JSONDecodeError for text that is not JSON (Powertools reports where).
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError) as exc:  # (a RecursionError: nested thousands deep)
+        message = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise _invalid("json_invalid", f"the body is not usable JSON: {message}") from None
+    if not isinstance(value, dict):
+        # (Powertools would take the first item of a list for an object.)
+        raise _invalid("dict_type", "the body must be a JSON object")
+    if _depth(value) > MAX_BODY_DEPTH:
+        raise _invalid("json_invalid", f"the body nests deeper than {MAX_BODY_DEPTH} levels")
+    return value
+
+
+def _invalid(kind: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body",), "type": kind, "msg": message}])
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (iteratively: no recursion on hostile input)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_BODY_DEPTH:
+            break
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def build_api(
@@ -53,16 +103,14 @@ def build_api(
         # here first, so that a caller without a key, or an oversized body, is refused before a
         # byte of it is parsed.
         admit(app.current_event.raw_event, get_operators())
-        value = json.loads(text)
-        if not isinstance(value, dict):
-            # (Powertools would take the first item of a list for an object.)
-            raise RequestValidationError(
-                [{"loc": ("body",), "type": "dict_type", "msg": "the body must be a JSON object"}]
-            )
-        return value
+        return parse_body(text)
 
     app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=read_json)
-    register_error_handlers(app)
+    # (A body Powertools cannot even decode, bad base64 or not UTF-8, fails before read_json:
+    # the error handlers admit the request again, which refuses such a body with 400.)
+    register_error_handlers(
+        app, admit_request=lambda: admit(app.current_event.raw_event, get_operators())
+    )
 
     def admission(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:
         app.context[CALLER] = admit(app.current_event.raw_event, get_operators())
