@@ -15,6 +15,7 @@ import socket
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -368,3 +369,100 @@ def test_bomb_and_endless_body_stop_at_the_cap_in_bounded_memory(kind: str, reas
     assert json.loads(measured.stdout) == {"error": reason, "status": 200}
     assert measured.peak_rss_mib < MEMORY_BOUND_MIB, measured
     assert measured.cpu_seconds < 10, measured
+
+
+# --- the same verdict locally and on AWS ------------------------------------------------------
+
+
+def slow_site(requests: list[str]) -> Callable[[socket.socket, RawServer], None]:
+    """A site whose sitemap lists one page that arrives at a byte every 0.2 s."""
+
+    def script(conn: socket.socket, server: RawServer) -> None:
+        head = read_request(conn).decode("latin-1")
+        path = head.split(" ", 2)[1] if head.count(" ") >= 2 else ""
+        requests.append(path)
+        base = f"http://127.0.0.1:{server.port}"
+        if path == "/sitemap.xml":
+            body = (
+                '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                f"<url><loc>{base}/slow.html</loc></url></urlset>"
+            ).encode()
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nConnection: close\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body) + body
+            )
+        elif path == "/slow.html":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
+            while server.sleep(0.2):
+                conn.sendall(b"X: y\r\n")
+        else:
+            conn.sendall(
+                b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+            )
+
+    return script
+
+
+@pytest.fixture
+def short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both composition roots build their fetcher with a 2 s deadline."""
+    from cdif_harvester import local_runtime  # noqa: PLC0415
+    from cdif_harvester.adapters import http  # noqa: PLC0415
+
+    def policy(**settings: Any) -> FetchPolicy:
+        return FetchPolicy(**{"total_timeout": DEADLINE, **settings})
+
+    monkeypatch.setattr(http, "FetchPolicy", policy)  # aws_runtime imports it when wiring
+    monkeypatch.setattr(local_runtime, "FetchPolicy", policy)
+
+
+@pytest.mark.usefixtures("short_deadline")
+def test_a_slow_page_fails_too_slow_at_the_first_attempt_locally(tmp_path: Any) -> None:
+    from cdif_harvester.cli.runner import LocalHarvester  # noqa: PLC0415
+
+    requests: list[str] = []
+    with serve(slow_site(requests)) as server:
+        started = time.monotonic()
+        with LocalHarvester(tmp_path / "out", allow_loopback=True, max_attempts=3) as harvester:
+            harvester.harvest(server.url("/sitemap.xml"))
+        elapsed = time.monotonic() - started
+    (line,) = [
+        json.loads(x) for x in (tmp_path / "out" / "outcomes.jsonl").read_text().splitlines()
+    ]
+    assert line["outcome"] == "failed"
+    assert str(line["reason"]).startswith("too-slow: ")
+    assert requests.count("/slow.html") == 1  # not retried
+    assert elapsed < 5 * DEADLINE
+
+
+@pytest.mark.aws
+@pytest.mark.usefixtures("short_deadline")
+def test_a_slow_page_fails_too_slow_at_the_first_attempt_on_aws(stack: Any) -> None:
+    import boto3  # noqa: PLC0415
+
+    from cdif_harvester.adapters.aws import DynamoCatalog  # noqa: PLC0415
+    from tests.support.pipeline import invoke, run_pipeline  # noqa: PLC0415
+
+    event = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "infrastructure/events/intake-post-harvest.json"
+        ).read_text(encoding="utf-8")
+    )
+    requests: list[str] = []
+    with serve(slow_site(requests)) as server:
+        event["body"] = json.dumps({"url": server.url("/sitemap.xml")})
+        operator = event["requestContext"]["identity"]["apiKeyId"]
+        response = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
+        assert response["statusCode"] == 202, response
+        run_id = json.loads(response["body"])["run_id"]
+        stats = run_pipeline(
+            boto3.client("sqs", region_name=stack.region), stack, ALLOW_LOOPBACK="true"
+        )
+    assert stats.failures == []  # nothing handed back to SQS for a retry
+    catalog = DynamoCatalog(
+        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    )
+    (outcome,) = catalog.outcomes(run_id)
+    assert outcome.outcome == "failed"
+    assert str(outcome.reason).startswith("too-slow: ")
+    assert requests.count("/slow.html") == 1
