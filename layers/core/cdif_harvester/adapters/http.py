@@ -212,6 +212,19 @@ class _Budget:
 _BUDGET: ContextVar[_Budget | None] = ContextVar("cdif_fetch_budget", default=None)
 
 
+def _bounded(budget: _Budget, timeout: float | None) -> tuple[float, bool]:
+    """The timeout to give one socket operation, and whether the deadline is what limits it.
+
+    Raises the budget's expiry error when the deadline has already passed.
+    """
+    remaining = budget.remaining()
+    if remaining <= 0:
+        raise budget.expired()
+    if timeout is None or remaining < timeout:
+        return remaining, True
+    return timeout, False
+
+
 class _BoundedStream(httpcore.NetworkStream):
     """A connection's stream that holds every read and write to the running fetch's budget.
 
@@ -225,16 +238,6 @@ class _BoundedStream(httpcore.NetworkStream):
     def __init__(self, inner: httpcore.NetworkStream) -> None:
         self._inner = inner
 
-    @staticmethod
-    def _timeout(budget: _Budget, timeout: float | None) -> tuple[float, bool]:
-        """The timeout to give one operation, and whether the deadline is what limits it."""
-        remaining = budget.remaining()
-        if remaining <= 0:
-            raise budget.expired()
-        if timeout is None or remaining < timeout:
-            return remaining, True
-        return timeout, False
-
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """Read up to ``max_bytes``, within the deadline and the head cap of the fetch."""
         budget = _BUDGET.get()
@@ -245,7 +248,7 @@ class _BoundedStream(httpcore.NetworkStream):
             if room <= 0:
                 raise budget.head_too_large()
             max_bytes = min(max_bytes, room)
-        limit, by_deadline = self._timeout(budget, timeout)
+        limit, by_deadline = _bounded(budget, timeout)
         try:
             data = self._inner.read(max_bytes, limit)
         except httpcore.ReadTimeout:
@@ -263,7 +266,7 @@ class _BoundedStream(httpcore.NetworkStream):
         if budget is None:
             self._inner.write(buffer, timeout)
             return
-        limit, by_deadline = self._timeout(budget, timeout)
+        limit, by_deadline = _bounded(budget, timeout)
         try:
             self._inner.write(buffer, limit)
         except httpcore.WriteTimeout:
@@ -284,7 +287,7 @@ class _BoundedStream(httpcore.NetworkStream):
         """Upgrade to TLS; the handshake too must end before the deadline."""
         budget = _BUDGET.get()
         if budget is not None:
-            timeout, _by_deadline = self._timeout(budget, timeout)
+            timeout, _by_deadline = _bounded(budget, timeout)
         return _BoundedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> object:
@@ -347,7 +350,7 @@ class PinnedBackend(httpcore.NetworkBackend):
         for address in self.resolve(host, port):
             limit = timeout
             if budget is not None:  # each fallback address within what is left of the deadline
-                limit, _by_deadline = _BoundedStream._timeout(budget, timeout)
+                limit, _by_deadline = _bounded(budget, timeout)
             try:
                 stream = self._inner.connect_tcp(
                     str(address),
