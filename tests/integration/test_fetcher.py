@@ -34,6 +34,7 @@ from cdif_harvester.errors import (
     HarvestError,
     PermanentError,
     RedirectError,
+    TooSlow,
 )
 from cdif_harvester.ports import Fetcher
 from tests.support import netguard
@@ -284,7 +285,7 @@ def test_gzip_bomb_is_stopped_at_the_decompressed_cap(
 ) -> None:
     assert len(gzip_bomb) < 1 * MiB  # small on the wire, 100 MB expanded
     server.route("/bomb", body=gzip_bomb, headers=[("Content-Encoding", "gzip")])
-    fetcher = make_fetcher()  # default caps: 10 MiB wire, 50 MiB decompressed
+    fetcher = make_fetcher()  # default caps: 10 MiB, on the wire and decompressed
     with pytest.raises(BodyTooLarge) as caught:
         fetcher.fetch(server.url("/bomb"))
     assert caught.value.reason == "decompressed-too-large"
@@ -417,10 +418,11 @@ def test_slow_drip_body_hits_the_total_timeout(
 ) -> None:
     server.route("/drip", body=lambda: (b"x" for _ in range(1000)), chunk_delay=0.05)
     started = time.monotonic()
-    with pytest.raises(FetchTimeout) as caught:
+    # Still sending at the deadline: too slow, and not worth retrying (permanent).
+    with pytest.raises(TooSlow) as caught:
         make_fetcher(total_timeout=0.5, read_timeout=5).fetch(server.url("/drip"))
     elapsed = time.monotonic() - started
-    assert caught.value.reason == "total-timeout"
+    assert caught.value.reason == "too-slow"
     assert 0.45 < elapsed < 1.5
 
 
@@ -804,6 +806,7 @@ def test_policy_defaults() -> None:
     assert (policy.connect_timeout, policy.read_timeout, policy.total_timeout) == (5.0, 10.0, 30.0)
     assert policy.max_bytes == 10 * MiB
     assert policy.max_decompressed_bytes == 50 * MiB
+    assert policy.max_header_bytes == 32 * 1024
     assert policy.max_redirects == 5
     assert policy.allow_loopback is False
     assert PRODUCT in policy.user_agent

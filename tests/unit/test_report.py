@@ -440,6 +440,8 @@ def test_a_message_quoting_a_huge_value_is_still_classified_cheaply() -> None:
         ("loopback-address: refused 127.0.0.1", "blocked", "blocked", "public"),
         ("cloud-metadata-address: refused", "blocked", "blocked", "public"),
         ("total-timeout: https://x/: 30 s exceeded", "failed", "timeout", "30 s"),
+        ("too-slow: https://x/: 30 s exceeded while ...", "failed", "timeout", "too slow"),
+        ("headers-too-large: response head exceeds 32768 bytes", "failed", "too-large", "linkset"),
         (
             "malformed-json: malformed JSON-LD at line 3, column 5: Expecting ',' delimiter "
             "(after repairs: removed comments)",

@@ -23,7 +23,7 @@ test keeps this tree complete::
     Exception
         HarvestError (errors): the base, never raised itself; ``outcome`` and ``reason``
             RetryableError (errors): retryable; the base of passing faults
-                FetchTimeout (errors): retryable; a fetch's connect, read or total time ran out
+                FetchTimeout (errors): retryable; time ran out before the server sent anything
                 FetchFailed (errors): retryable; connection refused or reset, TLS, a 5xx answer
                 StorageError (errors): retryable; S3, DynamoDB, SQS or the local store failed
             Deferred (errors): neither; a host's slot is busy, the job runs again after a delay
@@ -32,6 +32,7 @@ test keeps this tree complete::
                 AddressRefused (errors): permanent (outcome ``blocked``); refused by address policy
                 BodyTooLarge (errors): permanent; a response body over the fetcher's cap
                 RedirectError (errors): permanent; too many redirects, a loop, no Location
+                TooSlow (errors): permanent; the server was still sending at the deadline
                 SitemapError (domain.discovery.sitemap): permanent; not a readable sitemap
                 ExtractionError (domain.records.extraction): permanent; JSON beyond repair
                 NormalisationError (domain.records.normalisation): permanent; no Dataset,
@@ -83,6 +84,7 @@ __all__ = [
     "RedirectError",
     "RetryableError",
     "StorageError",
+    "TooSlow",
 ]
 
 
@@ -179,8 +181,22 @@ class RedirectError(PermanentError):
     reason = "redirect"
 
 
+class TooSlow(PermanentError):
+    """A server was still sending its answer (head or body) when the fetch's deadline passed.
+
+    Permanent, unlike :class:`FetchTimeout`: a server that trickles bytes defeats every
+    per-read timeout by design (a slow-loris publisher), and retrying it would only multiply
+    the time it holds a worker. See docs/decisions/0048-one-fetch-deadline.md.
+    """
+
+    reason = "too-slow"
+
+
 class FetchTimeout(RetryableError):
-    """Connect, read or total time limit exceeded."""
+    """A connect or read timeout, or the total deadline passed before the server sent anything.
+
+    A server still sending at the deadline raises :class:`TooSlow` instead.
+    """
 
     reason = "timeout"
 

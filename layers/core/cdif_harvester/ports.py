@@ -49,10 +49,13 @@ class Fetcher(Protocol):
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
     ) -> FetchResponse:
-        """Fetch ``url``; any HTTP status is returned as a response.
+        """Fetch ``url``; any HTTP status is returned as a response, its body always whole.
 
-        Raises AddressRefused, BodyTooLarge, RedirectError (permanent) or FetchTimeout,
-        FetchFailed (retryable).
+        A body over ``max_bytes`` (on the wire or once decoded) raises BodyTooLarge, which
+        carries the response's status and headers; no response is ever a cut body.
+
+        Raises AddressRefused, BodyTooLarge, RedirectError, TooSlow, PermanentError (permanent)
+        or FetchTimeout, FetchFailed (retryable).
         """
         ...
 

@@ -2,12 +2,14 @@
 
 :class:`SafeFetcher` implements the :class:`~cdif_harvester.ports.Fetcher` port: the address
 policy on the URL and on every resolved address, pinned in :class:`PinnedBackend`; redirects
-followed hop by hop; bodies streamed and capped, Content-Encoding decoded within the cap;
-timeouts and a total deadline; no cookies, no proxies from the environment. Nothing from httpx
+followed hop by hop; bodies streamed and capped, Content-Encoding decoded within the same cap;
+one deadline per fetch over connect, response head and body, and a cap on the response head
+(:class:`_BoundedStream`); no cookies, no proxies from the environment. Nothing from httpx
 reaches callers: errors are those of :mod:`cdif_harvester.errors`, any HTTP status a
 :class:`~cdif_harvester.model.FetchResponse`.
 
-See docs/decisions/0012-address-policy-pinned.md and docs/decisions/0013-bounded-fetcher.md.
+See docs/decisions/0012-address-policy-pinned.md, docs/decisions/0013-bounded-fetcher.md and
+docs/decisions/0048-one-fetch-deadline.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Self
@@ -37,6 +40,7 @@ from cdif_harvester.errors import (
     HarvestError,
     PermanentError,
     RedirectError,
+    TooSlow,
 )
 from cdif_harvester.model import FetchResponse
 
@@ -49,7 +53,8 @@ __all__ = [
     "system_resolver",
 ]
 
-MiB = 1024 * 1024
+KiB = 1024
+MiB = 1024 * KiB
 
 #: The content-codings the fetcher offers and decodes itself.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -108,10 +113,14 @@ class FetchPolicy:
     Attributes:
         connect_timeout: seconds to open a TCP connection (and finish the TLS handshake).
         read_timeout: seconds to wait for any single read (headers or a body chunk).
-        total_timeout: seconds for the whole fetch, redirects and body included.
-        max_bytes: body bytes accepted on the wire per response (``fetch(max_bytes=...)``
-            overrides it per call).
-        max_decompressed_bytes: body bytes accepted after decoding gzip/deflate.
+        total_timeout: seconds for the whole fetch: every connection, response head and body,
+            redirects included.
+        max_bytes: body bytes accepted per response, on the wire and once decoded
+            (``fetch(max_bytes=...)`` overrides it per call).
+        max_decompressed_bytes: an upper bound on decoded body bytes whatever ``max_bytes`` says;
+            the decoded cap is the smaller of the two.
+        max_header_bytes: bytes accepted per response head (status line, headers and any
+            interim 1xx responses).
         max_redirects: redirects followed before giving up.
         allow_loopback: let 127.0.0.0/8 and ::1 through (local runs and tests only).
         user_agent: the User-Agent sent; names the product and a contact URL.
@@ -124,6 +133,10 @@ class FetchPolicy:
     total_timeout: float = 30.0
     max_bytes: int = 10 * MiB
     max_decompressed_bytes: int = 50 * MiB
+    # 32 KiB: four times the 8 KiB that nginx (proxy_buffer_size) and most proxies accept for
+    # an upstream's response head, room for a Signposting Link header of some 700 links, and
+    # far below h11's own 100 KiB (docs/decisions/0048-one-fetch-deadline.md).
+    max_header_bytes: int = 32 * KiB
     max_redirects: int = 5
     allow_loopback: bool = False
     user_agent: str = USER_AGENT
@@ -134,11 +147,152 @@ class FetchPolicy:
         for name in ("connect_timeout", "read_timeout", "total_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"FetchPolicy.{name} must be positive")
-        for name in ("max_bytes", "max_decompressed_bytes"):
+        for name in ("max_bytes", "max_decompressed_bytes", "max_header_bytes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"FetchPolicy.{name} must be positive")
         if self.max_redirects < 0:
             raise ValueError("FetchPolicy.max_redirects must not be negative")
+
+
+class _Budget:
+    """What one fetch may still spend: its deadline, and the bytes of the current response head.
+
+    One budget per :meth:`SafeFetcher.fetch`, shared by its redirect hops; the connection's
+    stream (:class:`_BoundedStream`) reads it from :data:`_BUDGET` on every socket operation.
+    """
+
+    def __init__(self, policy: FetchPolicy, deadline: float) -> None:
+        self.total_timeout = policy.total_timeout
+        self.max_header_bytes = policy.max_header_bytes
+        self.deadline = deadline
+        self.url = ""
+        self.head_open = False  # from sending a request until its final response head is read
+        self.head_bytes = 0
+        self.received = 0  # bytes received from the server for the current hop
+
+    def start_hop(self, url: str) -> None:
+        """A new request is about to be sent: its response head starts empty."""
+        self.url = url
+        self.head_open = True
+        self.head_bytes = 0
+        self.received = 0
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (negative once it has passed)."""
+        return self.deadline - time.monotonic()
+
+    def expired(self) -> HarvestError:
+        """The error for a deadline that has passed, by what the server had sent by then.
+
+        A server that had sent nothing (a silent or overloaded one) may answer next time: a
+        retryable FetchTimeout. One still sending, head or body, kept the connection busy for
+        the whole deadline: TooSlow, permanent (docs/decisions/0048-one-fetch-deadline.md).
+        """
+        limit = f"total time limit of {self.total_timeout} s exceeded"
+        if not self.received:
+            return FetchTimeout(
+                f"{self.url}: {limit} before the server sent anything", reason="total-timeout"
+            )
+        where = "the response head" if self.head_open else "the body"
+        return TooSlow(
+            f"{self.url}: {limit} while the server was still sending {where} "
+            f"({self.received} bytes received)",
+        )
+
+    def head_too_large(self) -> PermanentError:
+        """The error for a response head over :attr:`FetchPolicy.max_header_bytes`."""
+        return PermanentError(
+            f"{self.url}: response head exceeds {self.max_header_bytes} bytes (headers this "
+            "large are refused; many links belong in a linkset, RFC 9264, not in Link headers)",
+            reason="headers-too-large",
+        )
+
+
+# The budget of the fetch running in this thread (or context); None outside SafeFetcher.fetch.
+_BUDGET: ContextVar[_Budget | None] = ContextVar("cdif_fetch_budget", default=None)
+
+
+def _bounded(budget: _Budget, timeout: float | None) -> tuple[float, bool]:
+    """The timeout to give one socket operation, and whether the deadline is what limits it.
+
+    Raises the budget's expiry error when the deadline has already passed.
+    """
+    remaining = budget.remaining()
+    if remaining <= 0:
+        raise budget.expired()
+    if timeout is None or remaining < timeout:
+        return remaining, True
+    return timeout, False
+
+
+class _BoundedStream(httpcore.NetworkStream):
+    """A connection's stream that holds every read and write to the running fetch's budget.
+
+    httpcore's timeouts apply to one socket operation each, so a server sending one byte at a
+    time resets them forever; here each operation may wait at most until the fetch's deadline,
+    and the bytes read while a response head is awaited are counted against the head cap (each
+    read asks for no more than the room left, so the cap is exact). The budget is looked up per
+    operation because pooled connections outlive the fetch that opened them.
+    """
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """Read up to ``max_bytes``, within the deadline and the head cap of the fetch."""
+        budget = _BUDGET.get()
+        if budget is None:
+            return self._inner.read(max_bytes, timeout)
+        if budget.head_open:
+            room = budget.max_header_bytes - budget.head_bytes
+            if room <= 0:
+                raise budget.head_too_large()
+            max_bytes = min(max_bytes, room)
+        limit, by_deadline = _bounded(budget, timeout)
+        try:
+            data = self._inner.read(max_bytes, limit)
+        except httpcore.ReadTimeout:
+            if by_deadline:
+                raise budget.expired() from None
+            raise
+        budget.received += len(data)
+        if budget.head_open:
+            budget.head_bytes += len(data)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Write ``buffer``, within the deadline of the fetch."""
+        budget = _BUDGET.get()
+        if budget is None:
+            self._inner.write(buffer, timeout)
+            return
+        limit, by_deadline = _bounded(budget, timeout)
+        try:
+            self._inner.write(buffer, limit)
+        except httpcore.WriteTimeout:
+            if by_deadline:
+                raise budget.expired() from None
+            raise
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        """Upgrade to TLS; the handshake too must end before the deadline."""
+        budget = _BUDGET.get()
+        if budget is not None:
+            timeout, _by_deadline = _bounded(budget, timeout)
+        return _BoundedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> object:
+        """What the wrapped stream says (the socket, the TLS object, the addresses)."""
+        return self._inner.get_extra_info(info)
 
 
 class PinnedBackend(httpcore.NetworkBackend):
@@ -192,17 +346,23 @@ class PinnedBackend(httpcore.NetworkBackend):
         a host without IPv6 connectivity, say); all of them passed the policy.
         """
         failure: Exception | None = None
+        budget = _BUDGET.get()
         for address in self.resolve(host, port):
+            limit = timeout
+            if budget is not None:  # each fallback address within what is left of the deadline
+                limit, _by_deadline = _bounded(budget, timeout)
             try:
-                return self._inner.connect_tcp(
+                stream = self._inner.connect_tcp(
                     str(address),
                     port,
-                    timeout=timeout,
+                    timeout=limit,
                     local_address=local_address,
                     socket_options=socket_options,
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
+            else:
+                return _BoundedStream(stream)
         assert failure is not None  # resolve() never returns an empty list
         raise failure
 
@@ -406,6 +566,14 @@ def _network_reason(exc: BaseException, default: str) -> str:
     return default
 
 
+def _current_budget() -> _Budget:
+    """The budget of the fetch under way (set by :meth:`SafeFetcher.fetch`)."""
+    budget = _BUDGET.get()
+    if budget is None:
+        raise RuntimeError("no fetch under way")
+    return budget
+
+
 # httpcore exceptions are normally turned into httpx ones by the transport; these are caught too
 # in case one escapes (a stream closed outside httpx's exception mapping, say).
 _HTTPCORE_ERRORS = (
@@ -483,11 +651,32 @@ class SafeFetcher:
         ``FetchResponse.redirects`` lists the URLs that answered with a redirect, starting with
         ``url`` itself, so ``redirects + (response.url,)`` is the whole chain.
 
-        Raises AddressRefused (blocked), BodyTooLarge, RedirectError, PermanentError
-        (permanent), FetchTimeout or FetchFailed (retryable).
+        A returned body is always whole: a body over ``max_bytes``, on the wire or once decoded,
+        raises BodyTooLarge (with the response's status and headers), never a cut body. The
+        whole fetch (every hop's connection, response head and body) ends by the policy's
+        ``total_timeout``.
+
+        Raises AddressRefused (blocked); BodyTooLarge, RedirectError, TooSlow (still sending at
+        the deadline), PermanentError (``headers-too-large``, an undecodable body, ...)
+        (permanent); FetchTimeout (nothing received in time) or FetchFailed (retryable).
         """
+        deadline = time.monotonic() + self.policy.total_timeout
+        token = _BUDGET.set(_Budget(self.policy, deadline))
+        try:
+            return self._fetch(url, method=method, headers=headers, max_bytes=max_bytes)
+        finally:
+            _BUDGET.reset(token)
+
+    def _fetch(
+        self,
+        url: str,
+        *,
+        method: str,
+        headers: Mapping[str, str] | None,
+        max_bytes: int | None,
+    ) -> FetchResponse:
+        """:meth:`fetch`, once its budget is in place."""
         started = time.monotonic()
-        deadline = started + self.policy.total_timeout
         wire_cap = self.policy.max_bytes if max_bytes is None else max_bytes
         if wire_cap <= 0:
             raise ValueError("max_bytes must be positive")
@@ -502,8 +691,8 @@ class SafeFetcher:
         hops: list[str] = []
         seen = {_url_key(current)}
         while True:
-            with self._mapped_errors(current, deadline):
-                answer = self._exchange(method, current, extra, wire_cap, deadline)
+            with self._mapped_errors(current):
+                answer = self._exchange(method, current, extra, wire_cap)
             if isinstance(answer, FetchResponse):
                 return replace(answer, redirects=tuple(hops), elapsed=time.monotonic() - started)
             target, status = answer
@@ -536,17 +725,16 @@ class SafeFetcher:
         url: httpx.URL,
         headers: Mapping[str, str],
         wire_cap: int,
-        deadline: float,
     ) -> FetchResponse | tuple[httpx.URL, int]:
         """One request: the final response, or the redirect target and status to follow."""
-        response = self._send(method, url, headers, deadline)
+        response = self._send(method, url, headers)
         try:
             target = self._redirect_target(response, url)
             if target is not None:
                 return target, response.status_code
             # HEAD, 204 and 304 answers have no body, whatever their Content-Length says.
             bodiless = method == "HEAD" or response.status_code in (204, 304)
-            body = b"" if bodiless else self._read_body(response, str(url), wire_cap, deadline)
+            body = b"" if bodiless else self._read_body(response, str(url), wire_cap)
             return FetchResponse(
                 url=str(url),
                 status=response.status_code,
@@ -557,15 +745,12 @@ class SafeFetcher:
             # Closing an unread stream discards the connection rather than draining it.
             response.close()
 
-    def _send(
-        self, method: str, url: httpx.URL, headers: Mapping[str, str], deadline: float
-    ) -> httpx.Response:
-        remaining = deadline - time.monotonic()
+    def _send(self, method: str, url: httpx.URL, headers: Mapping[str, str]) -> httpx.Response:
+        budget = _current_budget()
+        budget.start_hop(str(url))
+        remaining = budget.remaining()
         if remaining <= 0:
-            raise FetchTimeout(
-                f"{url}: total time limit of {self.policy.total_timeout} s exceeded",
-                reason="total-timeout",
-            )
+            raise budget.expired()
         # No single connect or read may outlast the total deadline either.
         connect = min(self.policy.connect_timeout, remaining)
         read = min(self.policy.read_timeout, remaining)
@@ -576,7 +761,9 @@ class SafeFetcher:
             raise PermanentError(
                 f"{url}: request cannot be built: {exc}", reason="invalid-request"
             ) from exc
-        return self._client.send(request, stream=True)
+        response = self._client.send(request, stream=True)
+        budget.head_open = False
+        return response
 
     @staticmethod
     def _redirect_target(response: httpx.Response, current: httpx.URL) -> httpx.URL | None:
@@ -598,7 +785,7 @@ class SafeFetcher:
             ) from exc
         return target.copy_with(fragment=None)
 
-    def _read_body(self, response: httpx.Response, url: str, cap: int, deadline: float) -> bytes:
+    def _read_body(self, response: httpx.Response, url: str, cap: int) -> bytes:
         declared = response.headers.get("content-length", "").strip()
         if declared.isdigit() and int(declared) > cap:
             raise BodyTooLarge(
@@ -607,45 +794,49 @@ class SafeFetcher:
                 status=response.status_code,
                 headers=_header_lines(response),
             )
-        decoders = _decoders(response, self.policy.max_decompressed_bytes, url)
+        # The caller's cap holds for the decoded body too: a 48 KiB gzip must not become a
+        # 49 MiB document where the caller accepts 10 MiB.
+        decoders = _decoders(response, min(cap, self.policy.max_decompressed_bytes), url)
+        budget = _current_budget()
         body = bytearray()
         received = 0
-        for chunk in response.iter_raw():
-            received += len(chunk)
-            if received > cap:
-                raise BodyTooLarge(
-                    f"{url}: body exceeds the limit of {cap} bytes",
-                    reason="body-too-large",
-                    status=response.status_code,
-                    headers=_header_lines(response),
-                )
-            if time.monotonic() > deadline:
-                raise FetchTimeout(
-                    f"{url}: total time limit of {self.policy.total_timeout} s exceeded "
-                    "while reading the body",
-                    reason="total-timeout",
-                )
-            data = chunk
-            for decoder in decoders:
-                data = decoder.feed(data)
-            body += data
+        try:
+            for chunk in response.iter_raw():
+                received += len(chunk)
+                if received > cap:
+                    raise BodyTooLarge(
+                        f"{url}: body exceeds the limit of {cap} bytes", reason="body-too-large"
+                    )
+                if budget.remaining() < 0:  # (reads are bounded too; this ends a fast drip)
+                    raise budget.expired()
+                data = chunk
+                for decoder in decoders:
+                    data = decoder.feed(data)
+                body += data
+        except BodyTooLarge as exc:
+            # Whichever cap was hit, the refused response keeps its status and headers (a
+            # resolver still reads its Link headers); its body is never handed on cut.
+            raise BodyTooLarge(
+                str(exc),
+                reason=exc.reason,
+                status=response.status_code,
+                headers=_header_lines(response),
+            ) from None
         for decoder in decoders:
             decoder.finish()
         return bytes(body)
 
     @contextmanager
-    def _mapped_errors(self, url: httpx.URL, deadline: float) -> Iterator[None]:
+    def _mapped_errors(self, url: httpx.URL) -> Iterator[None]:
         """Turn every httpx/httpcore/socket error into the harvester's error hierarchy."""
         try:
             yield
         except HarvestError:
             raise
         except (httpx.TimeoutException, httpcore.TimeoutException) as exc:
-            if time.monotonic() >= deadline:
-                raise FetchTimeout(
-                    f"{url}: total time limit of {self.policy.total_timeout} s exceeded",
-                    reason="total-timeout",
-                ) from exc
+            budget = _current_budget()
+            if budget.remaining() <= 0:
+                raise budget.expired() from exc
             reason = {
                 httpx.ConnectTimeout: "connect-timeout",
                 httpx.ReadTimeout: "read-timeout",

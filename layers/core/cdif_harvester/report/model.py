@@ -288,9 +288,10 @@ FIXES: Mapping[str, str] = {
         "URLs; the harvester retries, honouring Retry-After."
     ),
     "too-large": (
-        "The answer is larger than the harvester accepts (10 MiB on the wire, 50 MiB "
-        "decompressed; landing pages are read up to 5 MiB). Keep metadata small, and link "
-        "large files from the metadata instead of serving them at the sitemap URL."
+        "The answer is larger than the harvester accepts (10 MiB, also once decompressed; "
+        "landing pages are read up to 5 MiB; headers up to 32 KiB). Keep metadata small, link "
+        "large files from the metadata instead of serving them at the sitemap URL, and serve "
+        "many links as a linkset rather than in Link headers."
     ),
     "redirect": (
         "The redirects do not end: a loop, more than 5 hops, or a redirect without a usable "
@@ -303,7 +304,8 @@ FIXES: Mapping[str, str] = {
     ),
     "timeout": (
         "The server did not answer in time (5 s to connect, 10 s between reads, 30 s in "
-        "all). Make these pages faster, or check they are reachable from the internet."
+        "all; a page still arriving after 30 s is too slow and is not tried again until the "
+        "next harvest). Make these pages faster, or check they are reachable from the internet."
     ),
     "dns-failure": "The host name does not resolve. Check the DNS records of the host.",
     "tls-error": (
@@ -345,6 +347,7 @@ _REASON_KINDS: Mapping[str, str] = {
     "cross-host-location": "cross-host-location",
     "body-too-large": "too-large",
     "decompressed-too-large": "too-large",
+    "headers-too-large": "too-large",
     "too-large": "too-large",
     "max-urls": "sitemap",
     "redirect": "redirect",
@@ -368,6 +371,7 @@ _REASON_KINDS: Mapping[str, str] = {
     "non-canonical-ip": "blocked",
     "timeout": "timeout",
     "total-timeout": "timeout",
+    "too-slow": "timeout",
     "connect-timeout": "timeout",
     "read-timeout": "timeout",
     "write-timeout": "timeout",
