@@ -48,8 +48,12 @@ class Fetcher(Protocol):
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         """Fetch ``url``; any HTTP status is returned as a response.
+
+        With ``truncate``, a body over the cap is cut there and returned marked
+        ``truncated`` instead of raising BodyTooLarge.
 
         Raises AddressRefused, BodyTooLarge, RedirectError (permanent) or FetchTimeout,
         FetchFailed (retryable).
