@@ -56,10 +56,12 @@ class RevalidatingFetcher:
         """
         given = dict(headers or {})
         conditional = _CONDITIONAL & {name.lower() for name in given}
-        if method not in ("GET", "HEAD") or conditional or truncate:
+        if truncate:
             return self.inner.fetch(
-                url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
+                url, method=method, headers=headers, max_bytes=max_bytes, truncate=True
             )
+        if method not in ("GET", "HEAD") or conditional:
+            return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
         accept = next((v for k, v in given.items() if k.lower() == "accept"), None)
         meta_key, body_key = cache_keys(method, url, accept)
         kept = self._kept(meta_key, max_bytes)
