@@ -8,6 +8,7 @@ links kept and, from the server's request log, what was (not) requested.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from cdif_harvester.adapters.local import (
     SystemClock,
 )
 from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, UrlJob, decode
-from cdif_harvester.errors import FetchFailed
+from cdif_harvester.errors import BodyTooLarge, FetchFailed
 from cdif_harvester.model import Outcome, TypedLink, UrlOutcome
 from cdif_harvester.stages.jobs import run_job
 from cdif_harvester.stages.resolve import HttpStatusError, resolve_url
@@ -644,3 +645,211 @@ def test_a_page_with_thousands_of_item_links_keeps_its_message_small(harness: Ha
     assert job.pattern == "embedded-script"
     assert len(job.links) == 300
     assert "1200 links seen; the first 300 are kept" in job.notes
+
+
+# --- bodies over the cap -----------------------------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+def _big_page(before: str, after: str, size: int = 60 * MiB) -> Any:
+    """A landing page of ``size`` bytes: ``before`` in its head, ``after`` at its very end."""
+    head = f"<!doctype html><html><head><title>big</title>{before}</head><body>".encode()
+    tail = f"{after}</body></html>".encode()
+    filler = size - len(head) - len(tail)
+    step = 1024 * 1024
+
+    def chunks() -> Iterator[bytes]:
+        yield head
+        left = filler
+        while left > 0:
+            yield b"<p>" + b"x" * (min(step, left) - 7) + b"</p>\n"
+            left -= min(step, left)
+        yield tail
+
+    return chunks
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_a_page_cut_at_the_cap_uses_the_metadata_before_the_cut_and_says_so(
+    harness: Harness, declared: bool
+) -> None:
+    size = 60 * MiB
+    harness.server.route(
+        "/big",
+        headers=[("Content-Type", HTML)],
+        body=_big_page(script(dataset("urn:e:big", "Before the cut")), ""),
+        content_length=size if declared else "auto",
+    )
+    job = harness.resolved("/big")
+    assert job.pattern == "embedded-script"
+    (ref,) = job.documents
+    assert [w.partition(":")[0] for w in ref.warnings] == ["truncated-page"]
+    assert "metadata past it was not seen" in ref.warnings[0]
+    assert any("read up to the cut" in note for note in job.notes)
+    stored = harness.store.get(ref.key)
+    assert len(stored) == 5 * MiB  # the page as read: up to the cut
+    meta = json.loads(harness.store.get(ref.key.rsplit(".", 1)[0] + ".meta.json"))
+    assert meta["truncated"] is True
+
+
+def test_a_page_cut_at_the_cap_with_nothing_before_the_cut_fails_too_large(
+    harness: Harness,
+) -> None:
+    harness.server.route(
+        "/big",
+        headers=[("Content-Type", HTML)],
+        body=_big_page("", script(dataset("urn:e:late", "After the cut"))),
+    )
+    result = harness.resolve("/big")
+    assert isinstance(result, UrlOutcome)
+    assert result.outcome == Outcome.FAILED
+    assert result.reason.startswith(
+        "body-too-large: landing page larger than 5 MiB; metadata past the cut cannot be seen"
+    )
+    # Content negotiation was asked with HEAD: a large body is not downloaded twice more.
+    assert harness.requests("HEAD") == ["/big"]
+
+
+def test_a_cut_page_with_meta_tags_only_is_not_a_meta_record(harness: Harness) -> None:
+    meta = '<meta name="DC.title" content="A title"><meta name="DC.identifier" content="x:1">'
+    harness.server.route(
+        "/big", headers=[("Content-Type", HTML)], body=_big_page(meta, "", size=6 * MiB)
+    )
+    result = harness.resolve("/big")
+    assert isinstance(result, UrlOutcome)
+    assert result.outcome == Outcome.FAILED
+    assert result.reason.startswith("body-too-large: landing page larger than 5 MiB")
+
+
+def test_a_cut_page_keeps_its_head_links(harness: Harness) -> None:
+    link = '<link rel="describedby" href="/big.json" type="application/ld+json">'
+    harness.server.route("/big", headers=[("Content-Type", HTML)], body=_big_page(link, ""))
+    harness.server.route("/big.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:b"))
+    job = harness.resolved("/big")
+    assert job.pattern == "html-link"
+    assert job.documents[0].warnings == ()  # the metadata document itself is whole
+    assert any("read up to the cut" in note for note in job.notes)
+
+
+def test_a_metadata_target_over_its_cap_fails_too_large_not_no_metadata(
+    harness: Harness,
+) -> None:
+    harness.wiring.settings = replace(harness.wiring.settings, max_document_bytes=1000)
+    harness.server.route(
+        "/p",
+        headers=[("Content-Type", HTML)],
+        body=page('<link rel="describedby" href="/p.json" type="application/ld+json">'),
+    )
+    harness.server.route(
+        "/p.json", headers=[("Content-Type", JSONLD)], body=dataset("urn:p", "y" * 2000)
+    )
+    result = harness.resolve("/p")
+    assert isinstance(result, UrlOutcome)
+    assert result.outcome == Outcome.FAILED
+    assert result.reason.startswith("body-too-large: describedby target over its size cap")
+
+
+def test_the_fetcher_cuts_at_the_cap_only_when_asked(harness: Harness) -> None:
+    harness.server.route("/b", body=b"a" * 5000)
+    fetcher = harness.wiring.fetcher
+    cut = fetcher.fetch(harness.url("/b"), max_bytes=1000, truncate=True)
+    assert (len(cut.body), cut.truncated) == (1000, True)
+    whole = fetcher.fetch(harness.url("/b"), max_bytes=5000, truncate=True)
+    assert (len(whole.body), whole.truncated) == (5000, False)
+    with pytest.raises(BodyTooLarge):
+        fetcher.fetch(harness.url("/b"), max_bytes=1000)
+
+
+# --- claims that cannot be verified ------------------------------------------------------------
+
+
+def _no_dns(host: str, port: int) -> list[str]:
+    """A resolver for tests: every name fails as an unknown name does (no query is sent)."""
+    raise socket.gaierror(socket.EAI_NONAME, f"Name or service not known: {host}")
+
+
+@pytest.fixture
+def dead_dns(harness: Harness) -> Iterator[Harness]:
+    with SafeFetcher(FetchPolicy(allow_loopback=True, resolver=_no_dns)) as fetcher:
+        harness.wiring.fetcher = fetcher
+        yield harness
+
+
+@pytest.mark.parametrize(
+    ("resource", "why"),
+    [
+        ("http://nowhere.invalid/dataset/1", "dns-failure: could not resolve nowhere.invalid"),
+        ("http://10.0.0.1/dataset/1", "private-address: refused 10.0.0.1"),
+    ],
+    ids=["no-dns", "private-address"],
+)
+def test_a_claim_on_an_unreachable_origin_keeps_the_record_unverified(
+    dead_dns: Harness, resource: str, why: str
+) -> None:
+    harness = dead_dns
+    harness.server.route(
+        "/claim.json",
+        headers=[("Content-Type", CDIF_JSONLD)],
+        body=dataset(resource, "Claims elsewhere", url=resource),
+    )
+    job = harness.resolved("/claim.json")
+    assert job.pattern == "content-type"
+    (ref,) = job.documents
+    assert ref.authority == "unverified"
+    (warning,) = ref.warnings
+    assert warning.startswith(f"unverified-claim: {resource} could not be read ({why}")
+    assert any("unverified" in note and why in note for note in job.notes)
+    assert harness.requests() == ["/claim.json"]
+
+
+def test_a_claim_on_an_origin_answering_503_is_unverified_not_retried(
+    harness: Harness, other_origin: LocalHTTPServer
+) -> None:
+    resource = other_origin.url("/down")
+    other_origin.route("/down", status=503, headers=[("Retry-After", "3600")])
+    harness.server.route(
+        "/c.json", headers=[("Content-Type", JSONLD)], body=dataset(resource, url=resource)
+    )
+    job = harness.resolved("/c.json")
+    (ref,) = job.documents
+    assert ref.authority == "unverified"
+    assert ref.warnings == (f"unverified-claim: {resource} could not be read (it answered 503)",)
+
+
+def test_a_claim_on_a_silent_resource_says_why_it_is_unverified(
+    harness: Harness, other_origin: LocalHTTPServer
+) -> None:
+    resource = other_origin.url("/silent")
+    other_origin.route("/silent", headers=[("Content-Type", HTML)], body=page())
+    harness.server.route(
+        "/s.json", headers=[("Content-Type", JSONLD)], body=dataset(resource, url=resource)
+    )
+    (ref,) = harness.resolved("/s.json").documents
+    assert ref.warnings == (f"unverified-claim: {resource} names no metadata",)
+
+
+def test_a_refuted_claim_whose_forward_metadata_is_unreachable_keeps_the_claiming_record(
+    dead_dns: Harness, other_origin: LocalHTTPServer
+) -> None:
+    harness = dead_dns
+    resource = other_origin.url("/dataset/9")
+    other_origin.route(
+        "/dataset/9",
+        headers=[
+            ("Content-Type", HTML),
+            (
+                "Link",
+                '<http://nowhere.invalid/9.json>; rel="describedby"; type="application/ld+json"',
+            ),
+        ],
+        body=page(),
+    )
+    harness.server.route(
+        "/c9.json", headers=[("Content-Type", JSONLD)], body=dataset(resource, url=resource)
+    )
+    job = harness.resolved("/c9.json")
+    assert [(ref.url, ref.authority) for ref in job.documents] == [
+        (harness.url("/c9.json"), "not-authoritative")
+    ]
+    assert any("forward metadata could not be read: dns-failure" in n for n in job.notes)

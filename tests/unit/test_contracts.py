@@ -311,7 +311,10 @@ def _staged(path: str, value: object) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("data", "fragment"),
     [
-        (_staged("v", STAGED_VERSION + 1), "staged object version 3 not supported"),
+        (
+            _staged("v", STAGED_VERSION + 1),
+            f"staged object version {STAGED_VERSION + 1} not supported",
+        ),
         (_staged("v", ...), "staged object version None"),
         (_staged("kind", "index-job"), "expected a staged-records object, got 'index-job'"),
         (_staged("kind", ...), "expected a staged-records object, got None"),

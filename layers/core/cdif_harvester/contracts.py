@@ -54,10 +54,10 @@ __all__ = [
     "encode_staged",
 ]
 
-CONTRACT_VERSION = 5
-READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5})
-STAGED_VERSION = 2
-STAGED_READABLE_VERSIONS = frozenset({1, 2})
+CONTRACT_VERSION = 6
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
+STAGED_VERSION = 3
+STAGED_READABLE_VERSIONS = frozenset({1, 2, 3})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:
@@ -129,7 +129,9 @@ class DocumentRef:
     ``via`` says how the resolver reached it (``self``, ``describedby``, ``meta``, ``linkset``
     ...). ``authority`` is the anti-spoofing verdict (1997 draft, "Metadata Spoofing"):
     ``None`` when the document claims nothing about another origin, else ``authoritative``,
-    ``not-authoritative`` or ``unverified``.
+    ``not-authoritative`` or ``unverified``. ``warnings`` (``<code>: <details>``) are what the
+    record's report must say about the document: an ``unverified-claim`` and why, a
+    ``truncated-page`` read only up to its size cap.
     """
 
     key: str
@@ -137,6 +139,7 @@ class DocumentRef:
     media_type: str
     via: str | None = None
     authority: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,9 @@ class FetchResponse:
     # True when the publisher answered a conditional request with 304 Not Modified and this
     # response (status, headers, body) is the one kept from the earlier answer.
     revalidated: bool = False
+    # True when the body is only the first bytes of a larger one, cut at the size cap (asked
+    # for with ``fetch(truncate=True)``): what is past the cut was never read.
+    truncated: bool = False
 
     def header(self, name: str) -> str | None:
         """Return the first value of header ``name`` (case-insensitive), or None."""

@@ -48,11 +48,13 @@ class Fetcher(Protocol):
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         """Fetch ``url``; any HTTP status is returned as a response, its body always whole.
 
         A body over ``max_bytes`` (on the wire or once decoded) raises BodyTooLarge, which
-        carries the response's status and headers; no response is ever a cut body.
+        carries the response's status and headers; with ``truncate``, such a body is instead cut
+        at the cap and returned marked ``truncated``. No other response is ever a cut body.
 
         Raises AddressRefused, BodyTooLarge, RedirectError, TooSlow, PermanentError (permanent)
         or FetchTimeout, FetchFailed (retryable).

@@ -637,13 +637,17 @@ class SafeFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         """Fetch ``url`` under the policy and return the final response, whatever its status.
 
         ``headers`` are added to the request, except the ones the fetcher owns (User-Agent,
         Accept-Encoding, Host and framing headers), which are ignored; Authorization and Cookie
         are dropped when a redirect leaves the origin. ``max_bytes`` overrides the wire cap of
-        the policy for this call. A HEAD request returns an empty body.
+        the policy for this call. A HEAD request returns an empty body. With ``truncate``, a body
+        over the cap (on the wire or decoded) is cut at the cap and returned with
+        ``truncated=True`` instead of raising BodyTooLarge (a declared Content-Length over the
+        cap is then read up to the cap too).
 
         The body is returned decoded (gzip/deflate undone); the headers are exactly as received,
         so Content-Encoding and Content-Length describe the body as it was on the wire.
@@ -651,8 +655,8 @@ class SafeFetcher:
         ``FetchResponse.redirects`` lists the URLs that answered with a redirect, starting with
         ``url`` itself, so ``redirects + (response.url,)`` is the whole chain.
 
-        A returned body is always whole: a body over ``max_bytes``, on the wire or once decoded,
-        raises BodyTooLarge (with the response's status and headers), never a cut body. The
+        Without ``truncate`` a returned body is always whole: a body over ``max_bytes``, on the
+        wire or once decoded, raises BodyTooLarge (with the response's status and headers). The
         whole fetch (every hop's connection, response head and body) ends by the policy's
         ``total_timeout``.
 
@@ -663,7 +667,9 @@ class SafeFetcher:
         deadline = time.monotonic() + self.policy.total_timeout
         token = _BUDGET.set(_Budget(self.policy, deadline))
         try:
-            return self._fetch(url, method=method, headers=headers, max_bytes=max_bytes)
+            return self._fetch(
+                url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
+            )
         finally:
             _BUDGET.reset(token)
 
@@ -674,6 +680,7 @@ class SafeFetcher:
         method: str,
         headers: Mapping[str, str] | None,
         max_bytes: int | None,
+        truncate: bool,
     ) -> FetchResponse:
         """:meth:`fetch`, once its budget is in place."""
         started = time.monotonic()
@@ -692,7 +699,7 @@ class SafeFetcher:
         seen = {_url_key(current)}
         while True:
             with self._mapped_errors(current):
-                answer = self._exchange(method, current, extra, wire_cap)
+                answer = self._exchange(method, current, extra, wire_cap, truncate=truncate)
             if isinstance(answer, FetchResponse):
                 return replace(answer, redirects=tuple(hops), elapsed=time.monotonic() - started)
             target, status = answer
@@ -725,6 +732,8 @@ class SafeFetcher:
         url: httpx.URL,
         headers: Mapping[str, str],
         wire_cap: int,
+        *,
+        truncate: bool = False,
     ) -> FetchResponse | tuple[httpx.URL, int]:
         """One request: the final response, or the redirect target and status to follow."""
         response = self._send(method, url, headers)
@@ -734,12 +743,17 @@ class SafeFetcher:
                 return target, response.status_code
             # HEAD, 204 and 304 answers have no body, whatever their Content-Length says.
             bodiless = method == "HEAD" or response.status_code in (204, 304)
-            body = b"" if bodiless else self._read_body(response, str(url), wire_cap)
+            body, cut = (
+                (b"", False)
+                if bodiless
+                else self._read_body(response, str(url), wire_cap, truncate=truncate)
+            )
             return FetchResponse(
                 url=str(url),
                 status=response.status_code,
                 headers=_header_lines(response),
                 body=body,
+                truncated=cut,
             )
         finally:
             # Closing an unread stream discards the connection rather than draining it.
@@ -785,9 +799,12 @@ class SafeFetcher:
             ) from exc
         return target.copy_with(fragment=None)
 
-    def _read_body(self, response: httpx.Response, url: str, cap: int) -> bytes:
+    def _read_body(
+        self, response: httpx.Response, url: str, cap: int, *, truncate: bool
+    ) -> tuple[bytes, bool]:
+        """The decoded body, and whether it was cut at ``cap`` (only ever with ``truncate``)."""
         declared = response.headers.get("content-length", "").strip()
-        if declared.isdigit() and int(declared) > cap:
+        if declared.isdigit() and int(declared) > cap and not truncate:
             raise BodyTooLarge(
                 f"{url}: Content-Length {declared} exceeds the limit of {cap} bytes",
                 reason="body-too-large",
@@ -801,9 +818,13 @@ class SafeFetcher:
         body = bytearray()
         received = 0
         try:
-            for chunk in response.iter_raw():
-                received += len(chunk)
-                if received > cap:
+            for raw in response.iter_raw():
+                received += len(raw)
+                chunk = raw
+                if received > cap and truncate:
+                    # Cut where the cap falls; the rest is never read (the connection is dropped).
+                    chunk = raw[: len(raw) - (received - cap)]
+                elif received > cap:
                     raise BodyTooLarge(
                         f"{url}: body exceeds the limit of {cap} bytes", reason="body-too-large"
                     )
@@ -813,7 +834,12 @@ class SafeFetcher:
                 for decoder in decoders:
                     data = decoder.feed(data)
                 body += data
+                if truncate and (received > cap or len(body) > cap):
+                    return bytes(body[:cap]), True
         except BodyTooLarge as exc:
+            if truncate:
+                # The decoded body outgrew the cap: it is cut where it stood (at most the cap).
+                return bytes(body[:cap]), True
             # Whichever cap was hit, the refused response keeps its status and headers (a
             # resolver still reads its Link headers); its body is never handed on cut.
             raise BodyTooLarge(
@@ -824,7 +850,7 @@ class SafeFetcher:
             ) from None
         for decoder in decoders:
             decoder.finish()
-        return bytes(body)
+        return bytes(body), False
 
     @contextmanager
     def _mapped_errors(self, url: httpx.URL) -> Iterator[None]:

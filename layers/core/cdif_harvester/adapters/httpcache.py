@@ -48,10 +48,19 @@ class RevalidatingFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
-        """Fetch ``url``, conditionally when an answer is kept; a 304 returns the kept answer."""
+        """Fetch ``url``, conditionally when an answer is kept; a 304 returns the kept answer.
+
+        A body cut at the cap (``truncate``) is never kept, and never asked for conditionally.
+        """
         given = dict(headers or {})
-        if method not in ("GET", "HEAD") or _CONDITIONAL & {name.lower() for name in given}:
+        conditional = _CONDITIONAL & {name.lower() for name in given}
+        if truncate:
+            return self.inner.fetch(
+                url, method=method, headers=headers, max_bytes=max_bytes, truncate=True
+            )
+        if method not in ("GET", "HEAD") or conditional:
             return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
         accept = next((v for k, v in given.items() if k.lower() == "accept"), None)
         meta_key, body_key = cache_keys(method, url, accept)

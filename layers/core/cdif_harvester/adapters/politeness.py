@@ -203,6 +203,7 @@ class FetchJournal:
             redirects=tuple(meta["redirects"]),
             elapsed=float(meta.get("elapsed", 0.0)),
             revalidated=bool(meta.get("revalidated", False)),
+            truncated=bool(meta.get("truncated", False)),
         )
         self._entries.append(_Entry(request=request, response=None, meta=meta))
         return response
@@ -217,6 +218,7 @@ class FetchJournal:
             "redirects": list(response.redirects),
             "elapsed": response.elapsed,
             "revalidated": response.revalidated,
+            "truncated": response.truncated,
             "body": digest,
             "length": len(response.body),
         }
@@ -348,6 +350,7 @@ class GatedFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         """Fetch ``url`` within a slot of its host (or from the job's journal).
 
@@ -363,7 +366,11 @@ class GatedFetcher:
         host = origin_of(url)
         slot = self._take_slot(host, journal)
         try:
-            response = self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
+            # ``truncate`` is passed on only when asked: fetchers that never cut stay usable.
+            cut = {"truncate": True} if truncate else {}
+            response = self.inner.fetch(
+                url, method=method, headers=headers, max_bytes=max_bytes, **cut
+            )
         finally:
             self.gate.release(slot)
         self._honour_retry_after(response)

@@ -122,7 +122,11 @@ def _index_one(
     catalogue entry.
     """
     links = plain(staged.links)
-    digest = record_digest(item.record, _verdict(item.report), links, item.authority)
+    # The resolver's warnings count with the verdict (a new reason rewrites the report); a
+    # document without any hashes as before.
+    said = _document_warnings(item, staged)
+    authority: Any = [item.authority, *said] if said else item.authority
+    digest = record_digest(item.record, _verdict(item.report), links, authority)
     valid = item.report.valid and item.record is not None
     held = _held_unchanged(wiring, item, digest)
     if held is not None:
@@ -154,9 +158,21 @@ def _held_unchanged(wiring: Wiring, item: StagedRecord, digest: str) -> CatalogE
     return held if unchanged and wiring.settings.incremental else None
 
 
-def _warnings(item: StagedRecord) -> list[dict[str, Any]]:
-    """The report's warnings: the validator's, after the anti-spoofing one when it applies."""
+def _document_warnings(item: StagedRecord, staged: StagedRecords) -> tuple[str, ...]:
+    """What the resolver warned about the document the record comes from."""
+    for ref in staged.documents:
+        if ref.key == item.document:
+            return ref.warnings
+    return ()
+
+
+def _warnings(item: StagedRecord, staged: StagedRecords) -> list[dict[str, Any]]:
+    """The report's warnings: the validator's, after the resolver's about the record's document
+    (an unverified claim, a page cut at its cap) and the anti-spoofing one when it applies."""
     warnings: list[dict[str, Any]] = plain(item.report.warnings)
+    for position, text in enumerate(_document_warnings(item, staged)):
+        keyword, _, message = text.partition(": ")
+        warnings.insert(position, {"pointer": "", "message": message, "keyword": keyword})
     if item.authority == "not-authoritative":
         # Anti-spoofing verdict (1997 metadata-linking draft): the resource this record claims
         # names other metadata as its own.
@@ -178,7 +194,7 @@ def _report(
     """The record's report object: its verdict, identities, repairs, notes and provenance."""
     return {
         **_verdict(item.report),
-        "warnings": _warnings(item),
+        "warnings": _warnings(item, staged),
         "record_id": item.record_id,
         "resource_id": item.resource_id,
         "identity_fallback": item.identity_fallback,

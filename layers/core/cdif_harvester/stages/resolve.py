@@ -6,13 +6,14 @@ authoritative first, and the way that worked is recorded as the job's ``pattern`
 ``legacy-meta``, ``embedded-script``, ``html-link``, ``content-negotiation``, ``html-meta``).
 This stage fetches; :mod:`cdif_harvester.domain.resolution.rules` decides.
 
-See docs/decisions/0019-where-the-resolver-looks.md and docs/decisions/0020-anti-spoofing.md.
+See docs/decisions/0019-where-the-resolver-looks.md, docs/decisions/0020-anti-spoofing.md and
+docs/decisions/0056-cut-bodies-and-advisory-claims.md (bodies over their cap, advisory claims).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, DocumentRef, UrlJob, encode
@@ -49,7 +50,12 @@ from cdif_harvester.domain.resolution.weblinks import (
     parse_linkset_json,
     parse_linkset_text,
 )
-from cdif_harvester.errors import BodyTooLarge, FetchFailed, PermanentError
+from cdif_harvester.errors import (
+    BodyTooLarge,
+    FetchFailed,
+    PermanentError,
+    RetryableError,
+)
 from cdif_harvester.keys import raw_key, raw_meta_key
 from cdif_harvester.model import (
     HTML_MEDIA_TYPES,
@@ -72,7 +78,9 @@ ACCEPT_JSONLD = (
     "application/ld+json;q=0.9,application/json;q=0.5"
 )
 ACCEPT_LINKSET = "application/linkset+json,application/linkset;q=0.9"
-MAX_PAGE_BYTES = 5 * 1024 * 1024  # a landing page bigger than this is read for its headers only
+MiB = 1024 * 1024
+# A landing page bigger than this is read up to the cut (HTML) or for its headers only (others).
+MAX_PAGE_BYTES = 5 * MiB
 MAX_LINKSET_BYTES = 1024 * 1024
 MAX_TARGETS = 5  # describedby targets fetched per tier
 # What travels on the document job stays well under the message cap (200 KiB).
@@ -108,6 +116,8 @@ class _Found:
     authority: str | None = None
     forward: tuple[TypedLink, ...] = ()  # the claimed resource's own metadata links
     is_list: bool = False
+    # What the record's report must warn about this document (``<code>: <details>``).
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -137,6 +147,9 @@ class _Resolver:
         self.held = held_state(wiring, job.url)
         self.answers = 0
         self.all_revalidated = True
+        # Bodies over their cap (a landing page cut, a metadata target refused): when nothing
+        # else is found the URL fails with them, not ``no-metadata`` (see decision 0056).
+        self.too_large: list[str] = []
 
     # ---------------------------------------------------------------------------- the order
 
@@ -159,9 +172,15 @@ class _Resolver:
             if found:
                 return self._hand_on(pattern, found)
         head: HtmlHead | None = None
+        cut = page.response.truncated
         if page.body_read and (page.media.type in HTML_MEDIA_TYPES or not page.media.type):
+            if cut:
+                self._page_cut(page)
             if self._has_embedded_dataset(page.response.body):
-                return self._hand_on("embedded-script", [_Found(page.response, "self")])
+                # What lies before the cut is usable; the report says the rest was not seen.
+                warnings = [_cut_warning(page.response)] if cut else []
+                self_found = _Found(page.response, "self", warnings=warnings)
+                return self._hand_on("embedded-script", [self_found])
             head = parse_html_head(page.response.body, page.response.url)
             self.links.extend(head.links)
             for pattern, found in self._link_patterns(list(head.links), "HTML <link>"):
@@ -170,10 +189,14 @@ class _Resolver:
         found = self._content_negotiation(page)
         if found:
             return self._hand_on("content-negotiation", found)
-        if head is not None:
+        if head is not None and not cut:
+            # Not from a cut page: <meta> tags are the last resort, and JSON-LD may lie past
+            # the cut.
             found = self._html_meta(page, head)
             if found:
                 return self._hand_on("html-meta", found)
+        if self.too_large:
+            raise self._too_large()
         return self._no_metadata(page)
 
     # ---------------------------------------------------------------------------- fetching
@@ -185,6 +208,7 @@ class _Resolver:
         method: str = "GET",
         accept: str | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         headers = {"Accept": accept} if accept else None
         response = self.wiring.fetcher.fetch(
@@ -192,6 +216,8 @@ class _Resolver:
             method=method,
             headers=headers,
             max_bytes=max_bytes or self.wiring.settings.max_document_bytes,
+            # Passed only when wanted: fetchers that never cut (test doubles) stay usable.
+            **({"truncate": True} if truncate else {}),
         )
         self.answers += 1
         self.all_revalidated = self.all_revalidated and response.revalidated
@@ -211,20 +237,50 @@ class _Resolver:
                     if media.type:
                         self.notes.append(f"{media.type} body not downloaded (headers only)")
                     return self._page(response, body_read=False)
-                response = self._fetch(url, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES)
+                response, body_read = self._capped_page(url)
                 self._check_status(response, url)
-                return self._page(response, body_read=True)
+                return self._page(response, body_read=body_read)
+        response, body_read = self._capped_page(url)
+        self._check_status(response, url)
+        return self._page(response, body_read=body_read and response.status != 204)
+
+    def _capped_page(self, url: str) -> tuple[FetchResponse, bool]:
+        """GET a page under MAX_PAGE_BYTES; return the response and whether its body was read.
+
+        A body over the cap is never judged as if whole: an HTML (or untyped) page is asked
+        again and read up to the cut (``truncated``); any other body keeps only its headers.
+        Raises what the fetcher raises (BodyTooLarge without a response).
+        """
         try:
-            response = self._fetch(url, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES)
+            return self._fetch(url, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES), True
         except BodyTooLarge as exc:
             if exc.status is None:
                 raise
-            self.notes.append(f"body over {MAX_PAGE_BYTES} bytes: only its headers were read")
             response = FetchResponse(url=url, status=exc.status, headers=exc.headers, body=b"")
-            self._check_status(response, url)
-            return self._page(response, body_read=False)
-        self._check_status(response, url)
-        return self._page(response, body_read=response.status != 204)
+        media = parse_media_type(response.header("content-type"))
+        is_page = not media.type or media.type in HTML_MEDIA_TYPES
+        if response.status in (200, 203, 410) and is_page:
+            cut = self._fetch(url, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES, truncate=True)
+            return cut, True
+        self.notes.append(f"body over {MAX_PAGE_BYTES} bytes: only its headers were read")
+        return response, False
+
+    def _page_cut(self, page: _Page) -> None:
+        """Note that the page was read up to the cut, and keep it as a reason to fail."""
+        self.notes.append(
+            f"{page.response.url}: page larger than {_size(MAX_PAGE_BYTES)}: read up to the cut; "
+            "metadata past the cut was not seen"
+        )
+        self.too_large.append(
+            f"landing page larger than {_size(MAX_PAGE_BYTES)}; metadata past the cut cannot "
+            "be seen"
+        )
+
+    def _too_large(self) -> BodyTooLarge:
+        """The error ending a URL whose only chances of metadata were over their caps."""
+        tried = ", ".join(dict.fromkeys(self.tried)) or "nothing applicable"
+        details = "; ".join(dict.fromkeys(self.too_large))
+        return BodyTooLarge(f"{details} (tried: {tried})", reason="body-too-large")
 
     def _page(self, response: FetchResponse, *, body_read: bool) -> _Page:
         for url in (*response.redirects, response.url):
@@ -279,7 +335,7 @@ class _Resolver:
             return []
         self.tried.append("content-type")
         response = page.response
-        if not page.body_read:
+        if not page.body_read or response.truncated:
             response = self._fetch(self.job.url, accept=ACCEPT_JSONLD)
             self._check_status(response, self.job.url)
         data = _json_of(response.body)
@@ -343,6 +399,8 @@ class _Resolver:
             response = self._fetch(url, accept=accept)
         except PermanentError as exc:
             self.notes.append(f"{via} target {url}: {exc.reason}: {exc}")
+            if isinstance(exc, BodyTooLarge):
+                self.too_large.append(f"{via} target over its size cap: {exc}")
             return None
         if response.status == 429 or response.status >= 500:
             self._check_status(response, url)  # retry the whole URL later
@@ -410,7 +468,7 @@ class _Resolver:
         if page.media.type in JSONLD_MEDIA_TYPES:
             return []  # already asked: the URL's own answer was JSON-LD
         self.tried.append("content negotiation")
-        if not page.body_read:
+        if not page.body_read or page.response.truncated:
             # Ask with HEAD first: a large non-HTML body is never downloaded to find out.
             probe = self._fetch(self.job.url, method="HEAD", accept=ACCEPT_JSONLD)
             if parse_media_type(probe.header("content-type")).type not in JSONLD_MEDIA_TYPES:
@@ -436,7 +494,12 @@ class _Resolver:
     # ---------------------------------------------------------------------------- spoofing
 
     def _verified(self, found: _Found, data: Any) -> _Found:
-        """Check a self-asserted document's claim on another origin (1997 draft, spoofing)."""
+        """Check a self-asserted document's claim on another origin (1997 draft, spoofing).
+
+        The check is advisory: a claim that cannot be checked (the resource cannot be reached
+        or read, names no metadata) leaves the document ``unverified``, with the reason as a
+        warning; only a resource that answers and names other metadata refutes it.
+        """
         claims = [
             *reverse_claims(self._header_links(found.response)),
             *claimed_resources(data),
@@ -445,16 +508,17 @@ class _Resolver:
         if not foreign or not self.wiring.settings.verify_claims:
             return found
         resource = foreign[0]
-        forward = self._forward_links_of(resource)
-        if forward is None:
-            found.authority = "unverified"
-            self.notes.append(f"{found.response.url} claims {resource}, which could not be read")
-            return found
+        forward, why = self._forward_links_of(resource)
         own = {normalise_url(u) for u in (*found.response.redirects, found.response.url)}
         own.add(normalise_url(self.job.url))
         if not forward:
             found.authority = "unverified"
-            self.notes.append(f"{found.response.url} claims {resource}, which names no metadata")
+            if forward is None:
+                why = f"{resource} could not be read ({why})"
+            else:
+                why = f"{resource} names no metadata{why}"
+            found.warnings.append(f"unverified-claim: {why}")
+            self.notes.append(f"{found.response.url} claims {resource}: unverified: {why}")
         elif any(normalise_url(link.href) in own for link in forward):
             found.authority = "authoritative"
             self.notes.append(f"{resource} names {found.response.url} as its metadata")
@@ -467,26 +531,33 @@ class _Resolver:
             )
         return found
 
-    def _forward_links_of(self, resource: str) -> list[TypedLink] | None:
-        """The forward metadata links (describedby, meta) of a resource; None if unreadable."""
+    def _forward_links_of(self, resource: str) -> tuple[list[TypedLink] | None, str]:
+        """The forward metadata links (describedby, meta) of a claimed resource, and a note.
+
+        Returns ``(None, why)`` when the resource cannot be read: any fetch error, permanent
+        or passing (a dead host, no DNS, a refused address, a timeout, a 5xx), since the check
+        is advisory and must never cost the claiming record (1997 draft, "Metadata Spoofing").
+        The note says, for links found, nothing, and for none found, why there may be more.
+        Raises only Deferred (a busy host slot: the job runs again later).
+        """
         try:
-            response = self._fetch(resource, accept=ACCEPT_PAGE, max_bytes=MAX_PAGE_BYTES)
-        except BodyTooLarge as exc:
-            response = FetchResponse(resource, exc.status or 0, exc.headers, b"")
-        except PermanentError:
-            return None
-        if response.status == 429 or response.status >= 500:
-            self._check_status(response, resource)
+            response, body_read = self._capped_page(resource)
+        except (PermanentError, RetryableError) as exc:
+            return None, f"{exc.reason}: {exc}"
         if response.status not in (200, 203, 410):
-            return None
+            return None, f"it answered {response.status}"
         links = list(parse_link_header(response.header_all("link"), response.url).links)
-        if parse_media_type(response.header("content-type")).type in HTML_MEDIA_TYPES:
+        if body_read and parse_media_type(response.header("content-type")).type in (
+            HTML_MEDIA_TYPES
+        ):
             links.extend(parse_html_head(response.body, response.url).links)
-        return [
+        forward = [
             link
             for link in merge_links(links)
             if link.rel in ("describedby", "meta") and not link.reverse
         ]
+        cut = f" (its page is larger than {_size(MAX_PAGE_BYTES)}: links past the cut unseen)"
+        return forward, cut if response.truncated else ""
 
     def _winner(self, found: list[_Found]) -> list[_Found]:
         """Put forward metadata first when a claiming document was found not authoritative."""
@@ -497,7 +568,14 @@ class _Resolver:
         for item in losers:
             forward = list(item.forward)
             tiers = describedby_tiers(forward) or [forward_meta_links(forward)]
-            for document in self._targets(tiers, via="forward-metadata"):
+            try:
+                documents = self._targets(tiers, via="forward-metadata")
+            except RetryableError as exc:
+                # The claiming document stays (not authoritative); the forward metadata is
+                # only a bonus here, so its failure costs nothing else.
+                self.notes.append(f"forward metadata could not be read: {exc.reason}: {exc}")
+                documents = []
+            for document in documents:
                 document.authority = "authoritative"
                 extra.append(document)
         return [*extra, *found]
@@ -547,6 +625,7 @@ class _Resolver:
             authority=item.authority,
             body=item.body,
             media_type=item.media_type,
+            warnings=tuple(item.warnings),
         )
 
     def _unchanged(self, reason: str, pattern: str | None = None) -> UrlOutcome:
@@ -573,6 +652,17 @@ class _Resolver:
             outcome=Outcome.NO_METADATA,
             reason=reason,
         )
+
+
+def _size(limit: int) -> str:
+    return f"{limit // MiB} MiB" if limit % MiB == 0 else f"{limit} bytes"
+
+
+def _cut_warning(response: FetchResponse) -> str:
+    return (
+        f"truncated-page: {response.url} is larger than {_size(MAX_PAGE_BYTES)}: only what lies "
+        "before the cut was read; metadata past it was not seen"
+    )
 
 
 def _raw_key_of(job: UrlJob, item: _Found) -> str:
@@ -627,11 +717,13 @@ def store_raw(  # noqa: PLR0913 - the provenance of a document has this many par
     authority: str | None = None,
     body: bytes | None = None,
     media_type: str | None = None,
+    warnings: tuple[str, ...] = (),
 ) -> DocumentRef:
     """Keep a fetched (or, for ``html-meta``, built) document with a provenance file beside it.
 
     ``body``/``media_type`` override the response's (a document the resolver built); the
-    provenance still names the response it was built from.
+    provenance still names the response it was built from. ``warnings`` travel on the
+    reference to the record's report (an unverified claim, a page cut at its cap).
     """
     content = response.body if body is None else body
     media = media_type or response.media_type
@@ -647,6 +739,8 @@ def store_raw(  # noqa: PLR0913 - the provenance of a document has this many par
         "pattern": pattern,
         "via": via,
         "authority": authority,
+        "warnings": list(warnings),
+        "truncated": response.truncated,
         "run_id": job.run_id,
         "sitemap": job.sitemap,
         "lastmod": job.lastmod,
@@ -656,4 +750,11 @@ def store_raw(  # noqa: PLR0913 - the provenance of a document has this many par
         json.dumps(provenance, indent=2, sort_keys=True).encode("utf-8"),
         content_type="application/json",
     )
-    return DocumentRef(key=key, url=response.url, media_type=media, via=via, authority=authority)
+    return DocumentRef(
+        key=key,
+        url=response.url,
+        media_type=media,
+        via=via,
+        authority=authority,
+        warnings=warnings,
+    )
