@@ -308,6 +308,25 @@ def test_gzip_bomb_never_expands_in_memory(
     assert peak < 8 * MiB  # the expanded body would be 100 MB
 
 
+def test_a_cut_read_of_a_gzip_bomb_stops_at_the_cap(
+    server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher], gzip_bomb: bytes
+) -> None:
+    # A body cut on request (the resolver's read of an oversize landing page) holds the cap on
+    # the decoded body too: the bomb is cut, not refused and not expanded.
+    server.route("/bomb", body=gzip_bomb, headers=[("Content-Encoding", "gzip")])
+    fetcher = make_fetcher()
+    tracemalloc.start()
+    try:
+        cut = fetcher.fetch(server.url("/bomb"), max_bytes=1 * MiB, truncate=True)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert cut.truncated is True
+    assert 0 < len(cut.body) <= 1 * MiB
+    assert set(cut.body) == {0}
+    assert peak < 16 * MiB
+
+
 def test_unknown_content_encoding_is_refused(
     server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher]
 ) -> None:

@@ -427,6 +427,8 @@ class _Decoder:
         self._member_started = False
         self._member_output = 0
         self._finished = False
+        # The output under the cap of the call that went over it (see _inflate).
+        self.overflow = b""
 
     def feed(self, data: bytes) -> bytes:
         """Decode the next piece of encoded body; return the decoded bytes it yields."""
@@ -487,6 +489,8 @@ class _Decoder:
             self._produced += len(piece)
             self._member_output += len(piece)
             if self._produced > self._cap:
+                # What fits under the cap, for a caller that reads a body cut at the cap.
+                self.overflow = bytes(out) + piece[: len(piece) - (self._produced - self._cap)]
                 raise BodyTooLarge(
                     f"{self._url}: body decompresses to more than {self._cap} bytes",
                     reason="decompressed-too-large",
@@ -838,7 +842,10 @@ class SafeFetcher:
                     return bytes(body[:cap]), True
         except BodyTooLarge as exc:
             if truncate:
-                # The decoded body outgrew the cap: it is cut where it stood (at most the cap).
+                # The decoded body outgrew the cap: it is cut at the cap, with what the last
+                # decoder produced below it.
+                if decoders and exc.reason == "decompressed-too-large":
+                    body += decoders[-1].overflow
                 return bytes(body[:cap]), True
             # Whichever cap was hit, the refused response keeps its status and headers (a
             # resolver still reads its Link headers); its body is never handed on cut.
