@@ -33,6 +33,7 @@ test keeps this tree complete::
                 BodyTooLarge (errors): permanent; a response body over the fetcher's cap
                 RedirectError (errors): permanent; too many redirects, a loop, no Location
                 SitemapError (domain.discovery.sitemap): permanent; not a readable sitemap
+                InvalidUrl (domain.discovery.urls): permanent; a location no fetch can take
                 ExtractionError (domain.records.extraction): permanent; JSON beyond repair
                 NormalisationError (domain.records.normalisation): permanent; no Dataset,
                     or JSON-LD processing failed

@@ -48,8 +48,10 @@ class Fetcher(Protocol):
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
-        """Fetch ``url``; any HTTP status is returned as a response.
+        """Fetch ``url``; any HTTP status is returned as a response. With ``truncate``, a body
+        over ``max_bytes`` is cut to its first ``max_bytes`` bytes instead of refused.
 
         Raises AddressRefused, BodyTooLarge, RedirectError (permanent) or FetchTimeout,
         FetchFailed (retryable).

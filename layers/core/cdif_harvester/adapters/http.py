@@ -469,13 +469,15 @@ class SafeFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         """Fetch ``url`` under the policy and return the final response, whatever its status.
 
         ``headers`` are added to the request, except the ones the fetcher owns (User-Agent,
         Accept-Encoding, Host and framing headers), which are ignored; Authorization and Cookie
         are dropped when a redirect leaves the origin. ``max_bytes`` overrides the wire cap of
-        the policy for this call. A HEAD request returns an empty body.
+        the policy for this call; with ``truncate`` a body over it is cut to its first ``max_bytes``
+        bytes on the wire (then decoded) instead of refused. A HEAD request returns an empty body.
 
         The body is returned decoded (gzip/deflate undone); the headers are exactly as received,
         so Content-Encoding and Content-Length describe the body as it was on the wire.
@@ -503,7 +505,9 @@ class SafeFetcher:
         seen = {_url_key(current)}
         while True:
             with self._mapped_errors(current, deadline):
-                answer = self._exchange(method, current, extra, wire_cap, deadline)
+                answer = self._exchange(
+                    method, current, extra, wire_cap, deadline, truncate=truncate
+                )
             if isinstance(answer, FetchResponse):
                 return replace(answer, redirects=tuple(hops), elapsed=time.monotonic() - started)
             target, status = answer
@@ -537,6 +541,8 @@ class SafeFetcher:
         headers: Mapping[str, str],
         wire_cap: int,
         deadline: float,
+        *,
+        truncate: bool = False,
     ) -> FetchResponse | tuple[httpx.URL, int]:
         """One request: the final response, or the redirect target and status to follow."""
         response = self._send(method, url, headers, deadline)
@@ -546,7 +552,11 @@ class SafeFetcher:
                 return target, response.status_code
             # HEAD, 204 and 304 answers have no body, whatever their Content-Length says.
             bodiless = method == "HEAD" or response.status_code in (204, 304)
-            body = b"" if bodiless else self._read_body(response, str(url), wire_cap, deadline)
+            body = (
+                b""
+                if bodiless
+                else self._read_body(response, str(url), wire_cap, deadline, truncate=truncate)
+            )
             return FetchResponse(
                 url=str(url),
                 status=response.status_code,
@@ -598,9 +608,17 @@ class SafeFetcher:
             ) from exc
         return target.copy_with(fragment=None)
 
-    def _read_body(self, response: httpx.Response, url: str, cap: int, deadline: float) -> bytes:
+    def _read_body(
+        self,
+        response: httpx.Response,
+        url: str,
+        cap: int,
+        deadline: float,
+        *,
+        truncate: bool = False,
+    ) -> bytes:
         declared = response.headers.get("content-length", "").strip()
-        if declared.isdigit() and int(declared) > cap:
+        if declared.isdigit() and int(declared) > cap and not truncate:
             raise BodyTooLarge(
                 f"{url}: Content-Length {declared} exceeds the limit of {cap} bytes",
                 reason="body-too-large",
@@ -612,6 +630,13 @@ class SafeFetcher:
         received = 0
         for chunk in response.iter_raw():
             received += len(chunk)
+            if received > cap and truncate:
+                # Cut at the cap (RFC 9309 section 2.5: a robots.txt is read up to a limit):
+                # the rest is never read and a compressed stream is left unfinished.
+                data = chunk[: len(chunk) - (received - cap)]
+                for decoder in decoders:
+                    data = decoder.feed(data)
+                return bytes(body + data)
             if received > cap:
                 raise BodyTooLarge(
                     f"{url}: body exceeds the limit of {cap} bytes",

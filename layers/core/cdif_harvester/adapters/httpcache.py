@@ -48,11 +48,15 @@ class RevalidatingFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         """Fetch ``url``, conditionally when an answer is kept; a 304 returns the kept answer."""
         given = dict(headers or {})
+        options: dict[str, Any] = {"max_bytes": max_bytes}
+        if truncate:
+            options["truncate"] = True
         if method not in ("GET", "HEAD") or _CONDITIONAL & {name.lower() for name in given}:
-            return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
+            return self.inner.fetch(url, method=method, headers=headers, **options)
         accept = next((v for k, v in given.items() if k.lower() == "accept"), None)
         meta_key, body_key = cache_keys(method, url, accept)
         kept = self._kept(meta_key, max_bytes)
@@ -61,7 +65,7 @@ class RevalidatingFetcher:
                 given["If-None-Match"] = str(kept["etag"])
             if kept.get("last_modified"):
                 given["If-Modified-Since"] = str(kept["last_modified"])
-        response = self.inner.fetch(url, method=method, headers=given, max_bytes=max_bytes)
+        response = self.inner.fetch(url, method=method, headers=given, **options)
         if response.status == 304 and kept is not None:
             body = self._body(body_key, kept) if method == "GET" else b""
             if body is not None:
@@ -75,7 +79,7 @@ class RevalidatingFetcher:
                     revalidated=True,
                 )
             # The kept body is gone: ask again without conditions.
-            return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
+            return self.inner.fetch(url, method=method, headers=headers, **options)
         if response.status == 200:
             self._keep(meta_key, body_key, response, kept, with_body=method == "GET")
         return response

@@ -348,6 +348,7 @@ class GatedFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         """Fetch ``url`` within a slot of its host (or from the job's journal).
 
@@ -363,7 +364,14 @@ class GatedFetcher:
         host = origin_of(url)
         slot = self._take_slot(host, journal)
         try:
-            response = self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
+            if truncate:
+                response = self.inner.fetch(
+                    url, method=method, headers=headers, max_bytes=max_bytes, truncate=True
+                )
+            else:
+                response = self.inner.fetch(
+                    url, method=method, headers=headers, max_bytes=max_bytes
+                )
         finally:
             self.gate.release(slot)
         self._honour_retry_after(response)
