@@ -15,19 +15,27 @@ import socket
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
+from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.cli.runner import LocalHarvester
-from cdif_harvester.model import RunState
+from cdif_harvester.model import Outcome, RunState
+from tests.support.aws import ProvisionedStack
 from tests.support.bounds import measure
 from tests.support.httpserver import LocalHTTPServer
+from tests.support.pipeline import invoke, run_pipeline
 
 pytestmark = pytest.mark.network
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 XML = [("Content-Type", "application/xml")]
 HTML = [("Content-Type", "text/html; charset=utf-8")]
+INTAKE_EVENT = (
+    Path(__file__).resolve().parents[2] / "infrastructure/events/intake-post-harvest.json"
+)
 # Every hostile input of this suite stays under these (a loaded 2-core machine included).
 MAX_RSS_MIB = 256
 MAX_CPU_SECONDS = 10
@@ -271,3 +279,65 @@ def test_a_huge_index_of_children_on_a_host_that_does_not_announce_them() -> Non
     assert result["asked_of_other"] == 1  # its robots.txt, once; never a child
     assert measured.peak_rss_mib < MAX_RSS_MIB, measured
     assert measured.cpu_seconds < MAX_CPU_SECONDS, measured
+
+
+@pytest.fixture
+def three_servers() -> Iterator[tuple[LocalHTTPServer, ...]]:
+    with LocalHTTPServer() as first, LocalHTTPServer() as second, LocalHTTPServer() as third:
+        yield first, second, third
+
+
+@pytest.mark.aws
+# Each simulated cold start (aws_runtime.reset) drops the warm fetcher without closing its pool;
+# its keep-alive connections to these servers are then collected unclosed.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_on_aws_hostile_locations_end_on_their_own_and_the_run_finishes(
+    stack: ProvisionedStack, three_servers: tuple[LocalHTTPServer, ...]
+) -> None:
+    sqs = boto3.client("sqs", region_name=stack.region)
+    catalog = DynamoCatalog(
+        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    )
+    site, busy, other = three_servers
+    good = [site.url(f"/page-{n}.html") for n in range(3)]
+    for url in good:
+        site.route("/" + url.removeprefix(site.url("/")), headers=HTML, body=_page(url))
+    busy.route("/robots.txt", status=503, body=b"try later")
+    hostile = {
+        "http://[::1/x": (Outcome.FAILED, "invalid-url: "),
+        "http://127.0.0.1:99999/x": (Outcome.FAILED, "invalid-url: "),
+        "ftp://127.0.0.1/x": (Outcome.BLOCKED, "scheme-not-allowed: "),
+        "http://10.1.2.3/x": (Outcome.BLOCKED, "private-address: "),
+        busy.url("/a.html"): (Outcome.FAILED, "robots-unavailable: "),
+        f"http://127.0.0.1:{_closed_port()}/x": (Outcome.FAILED, "robots-unavailable: "),
+        other.url("/child.xml"): (Outcome.DISALLOWED, "cross-host-sitemap: "),
+    }
+    site.route(
+        "/index.xml",
+        headers=XML,
+        body=_index(site.url("/urls.xml"), other.url("/child.xml"), site.url("/index.xml")),
+    )
+    site.route(
+        "/urls.xml",
+        headers=XML,
+        body=_urlset(good[0], *list(hostile)[:-1], good[1] + "#part", *good[1:]),
+    )
+    event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
+    event["path"] = event["resource"] = "/harvests"
+    event["body"] = json.dumps({"url": site.url("/index.xml")})
+    operator = event["requestContext"]["identity"]["apiKeyId"]
+    response = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
+    assert response["statusCode"] == 202, response
+    run_id = json.loads(response["body"])["run_id"]
+    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+    outcomes = {outcome.url: outcome for outcome in catalog.outcomes(run_id)}
+
+    assert stats.failures == []
+    assert set(outcomes) == {*good, *hostile}
+    assert all(outcomes[url].outcome is Outcome.RECORD for url in good)
+    for url, (outcome, code) in hostile.items():
+        assert outcomes[url].outcome is outcome, outcomes[url]
+        assert (outcomes[url].reason or "").startswith(code), outcomes[url]
+    run = catalog.get_run(run_id)
+    assert run is not None and run.state is RunState.FINISHED
+    assert run.entered == run.settled == len(good) + len(hostile) and run.sitemaps == 0
