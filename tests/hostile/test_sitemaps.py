@@ -21,7 +21,9 @@ import boto3
 import pytest
 
 from cdif_harvester.adapters.aws import DynamoCatalog
+from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
 from cdif_harvester.cli.runner import LocalHarvester
+from cdif_harvester.errors import BodyTooLarge
 from cdif_harvester.model import Outcome, RunState
 from tests.support.aws import ProvisionedStack
 from tests.support.bounds import measure
@@ -206,6 +208,21 @@ def test_a_self_referencing_index_ends(tmp_path: Path) -> None:
     assert by_url == {site.url("/page.html"): by_url[site.url("/page.html")]}
     assert by_url[site.url("/page.html")]["outcome"] == "record"
     assert asked["/index.xml"] == 1 and asked["/child.xml"] == 1
+
+
+def test_the_fetcher_cuts_a_body_at_the_cap_only_when_asked() -> None:
+    def endless() -> Iterator[bytes]:
+        while True:
+            yield b"x" * 4096
+
+    with LocalHTTPServer() as site, SafeFetcher(FetchPolicy(allow_loopback=True)) as fetcher:
+        site.route("/declared", body=b"y" * 100_000)  # an honest Content-Length over the cap
+        site.route("/endless", body=endless, chunked=True)
+        for path, byte in (("/declared", b"y"), ("/endless", b"x")):
+            response = fetcher.fetch(site.url(path), max_bytes=10_000, truncate=True)
+            assert response.status == 200 and response.body == byte * 10_000
+            with pytest.raises(BodyTooLarge):
+                fetcher.fetch(site.url(path), max_bytes=10_000)
 
 
 _MEASURED_HARVEST = """

@@ -81,7 +81,8 @@ class SitemapError(PermanentError):
 
 @dataclass(frozen=True)
 class SitemapEntry:
-    """One ``<url>`` (or ``<sitemap>``, or text line): an absolute location, its ``lastmod`` as
+    """One ``<url>`` (or ``<sitemap>``, or text line): a location (absolute, or as written when
+    it cannot be resolved; not necessarily http(s): the expander judges it), its ``lastmod`` as
     given (a W3C datetime string, stripped), and any Signmap links (``found_in="signmap"``,
     ``anchor`` = ``loc``)."""
 
