@@ -65,6 +65,7 @@ class FakeFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         self.asked.append((method, url, self.clock.now if self.clock else 0.0))
         status, head = 200, {"content-type": "text/html"}

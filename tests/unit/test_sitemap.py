@@ -133,13 +133,20 @@ def test_relative_locs_resolved_against_the_sitemap_url() -> None:
     ]
 
 
-def test_entries_without_a_usable_loc_are_skipped() -> None:
+def test_entries_without_a_loc_are_skipped_and_unfetchable_ones_kept_as_written() -> None:
+    # The expander records why a location that is not http(s) (or not a URL) is not harvested.
     body = (
         f"<urlset {NS}><url><lastmod>2024-01-01</lastmod></url><url><loc>  </loc></url>"
         "<url><loc>mailto:data@example.org</loc></url><url><loc>javascript:alert(1)</loc></url>"
+        "<url><loc> http://[::1/x </loc></url>"
         "<url><loc>https://data.example.org/ok</loc></url></urlset>"
     )
-    assert parse(body).entries == (SitemapEntry("https://data.example.org/ok", None),)
+    assert [entry.loc for entry in parse(body).entries] == [
+        "mailto:data@example.org",
+        "javascript:alert(1)",
+        "http://[::1/x",
+        "https://data.example.org/ok",
+    ]
 
 
 def test_gzip_detected_by_magic_bytes_whatever_the_name() -> None:

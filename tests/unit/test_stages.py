@@ -60,6 +60,7 @@ class FakeFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         self.asked.append(url)
         status, head, body = self.pages.get(url, (404, {}, b"not found"))

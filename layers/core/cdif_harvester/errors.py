@@ -34,6 +34,7 @@ test keeps this tree complete::
                 RedirectError (errors): permanent; too many redirects, a loop, no Location
                 TooSlow (errors): permanent; the server was still sending at the deadline
                 SitemapError (domain.discovery.sitemap): permanent; not a readable sitemap
+                InvalidUrl (domain.discovery.urls): permanent; a location no fetch can take
                 ExtractionError (domain.records.extraction): permanent; JSON beyond repair
                 NormalisationError (domain.records.normalisation): permanent; no Dataset,
                     or JSON-LD processing failed

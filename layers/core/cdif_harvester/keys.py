@@ -14,6 +14,9 @@ import hashlib
 import re
 from urllib.parse import urlsplit
 
+from cdif_harvester.domain.discovery.urls import canonical_origin
+from cdif_harvester.errors import PermanentError
+
 __all__ = [
     "RECORDS_PREFIX",
     "VIEW_NAMES",
@@ -59,18 +62,27 @@ def content_hash(body: bytes) -> str:
 
 
 def source_of(url: str) -> str:
-    """Return the source name of ``url``: its host (and port when given), file-name safe."""
-    parts = urlsplit(url)
+    """Return the source name of ``url``: its host (and port unless the scheme's default),
+    file-name safe."""
+    try:
+        parts = urlsplit(canonical_origin(url))
+        port = parts.port
+    except (PermanentError, ValueError):
+        parts, port = urlsplit(url), None
     host = (parts.hostname or "unknown").lower()
-    name = f"{host}_{parts.port}" if parts.port else host
+    name = f"{host}_{port}" if port else host
     return _UNSAFE.sub("_", name)
 
 
 def origin_of(url: str) -> str:
-    """Return ``scheme://host[:port]`` of ``url``, lower-cased: the unit of robots.txt and
-    politeness."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
+    """Return ``scheme://host[:port]`` of ``url`` in canonical form (lower case, IDNA host, no
+    default port: :func:`~cdif_harvester.domain.discovery.urls.canonical_origin`), or merely
+    lower-cased when it has none: the unit of robots.txt and politeness."""
+    try:
+        return canonical_origin(url)
+    except PermanentError:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def url_hash(url: str) -> str:

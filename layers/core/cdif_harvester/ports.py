@@ -50,7 +50,8 @@ class Fetcher(Protocol):
         max_bytes: int | None = None,
         truncate: bool = False,
     ) -> FetchResponse:
-        """Fetch ``url``; any HTTP status is returned as a response, its body always whole.
+        """Fetch ``url``; any HTTP status is returned as a response, its body whole unless
+        ``truncate`` asks for a body over ``max_bytes`` to be cut at the cap instead of refused.
 
         A body over ``max_bytes`` (on the wire or once decoded) raises BodyTooLarge, which
         carries the response's status and headers; with ``truncate``, such a body is instead cut

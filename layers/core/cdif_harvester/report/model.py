@@ -266,6 +266,10 @@ FIXES: Mapping[str, str] = {
         "The sitemap lists URLs of another host. Announce the sitemap in that host's "
         "robots.txt (Sitemap: …), or list only URLs of the sitemap's own host."
     ),
+    "cross-host-sitemap": (
+        "The sitemap index lists a sitemap on another host. Announce that sitemap in the other "
+        "host's robots.txt (Sitemap: …), or list only sitemaps of the index's own host."
+    ),
     "http-404": (
         "The page is not found (HTTP 404). Remove it from the sitemap, or restore it (a "
         "retired dataset can keep a tombstone page answering 410 with its metadata links)."
@@ -325,8 +329,8 @@ FIXES: Mapping[str, str] = {
         "one URL per line), without a DOCTYPE or entities, at most 50,000 URLs and 50 MiB each."
     ),
     "robots-unavailable": (
-        "robots.txt answered a server error, which means 'do not crawl now' (RFC 9309). "
-        "Serve it with 200 (or 404 when there is none)."
+        "robots.txt could not be read (a server error, a timeout, a refused connection), which "
+        "means 'do not crawl now' (RFC 9309). Serve it with 200 (or 404 when there is none)."
     ),
     "no-sitemaps-in-robots": (
         "robots.txt announces no sitemap: add Sitemap: https://…/sitemap.xml lines to it."
@@ -345,6 +349,7 @@ _REASON_KINDS: Mapping[str, str] = {
     "malformed-json": "malformed-json",
     "robots-txt": "robots-txt",
     "cross-host-location": "cross-host-location",
+    "cross-host-sitemap": "cross-host-sitemap",
     "body-too-large": "too-large",
     "decompressed-too-large": "too-large",
     "headers-too-large": "too-large",
@@ -406,6 +411,7 @@ _KIND_TITLES: Mapping[str, str] = {
     "malformed-json": "Malformed JSON-LD",
     "robots-txt": "Disallowed by robots.txt",
     "cross-host-location": "Sitemap lists another host's URLs",
+    "cross-host-sitemap": "Sitemap index lists another host's sitemaps",
     "http-404": "Page not found (HTTP 404)",
     "http-410": "Page gone (HTTP 410)",
     "http-auth": "Access refused (HTTP 401/403)",
@@ -421,7 +427,7 @@ _KIND_TITLES: Mapping[str, str] = {
     "network": "Connection failed",
     "encoding": "Body could not be decoded",
     "sitemap": "Unreadable sitemap",
-    "robots-unavailable": "robots.txt unavailable (server error)",
+    "robots-unavailable": "robots.txt unavailable",
     "no-sitemaps-in-robots": "robots.txt announces no sitemap",
     "invalid-url": "Invalid URL",
     "jsonld-processing": "JSON-LD processing failed",

@@ -4,8 +4,12 @@ Specs: CDIF discoverability, the sitemaps.org protocol, RFC 9309 (robots.txt) an
 Signmaps. Sitemaps are read as streams and handed on in parts; a location disallowed by
 robots.txt, or on another host that does not announce the sitemap, ends ``disallowed``; one whose
 ``<lastmod>`` is not newer ends ``unchanged``; Crawl-delay spreads a host's URL jobs over time.
+A location that cannot be fetched, or whose host's robots.txt cannot be read, ends with its own
+outcome; the rest of its sitemap goes on. Index children on another host follow the same
+cross-submission rule as locations.
 
-See docs/decisions/0016-sitemap-expansion.md.
+See docs/decisions/0016-sitemap-expansion.md and
+docs/decisions/0046-isolated-locations-and-url-identity.md.
 """
 
 from __future__ import annotations
@@ -19,9 +23,21 @@ from urllib.parse import urlsplit
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
 from cdif_harvester.domain.discovery.incremental import lastmod_not_newer, lastmod_reason
 from cdif_harvester.domain.discovery.lastmod import normalise_lastmod
-from cdif_harvester.domain.discovery.robots import RobotsPolicy, allow_all, parse_robots
+from cdif_harvester.domain.discovery.robots import (
+    MAX_ROBOTS_BYTES,
+    RobotsPolicy,
+    allow_all,
+    parse_robots,
+)
 from cdif_harvester.domain.discovery.sitemap import SitemapEntry, SitemapStream, iter_sitemap
-from cdif_harvester.errors import FetchFailed, PermanentError
+from cdif_harvester.domain.discovery.urls import canonical_origin, canonical_url
+from cdif_harvester.errors import (
+    AddressRefused,
+    FetchFailed,
+    HarvestError,
+    PermanentError,
+    RetryableError,
+)
 from cdif_harvester.keys import origin_of, sitemap_part_key
 from cdif_harvester.model import (
     HTML_MEDIA_TYPES,
@@ -44,7 +60,10 @@ from cdif_harvester.wiring import Wiring
 
 __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
 
-_ROBOTS_MAX_BYTES = 512 * 1024
+# At most this many robots.txt files of other hosts are fetched per job (each fetch may take
+# the whole fetch deadline: a part listing thousands of dead hosts must still end well inside
+# the expander's timeout). Locations on further hosts end ``failed robots-unavailable``.
+MAX_OTHER_ROBOTS_PER_JOB = 6
 
 
 class SitemapFetchError(PermanentError):
@@ -146,19 +165,55 @@ def _child(job: SitemapJob, url: str, *, cdif_agent: bool) -> SitemapJob:
 
 
 def _emit_children(wiring: Wiring, job: SitemapJob, urls: list[str]) -> ExpansionResult:
+    """Send a job for each child sitemap of an index, each once and never back to an ancestor.
+
+    A child that cannot be fetched (an invalid URL) or sits on another host whose robots.txt
+    does not announce it (sitemaps.org, "Sitemaps & Cross Submits", as for locations) is not
+    followed: it ends with its own outcome, and its siblings are followed.
+    """
     if job.depth + 1 > wiring.settings.max_sitemap_depth:
         raise SitemapFetchError(
             f"sitemap index nesting deeper than {wiring.settings.max_sitemap_depth} levels",
             reason="sitemap-depth-exceeded",
         )
-    lineage = {*job.ancestors, job.url}
-    children = [
-        _child(job, url, cdif_agent=job.cdif_agent)
-        for url in dict.fromkeys(urls)
-        if url not in lineage  # an index listing one of its ancestors would never end
-    ]
+    lineage = _canonical_set((*job.ancestors, job.url))
+    robots = _RobotsLookup(wiring, job)
+    problems: list[UrlOutcome] = []
+    children: list[SitemapJob] = []
+    seen: set[str] = set()
+    disallowed = 0
+    for listed in dict.fromkeys(urls):
+        try:
+            url = canonical_url(listed)
+        except PermanentError as error:
+            problems.append(_error_outcome(wiring, job, listed, error))
+            continue
+        if url in lineage or url in seen:
+            continue  # an index listing one of its ancestors would never end
+        seen.add(url)
+        origin = canonical_origin(url)
+        if origin != robots.home:
+            policy = robots.policy(origin)
+            if not isinstance(policy, RobotsPolicy):
+                problems.append(_robots_failure(wiring, job, url, origin, policy))
+                continue
+            if not (lineage | {url}) & _canonical_set(policy.sitemaps):
+                disallowed += 1
+                problems.append(
+                    _outcome(
+                        wiring,
+                        job,
+                        url,
+                        Outcome.DISALLOWED,
+                        f"cross-host-sitemap: the sitemap index on {robots.home} may not list "
+                        f"sitemaps of {origin} (that host's robots.txt does not announce them)",
+                    )
+                )
+                continue
+        children.append(_child(job, url, cdif_agent=job.cdif_agent))
+    record_outcomes(wiring, problems)
     _send_sitemaps(wiring, job, children, what="children")
-    return ExpansionResult(sitemap_jobs=len(children))
+    return ExpansionResult(sitemap_jobs=len(children), disallowed=disallowed)
 
 
 def _send_sitemaps(wiring: Wiring, job: SitemapJob, jobs: list[SitemapJob], *, what: str) -> None:
@@ -287,31 +342,46 @@ def _emit_urls(
 ) -> ExpansionResult:
     """Hand on one URL job per allowed, new location of ``entries``.
 
-    A location refused by robots.txt (or the cross-host rule) ends ``disallowed``; one whose
-    ``lastmod`` is not newer than what its held records came from ends ``unchanged`` here, in
-    one batch of catalogue reads and one of writes, so no URL job is ever made for it.
+    Locations are taken in canonical form (:mod:`cdif_harvester.domain.discovery.urls`), so
+    variants of one URL are handed on once. A location refused by robots.txt (or the
+    cross-host rule) ends ``disallowed``; one that cannot be fetched (``invalid-url``,
+    ``scheme-not-allowed``) or whose host's robots.txt cannot be read ends ``failed`` or
+    ``blocked`` with its reason, and the others go on; one whose ``lastmod`` is not newer than
+    what its held records came from ends ``unchanged`` here, in one batch of catalogue reads
+    and one of writes, so no URL job is ever made for it.
     """
     disallowed = 0
     seen: set[str] = set()
+    refused: list[UrlOutcome] = []
     allowed: list[tuple[SitemapEntry, RobotsPolicy]] = []
-    for entry in entries:
+    robots = _RobotsLookup(wiring, job)
+    for listed in entries:
+        entry = listed
         if entry.loc in seen:
             continue
         seen.add(entry.loc)
-        policy = _robots_for(wiring, entry.loc)
-        refusal = _refusal(wiring, job, entry.loc, policy)
+        try:
+            url = canonical_url(entry.loc)
+        except PermanentError as error:
+            refused.append(_error_outcome(wiring, job, entry.loc, error))
+            continue
+        if url != entry.loc:
+            if url in seen:
+                continue
+            seen.add(url)
+            entry = replace(entry, loc=url)
+        origin = canonical_origin(url)
+        policy = robots.policy(origin)
+        if not isinstance(policy, RobotsPolicy):
+            refused.append(_robots_failure(wiring, job, url, origin, policy))
+            continue
+        refusal = _refusal(wiring, job, url, policy)
         if refusal is not None:
             disallowed += 1
-            record_outcome(
-                wiring,
-                run_id=job.run_id,
-                source=job.source,
-                url=entry.loc,
-                outcome=Outcome.DISALLOWED,
-                reason=refusal,
-            )
+            refused.append(_outcome(wiring, job, url, Outcome.DISALLOWED, refusal))
             continue
         allowed.append((entry, policy))
+    record_outcomes(wiring, refused)
     # A URL another sitemap of the run already handed on is not sent again.
     to_send = enter_urls(wiring, job, [entry.loc for entry, _ in allowed])
     handed = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
@@ -322,6 +392,97 @@ def _emit_urls(
     _send_urls(wiring, job, jobs, lastmods)
     record_outcomes(wiring, list(unchanged.values()))
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
+
+
+def _outcome(
+    wiring: Wiring, job: SitemapJob, url: str, outcome: Outcome, reason: str
+) -> UrlOutcome:
+    return outcome_now(
+        wiring, run_id=job.run_id, source=job.source, url=url, outcome=outcome, reason=reason
+    )
+
+
+def _error_outcome(wiring: Wiring, job: SitemapJob, url: str, error: HarvestError) -> UrlOutcome:
+    """The outcome of a location (as listed) that can never be fetched."""
+    return _outcome(wiring, job, url, Outcome(error.outcome), f"{error.reason}: {error}")
+
+
+def _robots_failure(
+    wiring: Wiring, job: SitemapJob, url: str, origin: str, error: HarvestError
+) -> UrlOutcome:
+    """The outcome of a location whose host's robots.txt could not be read: ``blocked`` when
+    the address policy refused the host (the page would be refused too), else ``failed
+    robots-unavailable`` (RFC 9309 section 2.3.1.4: an unreachable robots.txt means the host
+    is not crawled now; the next run asks again)."""
+    if isinstance(error, AddressRefused):
+        return _outcome(wiring, job, url, Outcome.BLOCKED, f"{error.reason}: {error}")
+    return _outcome(
+        wiring,
+        job,
+        url,
+        Outcome.FAILED,
+        f"robots-unavailable: {origin}/robots.txt could not be read ({error.reason}: {error}); "
+        "not fetched",
+    )
+
+
+class _RobotsLookup:
+    """The robots.txt policies one job needs, by canonical origin. A failure to read one is
+    kept for the job, so the URLs of a dead host cost one attempt, not one each; at most
+    :data:`MAX_OTHER_ROBOTS_PER_JOB` robots.txt files of other hosts are fetched."""
+
+    def __init__(self, wiring: Wiring, job: SitemapJob) -> None:
+        self.wiring = wiring
+        self.home = _origin(job.url)
+        self.failures: dict[str, HarvestError] = {}
+        self.fetched = 0
+
+    def policy(self, origin: str) -> RobotsPolicy | HarvestError:
+        """The policy of ``origin``, or the error that kept it from being read. Raises the
+        retryable errors of the job's own host: its sitemap depends on it whole, so the job is
+        tried again, as for a 5xx robots.txt of the entry (RFC 9309 section 2.3.1.4)."""
+        known = self.failures.get(origin)
+        if known is not None:
+            return known
+        cached = self.wiring.robots.get(origin)
+        if cached is not None:
+            return cached
+        if origin != self.home:
+            if self.fetched >= MAX_OTHER_ROBOTS_PER_JOB:
+                failure: HarvestError = PermanentError(
+                    f"not read: this sitemap part already needed the robots.txt of "
+                    f"{MAX_OTHER_ROBOTS_PER_JOB} other hosts",
+                    reason="too-many-hosts",
+                )
+                self.failures[origin] = failure
+                return failure
+            self.fetched += 1
+        try:
+            return _robots_for(self.wiring, origin)
+        except (PermanentError, RetryableError) as error:
+            if origin == self.home and isinstance(error, RetryableError):
+                raise
+            self.failures[origin] = error
+            return error
+
+
+def _origin(url: str) -> str:
+    """The canonical origin of ``url``, or as :func:`origin_of` reads it when it has none."""
+    try:
+        return canonical_origin(url)
+    except PermanentError:
+        return origin_of(url)
+
+
+def _canonical_set(urls: tuple[str, ...] | list[str]) -> set[str]:
+    """The canonical forms of ``urls`` (those that have one)."""
+    found = set()
+    for url in urls:
+        try:
+            found.add(canonical_url(url))
+        except PermanentError:
+            continue
+    return found
 
 
 def _unchanged_by_lastmod(
@@ -385,14 +546,15 @@ def _send_urls(
 def _refusal(wiring: Wiring, job: SitemapJob, url: str, policy: RobotsPolicy) -> str | None:
     """Why ``url`` may not be harvested from this sitemap, or None when it may."""
     settings = wiring.settings
-    if origin_of(url) != origin_of(job.url) and not (
-        {job.url, *job.ancestors} & set(policy.sitemaps)
+    home, origin = _origin(job.url), _origin(url)
+    if origin != home and not (
+        _canonical_set((job.url, *job.ancestors)) & _canonical_set(policy.sitemaps)
     ):
         # sitemaps.org, "Sitemaps & Cross Submits": a sitemap may list another host's URLs
         # only when that host's robots.txt announces the sitemap.
         return (
-            f"cross-host-location: the sitemap on {origin_of(job.url)} may not list URLs of "
-            f"{origin_of(url)} (that host's robots.txt does not announce it)"
+            f"cross-host-location: the sitemap on {home} may not list URLs of "
+            f"{origin} (that host's robots.txt does not announce it)"
         )
     if not policy.allows(url, settings.robots_user_agent):
         return f"robots-txt: disallowed for {settings.robots_user_agent}"
@@ -421,17 +583,19 @@ def _record_partial(wiring: Wiring, job: SitemapJob, parsed: SitemapStream) -> N
 
 
 def _robots_for(wiring: Wiring, url: str, *, entry: bool = False) -> RobotsPolicy:
-    """The robots.txt policy of ``url``'s origin, fetched once per origin and cached.
+    """The robots.txt policy of ``url``'s (canonical) origin, fetched once per origin and cached.
 
     RFC 9309 2.3.1: 4xx means no restrictions; 5xx or an unreachable file means "not now",
     which is a retryable error. When the robots.txt is itself the entry URL, a 4xx is an error.
     """
-    origin = origin_of(url)
+    origin = _origin(url)
     cached = wiring.robots.get(origin)
     if cached is not None:
         return cached
     robots_url = f"{origin}/robots.txt"
-    response = wiring.fetcher.fetch(robots_url, max_bytes=_ROBOTS_MAX_BYTES)
+    # RFC 9309 section 2.5: a robots.txt over the limit is read up to it (one byte more is
+    # asked, so that parse_robots knows to cut at the last complete line), never refused.
+    response = wiring.fetcher.fetch(robots_url, max_bytes=MAX_ROBOTS_BYTES + 1, truncate=True)
     if response.status >= 500 or response.status == 429:
         # (429 is read as "not now" too, as the major crawlers do, not as a 4xx "allow all".)
         raise FetchFailed(

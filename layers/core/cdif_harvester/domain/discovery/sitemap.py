@@ -81,7 +81,8 @@ class SitemapError(PermanentError):
 
 @dataclass(frozen=True)
 class SitemapEntry:
-    """One ``<url>`` (or ``<sitemap>``, or text line): an absolute location, its ``lastmod`` as
+    """One ``<url>`` (or ``<sitemap>``, or text line): a location (absolute, or as written when
+    it cannot be resolved; not necessarily http(s): the expander judges it), its ``lastmod`` as
     given (a W3C datetime string, stripped), and any Signmap links (``found_in="signmap"``,
     ``anchor`` = ``loc``)."""
 
@@ -118,8 +119,9 @@ def parse_sitemap(
     Gzip is recognised by its magic bytes (whatever the URL or Content-Type says) and inflated
     up to ``max_bytes``. XML is read with or without the sitemaps.org namespace; locations are
     stripped of surrounding white space and resolved against ``sitemap_url``; entries whose
-    location is not http(s) are skipped. A body that does not start with ``<`` is read as a
-    plain-text sitemap. Only the first ``max_urls`` entries are kept.
+    location is empty are skipped; a location that is not http(s) or not a URL at all is kept
+    as written, for the expander to record why it is not harvested. A body that does not start
+    with ``<`` is read as a plain-text sitemap. Only the first ``max_urls`` entries are kept.
 
     Raises :class:`SitemapError` when nothing could be read (see its reasons); a document that
     breaks after some entries is returned with ``error`` set instead.
@@ -586,13 +588,13 @@ def _read_entry(
         elif tag == loc_tag:
             if loc is None:
                 if len(child):
-                    loc = _clean_url("".join(child.itertext()), base)
+                    loc = _clean_loc("".join(child.itertext()), base)
                     if link_elements is None:
                         link_elements = []
                     link_elements.extend(child.iterchildren(_LN_TAG))
                 else:  # no children: its text is all there is
                     text = child.text or ""
-                    loc = text if _is_plain_absolute(text) else _clean_url(text, base)
+                    loc = text if _is_plain_absolute(text) else _clean_loc(text, base)
         elif tag == lastmod_tag and lastmod is None:
             lastmod = (child.text or "").strip() or None
     if loc is None:
@@ -702,6 +704,19 @@ def _is_plain_absolute(text: str) -> bool:
         and "\t" not in text
         and "\r" not in text
     )
+
+
+def _clean_loc(raw: str, base: str) -> str | None:
+    """A ``<loc>`` read as :func:`_clean_url` does, but kept whatever its scheme (and as written
+    when it cannot be resolved): only an empty one is None. What cannot be fetched is the
+    expander's to record (``scheme-not-allowed``, ``invalid-url``), so the publisher learns."""
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        return _clean_url(text, base) or text
+    except ValueError:  # e.g. "http://[::1/x": urljoin cannot split it
+        return text
 
 
 def _clean_url(raw: str, base: str) -> str | None:
