@@ -126,3 +126,25 @@ def test_both_roots_fill_the_same_ports(stack: ProvisionedStack, tmp_path: Path)
 
     assert on_aws == on_one_machine
     assert on_aws >= PORTS
+
+
+def test_forgetting_the_aws_environment_closes_its_connections(
+    stack: ProvisionedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdif_harvester.adapters.http import SafeFetcher
+
+    closed: list[SafeFetcher] = []
+    close = SafeFetcher.close
+
+    def counted(self: SafeFetcher) -> None:
+        closed.append(self)
+        close(self)
+
+    monkeypatch.setattr(SafeFetcher, "close", counted)
+    with function_environment(stack, RESOLVER):
+        aws_runtime.wiring()
+        aws_runtime.wiring()  # cached: one fetcher per environment
+        aws_runtime.reset()
+        assert len(closed) == 1
+        aws_runtime.reset()  # nothing left to close
+    assert len(closed) == 1

@@ -184,6 +184,10 @@ def _host_overrides(text: str) -> dict[str, int]:
     return overrides
 
 
+# What the cached wiring opened and must close when it is forgotten (see reset()).
+_closers: list[Callable[[], None]] = []
+
+
 @cache
 def wiring() -> Wiring:
     """Build (once per execution environment) the wiring of a Lambda function."""
@@ -205,9 +209,11 @@ def wiring() -> Wiring:
     table = boto3.resource("dynamodb").Table(config.catalog_table)
     store = S3ObjectStore(boto3.client("s3"), config.records_bucket)
     gate = DynamoHostGate(table, lease=settings.host_slot_lease)
+    network = SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback))
+    _closers.append(network.close)
     fetcher = GatedFetcher(
         # Conditional requests for the answers kept under cache/ (an unchanged page: a 304).
-        RevalidatingFetcher(SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback)), store),
+        RevalidatingFetcher(network, store),
         gate,
         slots_for=settings.slots_for,
         mode="defer",
@@ -491,6 +497,10 @@ class _Idempotency:
 def reset() -> None:
     """Forget the cached execution environment (wiring, idempotency store and configuration):
     the next call builds them again from the environment, as a cold start would."""
+    # The connections the forgotten environment pooled are closed, not leaked: a frozen Lambda
+    # environment never gets here, but every simulated cold start in the tests does.
+    while _closers:
+        _closers.pop()()
     wiring.cache_clear()
     _once.cache_clear()
     _idempotency_store.cache_clear()
