@@ -163,6 +163,7 @@ class _Resolver:
             if self._has_embedded_dataset(page.response.body):
                 return self._hand_on("embedded-script", [_Found(page.response, "self")])
             head = parse_html_head(page.response.body, page.response.url)
+            self.notes.extend(head.notes)
             self.links.extend(head.links)
             for pattern, found in self._link_patterns(list(head.links), "HTML <link>"):
                 if found:
