@@ -34,6 +34,7 @@ test keeps this tree complete::
                 RedirectError (errors): permanent; too many redirects, a loop, no Location
                 SitemapError (domain.discovery.sitemap): permanent; not a readable sitemap
                 ExtractionError (domain.records.extraction): permanent; JSON beyond repair
+                    JsonTooDeep (domain.records.extraction): permanent; nested past 100 levels
                 NormalisationError (domain.records.normalisation): permanent; no Dataset,
                     or JSON-LD processing failed
                 ShaclUnavailable (domain.records.shacl): permanent; SHACL without pyshacl

@@ -16,7 +16,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 import lxml.etree
@@ -193,22 +192,42 @@ def _strip_wrappers(text: str) -> str:
 # A JSON string from its opening quote to its closing one, or to the end of the text when it is
 # never closed; an escape takes the next character whatever it is. The quantifiers are possessive
 # ("*+"): the pattern never backtracks, so a scan over the text is linear, and the regex engine
-# keeps no state per repetition (without them a string of 5 million escapes costs 600 MB).
+# keeps no state per repetition (without them a string of 5 million escapes costs 600 MB). The
+# repairs collect the positions to change and copy the text once: re.sub would hold an object
+# per match (a million strings, a million pieces).
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
 _STRING_TOKEN = re.compile(_STRING, re.DOTALL)
 _STRING_OR_COMMENT = re.compile(_STRING + r"|//[^\n]*+|/\*", re.DOTALL)
 _STRING_OR_BRACKET = re.compile(_STRING + r"|[\[\]{}]", re.DOTALL)
 _STRING_OR_TRAILING_COMMA = re.compile(f"({_STRING})|,(?=\\s*+[}}\\]])", re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f]")
-_DEPTH_STEP = {"{": 1, "[": 1, "}": -1, "]": -1}
+
+
+def _without(text: str, dropped: list[int]) -> str:
+    """The text without the characters at ``dropped`` (ascending positions)."""
+    if not dropped:
+        return text
+    pieces: list[str] = []
+    copied = 0
+    for index in dropped:
+        pieces.append(text[copied:index])
+        copied = index + 1
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
 def _remove_trailing_commas(text: str) -> str:
     # Outside strings only: drop a comma followed by } or ] (white space between).
     if not _TRAILING_COMMA.search(text):
         return text
-    return _STRING_OR_TRAILING_COMMA.sub(lambda match: match.group(1) or "", text)
+    return _without(
+        text,
+        [
+            match.start()
+            for match in _STRING_OR_TRAILING_COMMA.finditer(text)
+            if text[match.start()] == ","
+        ],
+    )
 
 
 _ESCAPED_QUOTE = re.compile(r"&(?:quot|#34|#x22);", re.IGNORECASE)
@@ -251,16 +270,21 @@ def _escaped_control(match: re.Match[str]) -> str:
     return _CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}"
 
 
-def _escape_in_string(match: re.Match[str]) -> str:
-    return _CONTROL_CHARACTER.sub(_escaped_control, match.group())
-
-
 def _escape_control_characters(text: str) -> str:
     # A raw newline or tab inside a string (pasted descriptions) is invalid JSON; escaped, the
     # string keeps it.
     if not _CONTROL_CHARACTER.search(text):
         return text
-    return _STRING_TOKEN.sub(_escape_in_string, text)
+    pieces: list[str] = []
+    copied = 0
+    for match in _STRING_TOKEN.finditer(text):
+        start, end = match.span()
+        if _CONTROL_CHARACTER.search(text, start, end):
+            pieces.append(text[copied:start])
+            pieces.append(_CONTROL_CHARACTER.sub(_escaped_control, text[start:end]))
+            copied = end
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
 def _remove_unmatched_closers(text: str) -> str:
@@ -275,21 +299,22 @@ def _remove_unmatched_closers(text: str) -> str:
                 dropped.append(match.start())
             else:
                 depth -= 1
-    if not dropped:
-        return text
-    pieces: list[str] = []
-    copied = 0
-    for index in dropped:
-        pieces.append(text[copied:index])
-        copied = index + 1
-    pieces.append(text[copied:])
-    return "".join(pieces)
+    return _without(text, dropped)
 
 
-def _nesting_depth(text: str) -> int:
-    """How deep the brackets outside strings nest (an unclosed one counts as open)."""
-    brackets = _NOT_BRACKET.sub("", _STRING_TOKEN.sub("", text))
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
+def _depth_of(data: Any) -> int:
+    """How deep the arrays and objects of parsed JSON nest, counted up to MAX_JSON_DEPTH + 1."""
+    depth = 0
+    level = [data] if isinstance(data, dict | list) else []
+    while level and depth <= MAX_JSON_DEPTH:
+        depth += 1
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+    return depth
 
 
 def _drop_early_closers(text: str) -> str | None:
@@ -375,11 +400,17 @@ def _decoded(raw: bytes) -> tuple[str, list[str]]:
 
 
 def _loads(text: str) -> Any:
-    """``json.loads``; a RecursionError (nesting the depth check missed) is a JsonTooDeep."""
+    """``json.loads``, with JSON nested too deep for Python (or for what follows) refused."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except RecursionError as exc:
-        raise JsonTooDeep("JSON nested too deeply to be read") from exc
+        # The parser recurses once per level and Python stops it near 1000 levels.
+        raise JsonTooDeep(
+            f"JSON nested too deeply to be parsed; at most {MAX_JSON_DEPTH} levels are read"
+        ) from exc
+    if _depth_of(data) > MAX_JSON_DEPTH:
+        raise JsonTooDeep(f"JSON nested more than {MAX_JSON_DEPTH} levels deep; not read")
+    return data
 
 
 def parse_jsonld(text: str | bytes) -> ParsedJson:
@@ -397,17 +428,14 @@ def parse_jsonld(text: str | bytes) -> ParsedJson:
 
     Raises :class:`ExtractionError` (reason ``malformed-json``) naming the line and column of
     the first syntax error when the text is empty or still broken after every repair, and
-    :class:`JsonTooDeep` (reason ``json-too-deep``) when brackets nest deeper than
-    :data:`MAX_JSON_DEPTH`, before any parsing.
+    :class:`JsonTooDeep` (reason ``json-too-deep``) when arrays and objects nest deeper than
+    :data:`MAX_JSON_DEPTH`.
     """
     decoding: list[str] = []
     if isinstance(text, bytes):
         text, decoding = _decoded(text)
     if not text.strip():
         raise ExtractionError("malformed JSON-LD: the script block or document is empty")
-    depth = _nesting_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise JsonTooDeep(f"JSON nested {depth} levels deep; at most {MAX_JSON_DEPTH} are read")
     try:
         data = _loads(text)
     except json.JSONDecodeError as first_error:

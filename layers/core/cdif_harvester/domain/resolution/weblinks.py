@@ -102,11 +102,13 @@ _BRACKETED_TARGET = re.compile(r"<\s*+([^ \t\r\n<>]*+)\s*+>")
 
 
 class _Notes(list[str]):
-    """Repair notes: the first :data:`MAX_NOTES` are kept, the rest counted."""
+    """Repair notes: the first :data:`MAX_NOTES` are kept, the rest counted; the notes saying
+    what was left unread (``cuts``) are always kept."""
 
     def __init__(self) -> None:
         super().__init__()
         self.unlisted = 0
+        self.cuts: list[str] = []
 
     def append(self, note: str) -> None:
         if len(self) < MAX_NOTES:
@@ -118,10 +120,20 @@ class _Notes(list[str]):
         for note in notes:
             self.append(note)
 
+    def cut(self, note: str) -> None:
+        """Say what was left unread; never dropped."""
+        self.cuts.append(note)
+
+    def merge(self, other: _Notes) -> None:
+        """Add another reading's notes, its cuts, and what it left unlisted."""
+        self.extend(other)
+        self.cuts.extend(other.cuts)
+        self.unlisted += other.unlisted
+
     def listed(self) -> tuple[str, ...]:
-        """The notes kept, and one saying how many more there were."""
+        """The notes kept, the cuts, and one saying how many more notes there were."""
         more = (f"{self.unlisted} more repair notes not listed",) if self.unlisted else ()
-        return (*self, *more)
+        return (*self, *self.cuts, *more)
 
 
 def _clip(text: str) -> str:
@@ -291,7 +303,10 @@ class _LinkFieldReader:
         while True:
             self.skip_space()
             if len(values) >= MAX_LINK_VALUES and not self.at_end():
-                self.note(f"only the first {MAX_LINK_VALUES} link-values read; the rest ignored")
+                self.repairs.cut(
+                    f"{self.label}: only the first {MAX_LINK_VALUES} link-values read; "
+                    "the rest ignored"
+                )
                 return values
             if self.at_end():
                 if after_comma:
@@ -496,7 +511,7 @@ def _parse_link_text(
         reader = _LinkFieldReader(text, label, lines_separate=lines_separate)
         for value in reader.read_all():
             links.extend(_links_of(value, base, found_in, reader, default_anchor=default_anchor))
-        repairs.extend(reader.repairs.listed())
+        repairs.merge(reader.repairs)
     return LinkParse(links=tuple(links), repairs=repairs.listed())
 
 
@@ -669,7 +684,7 @@ def parse_linkset_json(body: bytes | str, base: str) -> LinkParse:
             break
         links.extend(_json_context(context, base, repairs, MAX_LINK_VALUES - len(links)))
     if len(links) >= MAX_LINK_VALUES:
-        repairs.append(f"linkset: links read up to {MAX_LINK_VALUES}; any more ignored")
+        repairs.cut(f"linkset: links read up to {MAX_LINK_VALUES}; any more ignored")
     return LinkParse(links=tuple(links), repairs=repairs.listed())
 
 
