@@ -89,7 +89,10 @@ def test_decision_page_has_its_header_and_sections(page: Path) -> None:
 
 def test_decision_pages_are_numbered_in_order_and_indexed() -> None:
     numbers = [int(p.name[:4]) for p in _pages()]
-    assert numbers == list(range(1, len(numbers) + 1))
+    # Unique and in order from 1; a number may be missing while pages reserved for parallel
+    # changes are still to be merged.
+    assert numbers[0] == 1
+    assert numbers == sorted(set(numbers))
     index = (DECISIONS / "README.md").read_text(encoding="utf-8")
     unindexed = [p.name for p in _pages() if f"]({p.name})" not in index]
     assert not unindexed

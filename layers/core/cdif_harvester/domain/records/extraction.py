@@ -6,7 +6,8 @@ a ``.jsonld`` body (repairing well-known breakage, each repair recorded) and :fu
 tells whether a document describes a Dataset. Pure: lxml never resolves entities, follows DTDs
 or fetches anything.
 
-See docs/decisions/0023-finding-and-repairing-jsonld.md.
+See docs/decisions/0023-finding-and-repairing-jsonld.md; the bounds on
+memory and time: docs/decisions/0050-parsing-in-bounded-memory.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ Four pure readers produce :class:`~cdif_harvester.model.TypedLink` values:
 and ``<meta>``). They are lenient, never raise, and note every tolerated deviation in
 ``LinkParse.repairs``.
 
-See docs/decisions/0021-lenient-link-readers.md.
+See docs/decisions/0021-lenient-link-readers.md; the bounds on
+memory and time: docs/decisions/0050-parsing-in-bounded-memory.md.
 """
 
 from __future__ import annotations
