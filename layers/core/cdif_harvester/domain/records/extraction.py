@@ -266,9 +266,10 @@ def _remove_comments(text: str) -> str:
 _CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escaped_control(match: re.Match[str]) -> str:
-    char = match.group()
-    return _CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}"
+# str.translate builds the escaped string in one go (a re.sub would hold a piece per match).
+_CONTROL_TABLE = {
+    code: _CONTROL_ESCAPES.get(chr(code)) or f"\\u{code:04x}" for code in range(0x20)
+}
 
 
 def _escape_control_characters(text: str) -> str:
@@ -282,7 +283,7 @@ def _escape_control_characters(text: str) -> str:
         start, end = match.span()
         if _CONTROL_CHARACTER.search(text, start, end):
             pieces.append(text[copied:start])
-            pieces.append(_CONTROL_CHARACTER.sub(_escaped_control, text[start:end]))
+            pieces.append(text[start:end].translate(_CONTROL_TABLE))
             copied = end
     pieces.append(text[copied:])
     return "".join(pieces)
