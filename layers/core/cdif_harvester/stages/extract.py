@@ -349,6 +349,8 @@ def _fetch_context(wiring: Wiring, url: str) -> str | None:
         wiring.contexts.register(url, json.loads(response.body))
     except ValueError as exc:  # malformed JSON, or not a context document
         return _failed(wiring, url, f"not a JSON-LD context: {exc}")
+    except RecursionError:  # json.loads gives up near 1000 levels: a fault of the document
+        return _failed(wiring, url, "not a JSON-LD context: JSON nested too deeply to be parsed")
     return None
 
 

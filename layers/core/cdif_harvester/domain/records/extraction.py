@@ -267,9 +267,7 @@ _CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\
 
 
 # str.translate builds the escaped string in one go (a re.sub would hold a piece per match).
-_CONTROL_TABLE = {
-    code: _CONTROL_ESCAPES.get(chr(code)) or f"\\u{code:04x}" for code in range(0x20)
-}
+_CONTROL_TABLE = {code: _CONTROL_ESCAPES.get(chr(code)) or f"\\u{code:04x}" for code in range(0x20)}
 
 
 def _escape_control_characters(text: str) -> str:
