@@ -181,6 +181,10 @@ CASES: dict[str, str] = {
         text = '{_DATASET_HEAD}"description": "' + "word\\t" * (8 * 1024 * 1024 // 5) + '"}}'
         report(outcome_of_parse(text))
     """,
+    # A record followed by 9 MiB of stray "}" (a template loop gone wrong), repaired.
+    "stray-closers": f"""
+        report(outcome_of_parse('{_DATASET_HEAD}"a": 1}}' + "}}" * (9 * 1024 * 1024)))
+    """,
     # 100,000 "[" (Python's json raises RecursionError at about 1,000).
     "deep-json": """
         report(outcome_of_parse("[" * 100_000 + "]" * 100_000))
@@ -331,6 +335,11 @@ def test_many_scripts_are_read_up_to_the_cap_and_the_cut_is_noted() -> None:
 def test_a_huge_single_line_is_repaired() -> None:
     outcome = _bounded("huge-single-line")
     assert outcome == {"repairs": ["escaped control characters in strings"], "type": "dict"}
+
+
+def test_stray_closers_are_removed_in_bounded_memory() -> None:
+    outcome = _bounded("stray-closers")
+    assert outcome == {"repairs": ["removed a stray closing brace or bracket"], "type": "dict"}
 
 
 @pytest.mark.parametrize("name", ["deep-json", "deep-json-in-page"])
