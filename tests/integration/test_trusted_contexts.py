@@ -111,6 +111,7 @@ def test_an_untrusted_context_is_never_fetched(served: tuple[LocalHTTPServer, Wi
         ("/missing.jsonld", {"status": 404}, "answered 404"),
         ("/broken.jsonld", {"body": b"{not json"}, "not a JSON-LD context"),
         ("/notctx.jsonld", {"body": b'{"name": "no context here"}'}, "not a JSON-LD context"),
+        ("/deep.jsonld", {"body": b'{"@context": ' + b"[" * 5000}, "not a JSON-LD context"),
     ],
 )
 def test_a_trusted_context_that_cannot_be_used_is_noted_and_the_record_kept(

@@ -8,12 +8,17 @@ from typing import Any
 
 import pytest
 
+from cdif_harvester.domain.records import extraction
 from cdif_harvester.domain.records.extraction import (
+    MAX_JSON_DEPTH,
+    MAX_SCRIPTS,
     ExtractionError,
     JsonLdBlock,
+    JsonTooDeep,
     find_jsonld_scripts,
     has_dataset,
     parse_jsonld,
+    read_jsonld_scripts,
 )
 from cdif_harvester.errors import PermanentError
 
@@ -253,3 +258,80 @@ def test_unrepairable_json_raises_a_permanent_error_with_position(text: str, whe
 )
 def test_has_dataset(data: Any, expected: bool) -> None:
     assert has_dataset(data) is expected
+
+
+# --- bounds: depth, size, many blocks, undecodable bytes ----------------------------------
+
+
+def _nested(depth: int) -> str:
+    return '{"@type": "Dataset", "a": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+def test_json_nested_up_to_the_limit_is_read_and_deeper_is_refused_as_too_deep() -> None:
+    assert parse_jsonld(_nested(MAX_JSON_DEPTH)).data["@type"] == "Dataset"
+    with pytest.raises(JsonTooDeep) as too_deep:
+        parse_jsonld(_nested(MAX_JSON_DEPTH + 1))
+    assert too_deep.value.reason == "json-too-deep"
+    assert isinstance(too_deep.value, ExtractionError | PermanentError)
+    assert str(too_deep.value) == "JSON nested more than 100 levels deep; not read"
+
+
+@pytest.mark.parametrize("text", ["[" * 5000, "[" * 5000 + "]" * 5000, '{"a":' * 5000])
+def test_json_too_deep_for_python_is_too_deep_not_a_recursion_error(text: str) -> None:
+    with pytest.raises(JsonTooDeep, match="JSON nested too deeply to be parsed"):
+        parse_jsonld(text)
+
+
+def test_deep_json_needing_a_repair_is_too_deep_as_well() -> None:
+    with pytest.raises(JsonTooDeep):
+        parse_jsonld(_nested(MAX_JSON_DEPTH + 1)[:-1] + ",}")
+
+
+def test_a_text_over_the_repair_limit_is_not_repaired_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(extraction, "MAX_REPAIR_CHARS", 20)
+    assert parse_jsonld('{"a": 1,}').repairs == ("removed trailing commas",)
+    with pytest.raises(ExtractionError) as refused:
+        parse_jsonld('{"a": 1, "bbbbbbbbbbbbbbb": 2,}')
+    assert str(refused.value) == (
+        "malformed JSON-LD at line 1, column 31: Expecting property name enclosed in double "
+        "quotes (not repaired: 31 characters, over the 20 the repairs are tried on)"
+    )
+
+
+def test_bytes_that_are_not_utf8_are_read_as_latin1_and_that_is_recorded() -> None:
+    parsed = parse_jsonld(b'{"name": "caf\xe9"}')
+    assert parsed.data == {"name": "café"}
+    assert parsed.repairs == ("decoded as Latin-1: not UTF-8 (byte 13)",)
+
+
+@pytest.mark.parametrize(
+    ("text", "data"),
+    [
+        # A quote inside a comment opens no string: what follows is still read as JSON.
+        ('{"a": 1 /* it\'s "quoted */, "b": "x"}', {"a": 1, "b": "x"}),
+        ('{"a": 1, // say "hi\n "b": 2}', {"a": 1, "b": 2}),
+        # "//" and "/*" inside strings are text.
+        ('{"a": "http://x/*y*/", // c\n "b": 1}', {"a": "http://x/*y*/", "b": 1}),
+        # An unterminated comment is kept; the ones before it are still removed.
+        ('{"a": 1 /* c */} /* d /* e', None),
+    ],
+)
+def test_comments_are_removed_in_one_pass(text: str, data: Any) -> None:
+    if data is None:
+        with pytest.raises(ExtractionError, match="Extra data"):
+            parse_jsonld(text)
+    else:
+        assert parse_jsonld(text).data == data
+
+
+def test_blocks_past_the_cap_are_counted_not_read() -> None:
+    page = b'<script type="application/ld+json">{"n": 1}</script>' * (MAX_SCRIPTS + 2)
+    scripts = read_jsonld_scripts(page)
+    assert len(scripts.blocks) == MAX_SCRIPTS and scripts.unread == 2
+    assert scripts.note() == (
+        "too-many-scripts: the page has 1002 JSON-LD blocks; only the first 1000 were read"
+    )
+    assert find_jsonld_scripts(page) == list(scripts.blocks)
+    assert read_jsonld_scripts(page[: len(page) // (MAX_SCRIPTS + 2)]).note() is None

@@ -36,6 +36,7 @@ test keeps this tree complete::
                 SitemapError (domain.discovery.sitemap): permanent; not a readable sitemap
                 InvalidUrl (domain.discovery.urls): permanent; a location no fetch can take
                 ExtractionError (domain.records.extraction): permanent; JSON beyond repair
+                    JsonTooDeep (domain.records.extraction): permanent; nested past 100 levels
                 NormalisationError (domain.records.normalisation): permanent; no Dataset,
                     or JSON-LD processing failed
                 ShaclUnavailable (domain.records.shacl): permanent; SHACL without pyshacl

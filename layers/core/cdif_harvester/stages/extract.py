@@ -30,9 +30,9 @@ from cdif_harvester.domain.discovery.incremental import block_hash, fingerprint,
 from cdif_harvester.domain.records.extraction import (
     ExtractionError,
     ParsedJson,
-    find_jsonld_scripts,
     has_dataset,
     parse_jsonld,
+    read_jsonld_scripts,
 )
 from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
 from cdif_harvester.domain.records.shacl import shacl_issues
@@ -80,12 +80,15 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     skipped: list[SkippedBlock] = []
     parsed_blocks: list[tuple[_Where, ParsedJson]] = []
     for ref in job.documents:
-        for index, text in _blocks(wiring, ref):
+        blocks, unread = _blocks(wiring, ref)
+        if unread is not None:
+            skipped.append(_Where(ref.key, len(blocks), ref.via, ref.authority).skipped(unread))
+        for index, text in blocks:
             where = _Where(ref.key, index, ref.via, ref.authority)
             try:
                 parsed = parse_jsonld(text)
-            except ExtractionError as exc:
-                skipped.append(where.skipped(f"malformed-json: {exc}"))
+            except ExtractionError as exc:  # malformed-json, json-too-deep
+                skipped.append(where.skipped(f"{exc.reason}: {exc}"))
                 continue
             if not has_dataset(parsed.data):
                 skipped.append(where.skipped("no Dataset node in this block"))
@@ -104,7 +107,7 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
         _extract_block(wiring, by_ref[where.document], where, parsed, records, skipped, seen_ids)
 
     if not records:
-        if skipped and all(item.reason.startswith("malformed-json") for item in skipped):
+        if skipped and all(item.reason.startswith(_UNREADABLE) for item in skipped):
             raise MalformedMetadata("; ".join(item.reason for item in skipped))
         reasons = "; ".join(item.reason for item in skipped) or "no JSON-LD found"
         return record_outcome(
@@ -186,15 +189,21 @@ def _unchanged_reason(
     )
 
 
-def _blocks(wiring: Wiring, ref: DocumentRef) -> list[tuple[int, str | bytes]]:
+# Skipped blocks that leave the URL with nothing readable: every block failed to parse (the
+# blocks past the per-page cap were not read at all).
+_UNREADABLE = ("malformed-json", "json-too-deep", "too-many-scripts")
+
+
+def _blocks(wiring: Wiring, ref: DocumentRef) -> tuple[list[tuple[int, str | bytes]], str | None]:
+    """The blocks of a document, and why some were left unread (None when none was)."""
     body = wiring.store.get(ref.key)
     if ref.media_type in HTML_MEDIA_TYPES:
-        blocks = find_jsonld_scripts(body)
+        scripts = read_jsonld_scripts(body)
         # Blocks that declare a CDIF profile go first (CDIF metadata publication, Option 1), so
         # when two blocks describe the same record, the CDIF one is kept.
-        ordered = sorted(blocks, key=lambda block: not is_cdif_profile(block.profile))
-        return [(block.index, block.text) for block in ordered]
-    return [(0, body)]
+        ordered = sorted(scripts.blocks, key=lambda block: not is_cdif_profile(block.profile))
+        return [(block.index, block.text) for block in ordered], scripts.note()
+    return [(0, body)], None
 
 
 def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumulators
@@ -340,6 +349,8 @@ def _fetch_context(wiring: Wiring, url: str) -> str | None:
         wiring.contexts.register(url, json.loads(response.body))
     except ValueError as exc:  # malformed JSON, or not a context document
         return _failed(wiring, url, f"not a JSON-LD context: {exc}")
+    except RecursionError:  # json.loads gives up near 1000 levels: a fault of the document
+        return _failed(wiring, url, "not a JSON-LD context: JSON nested too deeply to be parsed")
     return None
 
 

@@ -24,9 +24,9 @@ from cdif_harvester.domain.discovery.incremental import (
 )
 from cdif_harvester.domain.records.extraction import (
     ExtractionError,
-    find_jsonld_scripts,
     has_dataset,
     parse_jsonld,
+    read_jsonld_scripts,
 )
 from cdif_harvester.domain.resolution.htmlmeta import record_from_meta
 from cdif_harvester.domain.resolution.rules import (
@@ -182,6 +182,8 @@ class _Resolver:
                 self_found = _Found(page.response, "self", warnings=warnings)
                 return self._hand_on("embedded-script", [self_found])
             head = parse_html_head(page.response.body, page.response.url)
+            self.notes.extend(head.notes)
+            self.tried.extend(head.notes)
             self.links.extend(head.links)
             for pattern, found in self._link_patterns(list(head.links), "HTML <link>"):
                 if found:
@@ -455,8 +457,11 @@ class _Resolver:
         return self._targets(describedby_tiers(anchored), via="describedby") if anchored else []
 
     def _has_embedded_dataset(self, body: bytes) -> bool:
-        self.tried.append("embedded script")
-        for block in find_jsonld_scripts(body):
+        scripts = read_jsonld_scripts(body)
+        # A cut says so in the outcome's reason: the Dataset may be in a block left unread.
+        cut = scripts.note()
+        self.tried.append(f"embedded script ({cut})" if cut else "embedded script")
+        for block in scripts.blocks:
             try:
                 if has_dataset(parse_jsonld(block.text).data):
                     return True

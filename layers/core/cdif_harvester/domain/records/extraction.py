@@ -6,12 +6,14 @@ a ``.jsonld`` body (repairing well-known breakage, each repair recorded) and :fu
 tells whether a document describes a Dataset. Pure: lxml never resolves entities, follows DTDs
 or fetches anything.
 
-See docs/decisions/0023-finding-and-repairing-jsonld.md.
+See docs/decisions/0023-finding-and-repairing-jsonld.md; the bounds on
+memory and time: docs/decisions/0050-parsing-in-bounded-memory.md.
 """
 
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from collections.abc import Callable
@@ -25,13 +27,31 @@ from cdif_harvester.domain.records import jsonld_loader
 from cdif_harvester.errors import PermanentError
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_REPAIR_CHARS",
+    "MAX_SCRIPTS",
     "ExtractionError",
     "JsonLdBlock",
+    "JsonLdScripts",
+    "JsonTooDeep",
     "ParsedJson",
     "find_jsonld_scripts",
     "has_dataset",
     "parse_jsonld",
+    "read_jsonld_scripts",
 ]
+
+# How many JSON-LD blocks of one page are read. A page describing one dataset has one or two; a
+# catalogue page may list a few hundred. Past this the page costs a record per block (each
+# normalised and validated) for nothing a harvester can use; the cut is reported.
+MAX_SCRIPTS = 1000
+# How deep JSON may nest. CDIF records nest a dozen levels; the JSON-LD processing that follows
+# (expansion, compaction, hashing) recurses a few frames per level, and Python stops at 1000.
+MAX_JSON_DEPTH = 100
+# The largest text the repairs are tried on: the document cap (Settings.max_document_bytes).
+# Each repair is linear and holds a copy or two of the text; a bigger text that is not JSON is
+# reported as it is.
+MAX_REPAIR_CHARS = 10 * 1024 * 1024
 
 _JSONLD_MEDIA_TYPE = "application/ld+json"
 _DATASET_TYPES = frozenset(
@@ -52,6 +72,12 @@ class ExtractionError(PermanentError):
     reason = "malformed-json"
 
 
+class JsonTooDeep(ExtractionError):
+    """The JSON nests deeper than :data:`MAX_JSON_DEPTH`: valid or not, it is not processed."""
+
+    reason = "json-too-deep"
+
+
 @dataclass(frozen=True)
 class JsonLdBlock:
     """One ``<script type="application/ld+json">`` element: its position, text and profile."""
@@ -69,6 +95,24 @@ class ParsedJson:
     repairs: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class JsonLdScripts:
+    """The JSON-LD blocks read from a page, and how many more were left unread (past
+    :data:`MAX_SCRIPTS`)."""
+
+    blocks: tuple[JsonLdBlock, ...]
+    unread: int = 0
+
+    def note(self) -> str | None:
+        """What was left unread, as a ``too-many-scripts`` reason; None when nothing was."""
+        if not self.unread:
+            return None
+        return (
+            f"too-many-scripts: the page has {len(self.blocks) + self.unread} JSON-LD blocks; "
+            f"only the first {len(self.blocks)} were read"
+        )
+
+
 def _media_type_and_profile(raw_type: str) -> tuple[str, str | None]:
     parts = [part.strip() for part in raw_type.split(";")]
     profile = None
@@ -80,27 +124,41 @@ def _media_type_and_profile(raw_type: str) -> tuple[str, str | None]:
 
 
 def find_jsonld_scripts(html_bytes: bytes) -> list[JsonLdBlock]:
-    """Return every JSON-LD ``<script>`` block of an HTML page, in document order.
+    """Return the JSON-LD ``<script>`` blocks of an HTML page, in document order.
+
+    The first :data:`MAX_SCRIPTS` only; :func:`read_jsonld_scripts` also says how many more there
+    were. Never raises for bad input; never fetches.
+    """
+    return list(read_jsonld_scripts(html_bytes).blocks)
+
+
+def read_jsonld_scripts(html_bytes: bytes) -> JsonLdScripts:
+    """Read the JSON-LD ``<script>`` blocks of an HTML page, in document order.
 
     The ``type`` attribute is matched case-insensitively and may carry parameters. Broken
-    HTML is tolerated (lxml's recovering parser); an empty or unparseable page yields ``[]``.
-    ``index`` counts JSON-LD blocks only (0-based). Never raises for bad input; never fetches.
+    HTML is tolerated (lxml's recovering parser); an empty or unparseable page yields no
+    blocks. ``index`` counts JSON-LD blocks only (0-based). Blocks past :data:`MAX_SCRIPTS` are
+    counted in ``unread``, not read. Never raises for bad input; never fetches.
     """
     if not html_bytes or not html_bytes.strip():
-        return []
+        return JsonLdScripts(blocks=())
     parser = lxml.html.HTMLParser(recover=True, no_network=True, remove_comments=False)
     try:
         root = lxml.html.document_fromstring(html_bytes, parser=parser)
     except (lxml.etree.ParserError, ValueError):
-        return []
+        return JsonLdScripts(blocks=())
     blocks: list[JsonLdBlock] = []
+    unread = 0
     for element in root.iter("script"):
         media_type, type_profile = _media_type_and_profile(element.get("type") or "")
         if media_type != _JSONLD_MEDIA_TYPE:
             continue
+        if len(blocks) >= MAX_SCRIPTS:
+            unread += 1
+            continue
         profile = (element.get("profile") or "").strip() or type_profile
         blocks.append(JsonLdBlock(index=len(blocks), text=element.text or "", profile=profile))
-    return blocks
+    return JsonLdScripts(blocks=tuple(blocks), unread=unread)
 
 
 # --- repairs -----------------------------------------------------------------------------
@@ -133,109 +191,127 @@ def _strip_wrappers(text: str) -> str:
     return text
 
 
+# A JSON string from its opening quote to its closing one, or to the end of the text when it is
+# never closed; an escape takes the next character whatever it is. The quantifiers are possessive
+# ("*+"): the pattern never backtracks, so a scan over the text is linear, and the regex engine
+# keeps no state per repetition (without them a string of 5 million escapes costs 600 MB). The
+# repairs write the text once into a buffer as they scan: re.sub, or a list of pieces or of
+# positions, would hold an object per change (9 MiB of "}" held 500 MB).
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?'
+_STRING_TOKEN = re.compile(_STRING, re.DOTALL)
+_STRING_OR_COMMENT = re.compile(_STRING + r"|//[^\n]*+|/\*", re.DOTALL)
+_STRING_OR_BRACKETS = re.compile(_STRING + r"|[\[{]|[\]}]++", re.DOTALL)
+_STRING_OR_TRAILING_COMMA = re.compile(f"({_STRING})|,(?=\\s*+[}}\\]])", re.DOTALL)
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f]")
+
+
 def _remove_trailing_commas(text: str) -> str:
-    # Outside strings only: walk the text and drop a comma followed by } or ].
-    out: list[str] = []
-    in_string = False
-    escaped = False
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if in_string:
-            out.append(char)
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-            out.append(char)
-        elif char == "," and _TRAILING_COMMA.match(text, i):
-            pass
-        else:
-            out.append(char)
-        i += 1
-    return "".join(out)
+    # Outside strings only: drop a comma followed by } or ] (white space between).
+    if not _TRAILING_COMMA.search(text):
+        return text
+    out = io.StringIO()
+    copied = 0
+    for match in _STRING_OR_TRAILING_COMMA.finditer(text):
+        start = match.start()
+        if text[start] == ",":
+            out.write(text[copied:start])
+            copied = start + 1
+    out.write(text[copied:])
+    return out.getvalue()
 
 
 _ESCAPED_QUOTE = re.compile(r"&(?:quot|#34|#x22);", re.IGNORECASE)
 
 
-def _outside_strings(text: str) -> list[tuple[int, str, bool]]:
-    """Each character with its index and whether it is inside a JSON string."""
-    marked: list[tuple[int, str, bool]] = []
-    in_string = False
-    escaped = False
-    for index, char in enumerate(text):
-        if in_string:
-            marked.append((index, char, True))
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        else:
-            in_string = char == '"'
-            marked.append((index, char, in_string))
-    return marked
-
-
 def _remove_comments(text: str) -> str:
     # JavaScript habits: // to the end of the line, /* ... */ (an unterminated one is kept).
+    # One pass from left to right; strings are skipped whole, so "//" in a URL stays.
     if "//" not in text and "/*" not in text:
         return text
-    out: list[str] = []
-    marked = _outside_strings(text)
-    position = 0
-    while position < len(marked):
-        index, char, inside = marked[position]
-        following = text[index + 1 : index + 2]
-        if not inside and char == "/" and following == "/":
-            end = text.find("\n", index)
-            position = len(text) if end < 0 else end
+    out = io.StringIO()
+    copied = position = 0
+    closers_left = True
+    while (match := _STRING_OR_COMMENT.search(text, position)) is not None:
+        start, position = match.span()
+        if text[start] == '"':
             continue
-        if not inside and char == "/" and following == "*":
-            end = text.find("*/", index + 2)
-            if end >= 0:
-                out.append(" ")
-                position = end + 2
-                continue
-        out.append(char)
-        position += 1
-    return "".join(out)
+        if text[start + 1] == "/":
+            out.write(text[copied:start])
+            copied = position
+            continue
+        # Once no "*/" follows one "/*", none follows a later one: asking again for every
+        # unterminated "/*" made this quadratic.
+        end = text.find("*/", position) if closers_left else -1
+        if end < 0:
+            closers_left = False
+            position = start + 1
+            continue
+        out.write(text[copied:start])
+        out.write(" ")
+        copied = position = end + 2
+    out.write(text[copied:])
+    return out.getvalue()
 
 
 _CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+# str.translate builds the escaped string in one go (a re.sub would hold a piece per match).
+_CONTROL_TABLE = {code: _CONTROL_ESCAPES.get(chr(code)) or f"\\u{code:04x}" for code in range(0x20)}
+
+
 def _escape_control_characters(text: str) -> str:
     # A raw newline or tab inside a string (pasted descriptions) is invalid JSON; escaped, the
     # string keeps it.
-    if not any(ord(char) < 0x20 for char in text):
+    if not _CONTROL_CHARACTER.search(text):
         return text
-    return "".join(
-        (_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
-        if inside and ord(char) < 0x20
-        else char
-        for _, char, inside in _outside_strings(text)
-    )
+    out = io.StringIO()
+    copied = 0
+    for match in _STRING_TOKEN.finditer(text):
+        start, end = match.span()
+        if _CONTROL_CHARACTER.search(text, start, end):
+            out.write(text[copied:start])
+            out.write(text[start:end].translate(_CONTROL_TABLE))
+            copied = end
+    out.write(text[copied:])
+    return out.getvalue()
 
 
 def _remove_unmatched_closers(text: str) -> str:
+    # A run of closers at depth d closes d brackets; the rest of the run closes nothing.
     depth = 0
-    out: list[str] = []
-    for _, char, inside in _outside_strings(text):
-        if not inside and char in "{[":
+    out = io.StringIO()
+    copied = 0
+    for match in _STRING_OR_BRACKETS.finditer(text):
+        start, end = match.span()
+        char = text[start]
+        if char in "{[":
             depth += 1
-        elif not inside and char in "}]":
-            if depth == 0:
-                continue
-            depth -= 1
-        out.append(char)
-    return "".join(out)
+        elif char in "}]":
+            closing = min(depth, end - start)
+            depth -= closing
+            if start + closing < end:
+                out.write(text[copied : start + closing])
+                copied = end
+    if not copied:
+        return text
+    out.write(text[copied:])
+    return out.getvalue()
+
+
+def _depth_of(data: Any) -> int:
+    """How deep the arrays and objects of parsed JSON nest, counted up to MAX_JSON_DEPTH + 1."""
+    depth = 0
+    level = [data] if isinstance(data, dict | list) else []
+    while level and depth <= MAX_JSON_DEPTH:
+        depth += 1
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+    return depth
 
 
 def _drop_early_closers(text: str) -> str | None:
@@ -243,7 +319,7 @@ def _drop_early_closers(text: str) -> str | None:
     candidate = text
     for _ in range(3):
         try:
-            json.loads(candidate)
+            _loads(candidate)
         except json.JSONDecodeError as exc:
             before = candidate[: exc.pos].rstrip()
             if not exc.msg.startswith("Extra data") or not before.endswith(("}", "]")):
@@ -310,36 +386,68 @@ def _repair_contexts(data: Any) -> tuple[Any, list[str]]:
     return data, list(dict.fromkeys(repairs))
 
 
+def _decoded(raw: bytes) -> tuple[str, list[str]]:
+    """The text of a JSON body: UTF-8 (RFC 8259 section 8.1), else read as Latin-1, noted."""
+    try:
+        return raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8"), []
+    except UnicodeDecodeError as exc:
+        # Every byte is a Latin-1 character: a publisher writing Latin-1 keeps its text.
+        note = f"decoded as Latin-1: not UTF-8 (byte {exc.start})"
+        return raw.decode("latin-1"), [note]
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, with JSON nested too deep for Python (or for what follows) refused."""
+    try:
+        data = json.loads(text)
+    except RecursionError as exc:
+        # The parser recurses once per level and Python stops it near 1000 levels.
+        raise JsonTooDeep(
+            f"JSON nested too deeply to be parsed; at most {MAX_JSON_DEPTH} levels are read"
+        ) from exc
+    if _depth_of(data) > MAX_JSON_DEPTH:
+        raise JsonTooDeep(f"JSON nested more than {MAX_JSON_DEPTH} levels deep; not read")
+    return data
+
+
 def parse_jsonld(text: str | bytes) -> ParsedJson:
     """Parse a JSON-LD text, repairing common publisher mistakes if needed.
 
-    Tries ``json.loads`` first. On failure applies, in order and cumulatively, the repairs
+    Bytes are decoded as UTF-8 (as Latin-1 if they are not UTF-8, recorded as a repair). Tries
+    ``json.loads`` first. On failure applies, in order and cumulatively, the repairs
     "stripped byte order mark", "removed CDATA or HTML comment wrapper", "unescaped HTML
     entities", "removed comments", "escaped control characters in strings", "removed trailing
     commas" and "removed a stray closing brace or bracket", recording each one that changed the
     text, and stops as soon as the text parses. Then repairs a string-valued ``@context`` that
-    means schema.org or holds JSON (see the module docstring), recording that too.
+    means schema.org or holds JSON (see the module docstring), recording that too. Every repair
+    is linear in the length of the text; texts longer than :data:`MAX_REPAIR_CHARS` are not
+    repaired.
 
     Raises :class:`ExtractionError` (reason ``malformed-json``) naming the line and column of
-    the first syntax error when the text is empty or still broken after every repair.
+    the first syntax error when the text is empty or still broken after every repair, and
+    :class:`JsonTooDeep` (reason ``json-too-deep``) when arrays and objects nest deeper than
+    :data:`MAX_JSON_DEPTH`.
     """
+    decoding: list[str] = []
     if isinstance(text, bytes):
-        raw = text
-        try:
-            text = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
+        text, decoding = _decoded(text)
     if not text.strip():
         raise ExtractionError("malformed JSON-LD: the script block or document is empty")
     try:
-        data = json.loads(text)
+        data = _loads(text)
     except json.JSONDecodeError as first_error:
         error = first_error
     else:
         data, context_repairs = _repair_contexts(data)
-        return ParsedJson(data=data, repairs=tuple(context_repairs))
+        return ParsedJson(data=data, repairs=(*decoding, *context_repairs))
+    if len(text) > MAX_REPAIR_CHARS:
+        raise ExtractionError(
+            f"malformed JSON-LD at line {error.lineno}, column {error.colno}: {error.msg} "
+            f"(not repaired: {len(text)} characters, over the {MAX_REPAIR_CHARS} "
+            "the repairs are tried on)"
+        )
     repaired = text
-    applied: list[str] = []
+    applied: list[str] = [*decoding]
     for label, repair in _REPAIRS:
         candidate = repair(repaired)
         if candidate == repaired:
@@ -347,7 +455,7 @@ def parse_jsonld(text: str | bytes) -> ParsedJson:
         repaired = candidate
         applied.append(label)
         try:
-            data = json.loads(repaired)
+            data = _loads(repaired)
         except json.JSONDecodeError as exc:
             error = exc
             continue

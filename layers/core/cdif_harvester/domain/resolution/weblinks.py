@@ -6,7 +6,8 @@ Four pure readers produce :class:`~cdif_harvester.model.TypedLink` values:
 and ``<meta>``). They are lenient, never raise, and note every tolerated deviation in
 ``LinkParse.repairs``.
 
-See docs/decisions/0021-lenient-link-readers.md.
+See docs/decisions/0021-lenient-link-readers.md; the bounds on
+memory and time: docs/decisions/0050-parsing-in-bounded-memory.md.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import lxml.html
 from cdif_harvester.model import TypedLink
 
 __all__ = [
+    "MAX_HTML_ELEMENTS",
+    "MAX_LINK_VALUES",
     "HtmlHead",
     "LinkParse",
     "MetaTag",
@@ -65,12 +68,14 @@ class HtmlHead:
     """What an HTML page says about itself: its typed links, its meta tags, its base URL.
 
     ``base`` is the URL that relative references of the page resolve against: the first
-    ``<base href>`` (itself resolved against the page URL), else the page URL.
+    ``<base href>`` (itself resolved against the page URL), else the page URL. ``notes`` say
+    what was left unread (elements past :data:`MAX_HTML_ELEMENTS`).
     """
 
     links: tuple[TypedLink, ...]
     meta: tuple[MetaTag, ...]
     base: str
+    notes: tuple[str, ...] = ()
 
 
 # --- common parts ------------------------------------------------------------------------
@@ -85,6 +90,51 @@ _EXT_VALUE = re.compile(r"([A-Za-z0-9!#$%&+^_`{}~-]+)'([A-Za-z0-9-]*)'(.*)", re.
 _SINGLE_PARAMS = frozenset({"rel", "rev", "anchor", "type", "title", "title*", "profile", "scheme"})
 _PARAMETER_LIKE = re.compile(r"[A-Za-z0-9!#$%&*+.^_`|~-]+=")
 _CLIP = 60
+# How many link-values one header set or linkset document, and how many <link> and <meta>
+# elements one page, are read. A landing page has a few dozen; past these the links cost memory
+# and work for nothing a harvester follows. Every cut is noted.
+MAX_LINK_VALUES = 10_000
+MAX_HTML_ELEMENTS = 1000
+# How many repair notes one reading lists; the rest are counted. A publisher learns what to fix
+# from the first few, and the notes travel in messages between stages.
+MAX_NOTES = 100
+# A target in angle brackets: what strip() would leave holds no white space, "<" or ">".
+_BRACKETED_TARGET = re.compile(r"<\s*+([^ \t\r\n<>]*+)\s*+>")
+
+
+class _Notes(list[str]):
+    """Repair notes: the first :data:`MAX_NOTES` are kept, the rest counted; the notes saying
+    what was left unread (``cuts``) are always kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unlisted = 0
+        self.cuts: list[str] = []
+
+    def append(self, note: str) -> None:
+        if len(self) < MAX_NOTES:
+            super().append(note)
+        else:
+            self.unlisted += 1
+
+    def extend(self, notes: Iterable[str]) -> None:
+        for note in notes:
+            self.append(note)
+
+    def cut(self, note: str) -> None:
+        """Say what was left unread; never dropped."""
+        self.cuts.append(note)
+
+    def merge(self, other: _Notes) -> None:
+        """Add another reading's notes, its cuts, and what it left unlisted."""
+        self.extend(other)
+        self.cuts.extend(other.cuts)
+        self.unlisted += other.unlisted
+
+    def listed(self) -> tuple[str, ...]:
+        """The notes kept, the cuts, and one saying how many more notes there were."""
+        more = (f"{self.unlisted} more repair notes not listed",) if self.unlisted else ()
+        return (*self, *self.cuts, *more)
 
 
 def _clip(text: str) -> str:
@@ -183,7 +233,11 @@ class _LinkFieldReader:
         self.pos = 0
         self.label = label
         self.lines_separate = lines_separate
-        self.repairs: list[str] = []
+        self.repairs = _Notes()
+        # (start, end): no quoted string opened after ``start`` closes before ``end``, the end
+        # of its line. Remembered so that a line of unclosed quotes is scanned once, not once
+        # per quote.
+        self._unclosed = (-1, -1)
         # Where an unreadable fragment ends: the next link-value or the next parameter.
         self.link_stops = ",\r\n" if lines_separate else ","
         self.param_stops = ";,\r\n" if lines_separate else ";,"
@@ -220,14 +274,19 @@ class _LinkFieldReader:
     def _closing_quote(self, start: int) -> int | None:
         """Index of the ``"`` closing a quoted string opened before ``start``, or None when
         the line or the text ends first (quoted strings never span lines)."""
+        if self._unclosed[0] < start <= self._unclosed[1]:
+            return None
         index, text = start, self.text
         while index < len(text):
             char = text[index]
             if char == '"':
                 return index
             if char in "\r\n":
-                return None
+                break
             index += 2 if char == "\\" else 1
+        # Any later quote on this line is escaped in this scan, and a scan from it would
+        # continue exactly as this one did: it would not close either.
+        self._unclosed = (start, index)
         return None
 
     def consume_until(self, stops: str) -> str:
@@ -244,6 +303,12 @@ class _LinkFieldReader:
         after_comma = False
         while True:
             self.skip_space()
+            if len(values) >= MAX_LINK_VALUES and not self.at_end():
+                self.repairs.cut(
+                    f"{self.label}: only the first {MAX_LINK_VALUES} link-values read; "
+                    "the rest ignored"
+                )
+                return values
             if self.at_end():
                 if after_comma:
                     self.note("empty list element ignored")
@@ -275,13 +340,13 @@ class _LinkFieldReader:
 
     def read_target(self) -> str | None:
         if self.peek() == "<":
-            closing = self.text.find(">", self.pos + 1)
-            inner = self.text[self.pos + 1 : closing].strip() if closing != -1 else ""
             # A URI-Reference contains neither white space nor "<": if the text up to the
-            # next ">" does, the "<" was never closed.
-            if closing != -1 and not any(char in inner for char in " \t\r\n<"):
-                self.pos = closing + 1
-                return inner
+            # next ">" does, the "<" was never closed. (A match stops at the first such
+            # character: searching for the next ">" from every "<" was quadratic.)
+            bracketed = _BRACKETED_TARGET.match(self.text, self.pos)
+            if bracketed is not None:
+                self.pos = bracketed.end()
+                return bracketed.group(1).strip()
             self.pos += 1
             target = self.consume_until(";, \t\r\n")
             self.note(f"unclosed '<' before {_clip(target)} repaired")
@@ -311,7 +376,8 @@ class _LinkFieldReader:
             if char == "<":
                 # A new link-value. In a linkset a line break separates link-values.
                 if not (self.lines_separate and crossed_line):
-                    self.note(f"missing comma before link to {_clip(self.text[self.pos :])}")
+                    following = self.text[self.pos : self.pos + _CLIP]
+                    self.note(f"missing comma before link to {_clip(following)}")
                 return
             if char != ";":
                 if self.lines_separate and crossed_line:
@@ -441,13 +507,13 @@ def _parse_link_text(
     default_anchor: str | None,
 ) -> LinkParse:
     links: list[TypedLink] = []
-    repairs: list[str] = []
+    repairs = _Notes()
     for text in texts:
         reader = _LinkFieldReader(text, label, lines_separate=lines_separate)
         for value in reader.read_all():
             links.extend(_links_of(value, base, found_in, reader, default_anchor=default_anchor))
-        repairs.extend(reader.repairs)
-    return LinkParse(links=tuple(links), repairs=tuple(repairs))
+        repairs.merge(reader.repairs)
+    return LinkParse(links=tuple(links), repairs=repairs.listed())
 
 
 def parse_link_header(
@@ -546,7 +612,8 @@ def _json_target(
     )
 
 
-def _json_context(context: Any, base: str, repairs: list[str]) -> list[TypedLink]:
+def _json_context(context: Any, base: str, repairs: list[str], room: int) -> list[TypedLink]:
+    """The links of one link context, at most ``room`` of them."""
     if not isinstance(context, dict):
         repairs.append("linkset: a link context is not an object; skipped")
         return []
@@ -579,6 +646,8 @@ def _json_context(context: Any, base: str, repairs: list[str]) -> list[TypedLink
             repairs.append(f"linkset: {_clip(key)!r} read as {len(rels)} relation types")
         for rel in rels:
             for target in targets:
+                if len(links) >= room:
+                    return links
                 link = _json_target(target, rel, anchor, base, repairs)
                 if link is not None:
                     links.append(link)
@@ -595,7 +664,7 @@ def parse_linkset_json(body: bytes | str, base: str) -> LinkParse:
     with a space) and ``scheme``. Wrong shapes are read as far as they can be, with notes; a
     body that is not JSON gives no links and one note. Never raises.
     """
-    repairs: list[str] = []
+    repairs = _Notes()
     if isinstance(body, str) and body.startswith("\ufeff"):
         body = body[1:]
         repairs.append("linkset: byte order mark removed")
@@ -609,11 +678,15 @@ def parse_linkset_json(body: bytes | str, base: str) -> LinkParse:
         contexts = [contexts]
     if not isinstance(contexts, list):
         repairs.append("linkset: no linkset array in the document; no links read")
-        return LinkParse(links=(), repairs=tuple(repairs))
+        return LinkParse(links=(), repairs=repairs.listed())
     links: list[TypedLink] = []
     for context in contexts:
-        links.extend(_json_context(context, base, repairs))
-    return LinkParse(links=tuple(links), repairs=tuple(repairs))
+        if len(links) >= MAX_LINK_VALUES:
+            break
+        links.extend(_json_context(context, base, repairs, MAX_LINK_VALUES - len(links)))
+    if len(links) >= MAX_LINK_VALUES:
+        repairs.cut(f"linkset: links read up to {MAX_LINK_VALUES}; any more ignored")
+    return LinkParse(links=tuple(links), repairs=repairs.listed())
 
 
 # --- HTML <link> and <meta> ----------------------------------------------------------------
@@ -685,9 +758,26 @@ def _language(element: Any) -> str | None:
     return None
 
 
-def _html_links(root: Any, document_base: str) -> list[TypedLink]:
+def _first(root: Any, tag: str, notes: list[str]) -> list[Any]:
+    """The first :data:`MAX_HTML_ELEMENTS` elements ``tag`` of the page; a note if more."""
+    elements: list[Any] = []
+    unread = 0
+    for element in root.iter(tag):
+        if len(elements) < MAX_HTML_ELEMENTS:
+            elements.append(element)
+        else:
+            unread += 1
+    if unread:
+        notes.append(
+            f"html: the page has {len(elements) + unread} <{tag}> elements; "
+            f"only the first {len(elements)} were read"
+        )
+    return elements
+
+
+def _html_links(elements: list[Any], document_base: str) -> list[TypedLink]:
     links: list[TypedLink] = []
-    for element in root.iter("link"):
+    for element in elements:
         raw_href = (element.get("href") or "").strip()
         if not raw_href:
             continue
@@ -709,9 +799,9 @@ def _html_links(root: Any, document_base: str) -> list[TypedLink]:
     return links
 
 
-def _html_meta(root: Any) -> list[MetaTag]:
+def _html_meta(elements: list[Any]) -> list[MetaTag]:
     tags: list[MetaTag] = []
-    for element in root.iter("meta"):
+    for element in elements:
         content = element.get("content")
         if content is None:
             continue
@@ -733,8 +823,10 @@ def parse_html_head(body: bytes, base: str) -> HtmlHead:
     document base that link targets resolve against. Every ``<link>`` with ``href`` gives one
     link per ``rel`` value and one ``reverse=True`` link per ``rev`` value, ``found_in="html"``,
     no anchor. Every ``<meta>`` with ``content`` and ``name`` and/or ``property`` gives a
-    :class:`MetaTag` per distinct name. A page lxml cannot parse gives an empty
-    :class:`HtmlHead` (with ``base`` the page URL). Never raises; never fetches.
+    :class:`MetaTag` per distinct name. The first :data:`MAX_HTML_ELEMENTS` ``<link>`` and
+    ``<meta>`` elements are read, and a note says how many more there were. A page lxml cannot
+    parse gives an empty :class:`HtmlHead` (with ``base`` the page URL). Never raises; never
+    fetches.
     """
     root = _html_root(body)
     if root is None:
@@ -747,8 +839,7 @@ def parse_html_head(body: bytes, base: str) -> HtmlHead:
         # HTML: the first <base> with an href sets the document base URL.
         document_base = _resolve(raw, base) or base
         break
-    return HtmlHead(
-        links=tuple(_html_links(root, document_base)),
-        meta=tuple(_html_meta(root)),
-        base=document_base,
-    )
+    notes: list[str] = []
+    links = _html_links(_first(root, "link", notes), document_base)
+    meta = _html_meta(_first(root, "meta", notes))
+    return HtmlHead(links=tuple(links), meta=tuple(meta), base=document_base, notes=tuple(notes))
