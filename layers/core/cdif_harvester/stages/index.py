@@ -112,6 +112,7 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
         blocks=staged.blocks,
         sd_dates=staged.sd_dates,
         record_ids=tuple(ref.record_id for ref in refs),
+        harvest_run=job.run_id,
     )
 
 
