@@ -192,6 +192,26 @@ def test_a_retried_index_job_ends_as_its_first_attempt_did(tmp_path: Path) -> No
     assert sorted(wiring.store.list("")) == written
 
 
+def test_a_document_job_delivered_twice_in_its_run_ends_as_the_first_copy(
+    tmp_path: Path,
+) -> None:
+    # Given a document job of a first harvest, extracted and indexed (the URL's harvest state
+    # is written)
+    wiring = _wiring(tmp_path)
+    job = _document_job(wiring)
+    first = extract_documents(wiring, job)
+    assert isinstance(first, IndexJob)
+    assert index_records(wiring, first).outcome is Outcome.RECORD
+    # When a second copy of the same job of the same run arrives (a send that was retried)
+    again = extract_documents(wiring, job)
+    # Then it is extracted again and handed on, not judged unchanged against its own run
+    assert isinstance(again, IndexJob)
+    assert index_records(wiring, again).outcome is Outcome.RECORD
+    # while the next run's copy is unchanged, as incremental harvesting wants
+    later = extract_documents(wiring, replace(job, run_id="r2"))
+    assert not isinstance(later, IndexJob) and later.outcome is Outcome.UNCHANGED
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("pyshacl") is None, reason="pyshacl (the shacl extra) not installed"
 )
