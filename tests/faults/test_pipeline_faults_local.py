@@ -30,7 +30,7 @@ from tests.faults.conftest import PAGES
 
 pytestmark = pytest.mark.network
 
-MAX_WRITES = 60
+MAX_WRITES = 32
 #: Every crash point: each write, failed before it is made or after.
 POINTS: list[tuple[int, Literal["before", "after"]]] = [
     (at, when) for at in range(1, MAX_WRITES + 1) for when in ("before", "after")
@@ -105,6 +105,20 @@ class FaultyPort:
         return call
 
 
+class TwiceQueue:
+    """A queue that delivers every message it is given twice (as SQS may)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._inner, attribute)
+
+    def send(self, queue: str, bodies: Any, *, delays: Any = None) -> None:
+        twice = None if delays is None else [*delays, *delays]
+        self._inner.send(queue, [*bodies, *bodies], delays=twice)
+
+
 @dataclass(frozen=True)
 class Result:
     outcomes: dict[str, tuple[str, str]]
@@ -129,7 +143,12 @@ def _armed(faults: PortFaults, armed: bool, work: Callable[..., Any]) -> Callabl
 
 
 def _harvest(
-    site: PublisherSite, out: Path, faults: PortFaults, monkeypatch: pytest.MonkeyPatch
+    site: PublisherSite,
+    out: Path,
+    faults: PortFaults,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    twice: bool = False,
 ) -> Result:
     """Harvest the site under ``faults``: armed once the run has started (starting it is the
     command itself, which fails as a whole, as the scheduler's tick does on AWS) and until the
@@ -143,7 +162,7 @@ def _harvest(
             wiring,
             store=FaultyPort("store", wiring.store, faults),
             catalog=FaultyPort("catalog", wiring.catalog, faults),
-            queue=FaultyPort("queue", wiring.queue, faults),
+            queue=FaultyPort("queue", TwiceQueue(wiring.queue) if twice else wiring.queue, faults),
         )
         summary = harvester.harvest(site.url("/robots.txt"))
         run = harvester.catalog.get_run(summary.run_id)
@@ -194,3 +213,16 @@ def test_a_fault_at_any_write_leaves_the_clean_runs_accounting(
     assert result.per_outcome == clean.per_outcome, fault
     assert result.records == clean.records, fault
     assert "run counters say" not in result.progress, fault  # finished by its counters
+
+
+def test_every_message_sent_twice_leaves_the_clean_runs_accounting(
+    small_site: PublisherSite, clean: Result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = _harvest(small_site, tmp_path, PortFaults(), monkeypatch, twice=True)
+    assert result.outcomes == clean.outcomes
+    entered, settled, sitemaps, state = result.counters
+    assert entered == settled == clean.counters[0]
+    assert (sitemaps, state) == (0, RunState.FINISHED.value)
+    assert result.per_outcome == clean.per_outcome
+    assert result.records == clean.records
+    assert "run counters say" not in result.progress
