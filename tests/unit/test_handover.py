@@ -161,17 +161,55 @@ def test_the_indexer_does_what_it_did_with_a_staged_object_of_before_the_contrac
     wiring = _wiring(tmp_path)
     wiring.store.put(STAGED_KEY, raw, content_type="application/json")
     rounds = []
-    for _ in range(2):
+    for run_id in ("r1", "r2"):  # the first harvest, then the next run's
         calls: list[Any] = []
         recording = replace(
             wiring,
             store=Recording("store", wiring.store, calls),
             catalog=Recording("catalog", wiring.catalog, calls),
         )
-        outcome = index_records(recording, JOB)
+        outcome = index_records(recording, replace(JOB, run_id=run_id))
         rounds.append({"calls": calls, "outcome": plain(outcome)})
     assert [r["outcome"]["outcome"] for r in rounds] == ["record", "unchanged"]
     assert rounds == expected
+
+
+def test_a_retried_index_job_ends_as_its_first_attempt_did(tmp_path: Path) -> None:
+    # Given an index job of a first harvest whose attempt wrote everything, its outcome too,
+    # and then failed (a crash before the message was acknowledged)
+    wiring = _wiring(tmp_path)
+    wiring.store.put(STAGED_KEY, (STAGED / "v1.staged.json").read_bytes())
+    first = index_records(wiring, JOB)
+    written = sorted(wiring.store.list(""))
+    # When the same job of the same run is tried again
+    calls: list[Any] = []
+    again = index_records(replace(wiring, store=Recording("store", wiring.store, calls)), JOB)
+    # Then it ends as the first attempt did (the records are this harvest's news, not
+    # unchanged since a last harvest that never was), writing nothing more
+    assert first.outcome is Outcome.RECORD
+    assert (again.outcome, again.reason, again.records) == (Outcome.RECORD, None, first.records)
+    assert [call[0] for call in calls] == ["store.get"]
+    assert sorted(wiring.store.list("")) == written
+
+
+def test_a_document_job_delivered_twice_in_its_run_ends_as_the_first_copy(
+    tmp_path: Path,
+) -> None:
+    # Given a document job of a first harvest, extracted and indexed (the URL's harvest state
+    # is written)
+    wiring = _wiring(tmp_path)
+    job = _document_job(wiring)
+    first = extract_documents(wiring, job)
+    assert isinstance(first, IndexJob)
+    assert index_records(wiring, first).outcome is Outcome.RECORD
+    # When a second copy of the same job of the same run arrives (a send that was retried)
+    again = extract_documents(wiring, job)
+    # Then it is extracted again and handed on, not judged unchanged against its own run
+    assert isinstance(again, IndexJob)
+    assert index_records(wiring, again).outcome is Outcome.RECORD
+    # while the next run's copy is unchanged, as incremental harvesting wants
+    later = extract_documents(wiring, replace(job, run_id="r2"))
+    assert not isinstance(later, IndexJob) and later.outcome is Outcome.UNCHANGED
 
 
 @pytest.mark.skipif(

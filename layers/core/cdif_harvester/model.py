@@ -212,8 +212,9 @@ class UrlState:
     ``outcome``/``last_run``/``last_seen`` follow every recorded outcome. The rest is written
     only when the URL produced records: the sitemap ``lastmod`` then, the ``fingerprint`` of the
     documents the records came from (pattern plus content-addressed keys), the hashes of the
-    JSON-LD blocks, the records' ``sdDatePublished`` values and ids. Incremental harvesting
-    compares a new harvest against these.
+    JSON-LD blocks, the records' ``sdDatePublished`` values and ids, and the run that harvested
+    them (``harvest_run``). Incremental harvesting compares a new harvest against these, never
+    against what its own run wrote (a retried or redelivered job must end as its first attempt).
     """
 
     url: str
@@ -228,6 +229,7 @@ class UrlState:
     sd_dates: tuple[str, ...] = ()
     record_ids: tuple[str, ...] = ()
     withdrawn_at: str | None = None
+    harvest_run: str | None = None
 
 
 def url_state_to_dict(state: UrlState) -> dict[str, Any]:

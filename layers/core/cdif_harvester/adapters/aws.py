@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
-from cdif_harvester.adapters.aws_errors import CONDITION_FAILED, aws_errors
+from cdif_harvester.adapters.aws_errors import (
+    CONDITION_FAILED,
+    CONDITION_FAILED_REASON,
+    TRANSACTION_CANCELED,
+    aws_errors,
+    cancellation_codes,
+)
 from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import record_hash, url_hash
@@ -38,6 +44,7 @@ from cdif_harvester.model import (
     entry_to_dict,
     outcome_from_dict,
     outcome_to_dict,
+    settle_moves,
     url_state_from_dict,
     url_state_to_dict,
 )
@@ -53,6 +60,10 @@ __all__ = ["DynamoCatalog", "DynamoHostGate", "S3ObjectStore", "SqsQueue"]
 _SQS_BATCH = 10  # SendMessageBatch takes at most ten entries
 _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
 _BATCH_TRIES = 8
+_TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
+# Outcome writes read the items, then write them conditionally; a redelivered job racing this
+# one can make the condition fail, and then it is read again (a few times at most).
+_SETTLE_TRIES = 5
 _SQS_MAX_DELAY = 900  # seconds, the SQS limit on DelaySeconds
 _SQS_MAX_VISIBILITY = 43_200  # seconds, the SQS limit on a message's visibility timeout
 # The codes S3 answers for a key that holds no object: GetObject says NoSuchKey (or a bare 404
@@ -155,45 +166,135 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
-        run's counters (after the item: a crash between the two leaves the run looking
-        unfinished, never finished too early)."""
+        run's counters in the same transaction as the run's item (see :meth:`put_outcomes`)."""
         return self.put_outcomes([outcome])
 
     def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
-        """Record the outcomes of URLs of one run as :meth:`put_outcome` does, then move the
-        run's counters in one update for all of them (two writes per URL instead of three)."""
+        """Record the outcomes of URLs of one run and move the run's counters: each chunk of
+        99 items goes in one transaction with the counters' move, each item conditional on the
+        outcome it replaces, so a retry after any crash moves the counters exactly once. Then
+        the URLs' latest outcomes; return the run's status (None when it is not tracked).
+
+        Raises StorageError when a write fails (a transaction cancelled by a conflict included).
+        """
         if not outcomes:
             return None
-        moves = [(self._write_outcome(outcome), outcome.outcome.value) for outcome in outcomes]
-        return self._settle(outcomes[0].run_id, moves, outcomes[-1].recorded_at or "")
+        run_id = outcomes[0].run_id
+        # One item per URL in a transaction: the last outcome given for a URL is the one kept.
+        latest = list({outcome.url: outcome for outcome in outcomes}.values())
+        step = _TRANSACTION_ITEMS - 1  # room for the run's counters
+        for start in range(0, len(latest), step):
+            self._settle_outcomes(run_id, latest[start : start + step])
+        for outcome in latest:
+            self._write_latest(outcome)
+        return self.get_run(run_id)
 
-    def _write_outcome(self, outcome: UrlOutcome) -> str | None:
-        """Write the run's item and the URL's latest outcome; return the outcome replaced."""
-        body = json.dumps(outcome_to_dict(outcome), sort_keys=True)
-        url_key = f"URL#{url_hash(outcome.url)}"
-        item = {
+    def _settle_outcomes(self, run_id: str, outcomes: Sequence[UrlOutcome]) -> None:
+        """Write the run's items of ``outcomes`` and move the run's counters in one transaction.
+
+        The move is computed from the items read just before; each item is written only if it
+        still holds what was read, so the move is exact even when a redelivered job runs at the
+        same time (a failed condition: read again and retry).
+        """
+        at = outcomes[-1].recorded_at or ""
+        for _attempt in range(_SETTLE_TRIES):
+            held = self._held_outcomes(run_id, [outcome.url for outcome in outcomes])
+            items = [self._outcome_put(outcome, held.get(outcome.url)) for outcome in outcomes]
+            counters = self._counter_move(
+                run_id, [(held.get(o.url), o.outcome.value) for o in outcomes], at
+            )
+            if counters is not None:
+                items.append(counters)
+            try:
+                with aws_errors(
+                    f"DynamoDB record outcomes of run {run_id}", passing={TRANSACTION_CANCELED}
+                ):
+                    self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+            except ClientError as exc:
+                # A failed condition is an answer: an item changed since it was read (read again)
+                # or the run is not tracked (write the items, nothing to count). A conflict is a
+                # fault: cancellation_codes raises StorageError.
+                codes = cancellation_codes(exc, f"DynamoDB record outcomes of run {run_id}")
+                if counters is not None and codes[-1] == CONDITION_FAILED_REASON:
+                    for outcome in outcomes:
+                        self._put(self._outcome_item(outcome))
+                    return
+                continue
+            return
+        raise StorageError(
+            f"DynamoDB record outcomes of run {run_id} failed: the items kept changing"
+        )
+
+    def _held_outcomes(self, run_id: str, urls: Sequence[str]) -> dict[str, str]:
+        """The outcome each URL's item of the run holds (``queued`` included), by URL."""
+        keys = [{"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"} for url in urls]
+        return {
+            str(item["url"]): str(item["outcome"])
+            for item in self._batch_get(keys)
+            if "url" in item and "outcome" in item
+        }
+
+    @staticmethod
+    def _outcome_item(outcome: UrlOutcome) -> dict[str, Any]:
+        return {
             "pk": f"RUN#{outcome.run_id}",
-            "sk": url_key,
+            "sk": f"URL#{url_hash(outcome.url)}",
             "url": outcome.url,
             "outcome": outcome.outcome.value,
-            "body": body,
+            "body": json.dumps(outcome_to_dict(outcome), sort_keys=True),
         }
-        with aws_errors(f"DynamoDB put {item['pk']}"):
-            old = self.table.put_item(Item=item, ReturnValues="ALL_OLD").get("Attributes")
+
+    def _outcome_put(self, outcome: UrlOutcome, held: str | None) -> dict[str, Any]:
+        """The transaction's Put of the run's item, conditional on the outcome it replaces."""
+        put: dict[str, Any] = {"TableName": self.table.name, "Item": self._outcome_item(outcome)}
+        if held is None:
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            put["ConditionExpression"] = "#o = :held"
+            put["ExpressionAttributeNames"] = {"#o": "outcome"}
+            put["ExpressionAttributeValues"] = {":held": held}
+        return {"Put": put}
+
+    def _counter_move(
+        self, run_id: str, moves: Sequence[tuple[str | None, str]], at: str
+    ) -> dict[str, Any] | None:
+        """The transaction's Update of the run's counters for ``moves``; None when none move."""
+        adds = {
+            name if name in ("entered", "settled") else f"n_{name.replace('-', '_')}": n
+            for name, n in settle_moves(moves).items()
+        }
+        if not adds:
+            return None
+        values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
+        values[":at"] = at
+        return {
+            "Update": {
+                "TableName": self.table.name,
+                "Key": {"pk": f"RUN#{run_id}", "sk": "RUN"},
+                "UpdateExpression": "ADD "
+                + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
+                + " SET updated_at = :at",
+                "ConditionExpression": "attribute_exists(pk)",
+                "ExpressionAttributeNames": {f"#c{i}": name for i, name in enumerate(adds)},
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def _write_latest(self, outcome: UrlOutcome) -> None:
+        """Write ``outcome`` as the URL's latest outcome (its harvest state is kept)."""
         self._update(
-            {"pk": url_key, "sk": "LATEST"},
+            {"pk": f"URL#{url_hash(outcome.url)}", "sk": "LATEST"},
             {
                 "url": outcome.url,
                 "source": outcome.source,
                 "outcome": outcome.outcome.value,
                 "last_run": outcome.run_id,
                 "last_seen": outcome.recorded_at or "",
-                "body": body,
+                "body": json.dumps(outcome_to_dict(outcome), sort_keys=True),
                 "gsi1pk": f"SOURCE#{outcome.source}",
                 "gsi1sk": f"URL#{outcome.outcome.value}#{url_hash(outcome.url)}",
             },
         )
-        return str(old["outcome"]) if old and "outcome" in old else None
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield every outcome of ``run_id`` (paginated query on the run's partition)."""

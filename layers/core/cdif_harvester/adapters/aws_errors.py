@@ -22,9 +22,11 @@ from cdif_harvester.errors import StorageError
 
 __all__ = [
     "CONDITION_FAILED",
+    "CONDITION_FAILED_REASON",
     "SDK_ERRORS",
     "TRANSACTION_CANCELED",
     "aws_errors",
+    "cancellation_codes",
     "error_code",
 ]
 
@@ -72,3 +74,26 @@ def _passes(exc: ClientError, passing: Collection[str]) -> bool:
     if code not in passing:
         return False
     return code != TRANSACTION_CANCELED or bool(exc.response.get("CancellationReasons"))
+
+
+#: The reason an item of a cancelled transaction gives when its condition failed.
+CONDITION_FAILED_REASON = "ConditionalCheckFailed"
+
+#: The reasons a transaction's item may give that are answers (its condition failed, or it had
+#: nothing to say); any other (``TransactionConflict``, ``ThrottlingError``, ...) is a fault.
+_ANSWERS = frozenset({"None", CONDITION_FAILED_REASON})
+
+
+def cancellation_codes(exc: ClientError, operation: str) -> list[str]:
+    """Return the reason code of each item of the cancelled transaction ``exc``, in order
+    (``"None"`` for an item that did not cancel it).
+
+    Raises StorageError (from ``exc``) when any item was cancelled by anything but a failed
+    condition: a conflict with another transaction or a throttled item says nothing about the
+    data, and the write must be tried again.
+    """
+    reasons = exc.response.get("CancellationReasons") or []
+    codes = [str(reason.get("Code") or "None") for reason in reasons]
+    if not codes or any(code not in _ANSWERS for code in codes):
+        raise StorageError(f"{operation} failed: {exc}") from exc
+    return codes

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from cdif_harvester.adapters.aws_errors import CONDITION_FAILED, TRANSACTION_CANCELED, aws_errors
+from cdif_harvester.adapters.aws_errors import (
+    CONDITION_FAILED,
+    CONDITION_FAILED_REASON,
+    TRANSACTION_CANCELED,
+    aws_errors,
+    cancellation_codes,
+)
 from cdif_harvester.keys import url_hash
 from cdif_harvester.model import (
     QUEUED,
@@ -29,7 +35,6 @@ from cdif_harvester.model import (
     Source,
     run_from_dict,
     run_to_dict,
-    settle_moves,
     source_from_dict,
     source_to_dict,
 )
@@ -38,9 +43,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
 __all__ = ["DynamoRuns", "DynamoSources"]
-
-#: The outcome of a URL item while the URL is on its way (never an Outcome).
-_RUN_COUNTERS = frozenset({"entered", "settled"})
 
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 _STATIC_RUN_FIELDS = ("entry_urls", "trigger", "source_id", "started_at")
@@ -168,15 +170,16 @@ class DynamoRuns:
             with aws_errors(f"DynamoDB enter URLs of run {run_id}", passing={TRANSACTION_CANCELED}):
                 self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
         except ClientError as exc:
-            # Cancelled: a condition failed, and CancellationReasons says which, item by item
-            # (the mapper lets the cancellation through only when it carries them).
-            reasons = exc.response.get("CancellationReasons") or []
-            if reasons[-1].get("Code") == "ConditionalCheckFailed":
+            # Cancelled: CancellationReasons says why, item by item (the mapper lets the
+            # cancellation through only when it carries them). Only failed conditions are
+            # answers; a conflict with another transaction is a fault (StorageError, retried).
+            codes = cancellation_codes(exc, f"DynamoDB enter URLs of run {run_id}")
+            if codes[-1] == CONDITION_FAILED_REASON:
                 return []  # the run item does not exist
             return [
                 url
-                for url, reason in zip(chunk, reasons, strict=False)
-                if reason.get("Code") == "ConditionalCheckFailed"
+                for url, code in zip(chunk, codes, strict=False)
+                if code == CONDITION_FAILED_REASON
             ]
         return None
 
@@ -217,9 +220,11 @@ class DynamoRuns:
         try:
             with aws_errors(f"DynamoDB count sitemaps of {run_id}", passing={TRANSACTION_CANCELED}):
                 self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except ClientError:
+        except ClientError as exc:
             # Cancelled by a condition: the step was counted already, or the run is not tracked.
-            pass
+            # A conflict with another transaction is not an answer: cancellation_codes raises
+            # StorageError and the job is retried, so the count is never lost.
+            cancellation_codes(exc, f"DynamoDB count sitemaps of {run_id}")
         return self.get_run(run_id)
 
     def run_sitemaps(self, run_id: str) -> list[str]:
@@ -280,35 +285,6 @@ class DynamoRuns:
             values,
         )
         return self.get_run(run_id)
-
-    def _settle(
-        self, run_id: str, moves: Sequence[tuple[str | None, str]], at: str
-    ) -> RunStatus | None:
-        """Move the run's counters, in one update, for URLs whose item went ``old`` -> ``new``."""
-        adds = {
-            name if name in _RUN_COUNTERS else f"n_{_attr(name)}": n
-            for name, n in settle_moves(moves).items()
-        }
-        if not adds:
-            return self.get_run(run_id)
-        names = {f"#c{i}": name for i, name in enumerate(adds)}
-        values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
-        values[":at"] = at
-        try:
-            with aws_errors(f"DynamoDB count outcome of {run_id}", passing={CONDITION_FAILED}):
-                response = self.table.update_item(
-                    Key=_run_key(run_id),
-                    UpdateExpression="ADD "
-                    + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
-                    + " SET updated_at = :at",
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values,
-                    ReturnValues="ALL_NEW",
-                )
-        except ClientError:  # the condition failed: a run that is not tracked
-            return None
-        return _run_of(response["Attributes"])
 
     def _update_run(self, run_id: str, expression: str, values: Mapping[str, Any]) -> None:
         try:

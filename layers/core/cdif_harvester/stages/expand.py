@@ -492,7 +492,7 @@ def _unchanged_by_lastmod(
     newer than the one their held records came from
     (:mod:`cdif_harvester.domain.discovery.incremental`)."""
     dated = {url: lastmod for url, lastmod in lastmods.items() if lastmod}
-    held = held_states(wiring, list(dated))
+    held = held_states(wiring, list(dated), run_id=job.run_id)
     return {
         url: outcome_now(
             wiring,

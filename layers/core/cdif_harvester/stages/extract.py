@@ -153,7 +153,8 @@ def _unchanged_reason(
     if not wiring.settings.incremental or not parsed_blocks:
         return None
     held = wiring.catalog.get_url(job.url)
-    if held is None or not held.record_ids or held.withdrawn_at:
+    # (what this run wrote is not an earlier harvest: a retried job ends as its first attempt)
+    if held is None or not held.record_ids or held.withdrawn_at or held.harvest_run == job.run_id:
         return None
     if hashes == held.blocks:
         reason = "content-hash: the JSON-LD blocks are the same as the last harvest's"

@@ -9,8 +9,10 @@ Versions: a record is written only when its digest (record, verdict and links, s
 entry's ``content_hash``. Then ``records/<source>/<key>.jsonld`` is replaced and the new version is
 also kept, content-addressed, under ``versions/<source>/<key>/``, so a changed record keeps its
 history and an unchanged one writes nothing (no object, no catalogue entry, no views). A URL
-whose records are all unchanged ends ``unchanged`` (``content-hash``). Redelivered index jobs
-and reruns therefore change nothing.
+whose records are all unchanged ends ``unchanged`` (``content-hash``), unless the entry was
+written by this same job (run and URL): a retry ends ``record`` as its first attempt would have.
+Redelivered index jobs and reruns therefore change nothing.
+See docs/decisions/0054-exact-accounting-under-faults.md.
 
 The extractor's hand-over is a :class:`~cdif_harvester.contracts.StagedRecords`, read with
 :func:`~cdif_harvester.contracts.decode_staged`: a malformed one is a permanent ContractError
@@ -110,6 +112,7 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
         blocks=staged.blocks,
         sd_dates=staged.sd_dates,
         record_ids=tuple(ref.record_id for ref in refs),
+        harvest_run=job.run_id,
     )
 
 
@@ -130,7 +133,11 @@ def _index_one(
     valid = item.report.valid and item.record is not None
     held = _held_unchanged(wiring, item, digest)
     if held is not None:
-        return _ref(job, item, held.record_key, held.report_key, valid=valid), False
+        # A retry of this very job (same run, same URL) after its entry was written finds its
+        # own work: the record is this run's news, not an earlier harvest's (the entry is
+        # written last, so the report and the record are in place too).
+        mine = held.run_id == job.run_id and held.url == job.url
+        return _ref(job, item, held.record_key, held.report_key, valid=valid), mine
     report = _report(job, staged, item, links, now)
     rep_key = _store_report(wiring, job, item, report)
     rec_key = _store_record(wiring, job, item, digest)

@@ -21,6 +21,7 @@ __all__ = [
     "record_outcomes",
     "held_state",
     "held_states",
+    "holds_records",
     "finish_if_done",
     "settle",
 ]
@@ -78,26 +79,37 @@ def record_outcomes(wiring: Wiring, outcomes: Sequence[UrlOutcome]) -> None:
         finish_if_done(wiring, wiring.catalog.put_outcomes(outcomes))
 
 
-def held_state(wiring: Wiring, url: str) -> UrlState | None:
-    """The URL's state when it last produced records and is still listed, else None: what
-    incremental harvesting compares against (always None when it is off)."""
+def held_state(wiring: Wiring, url: str, *, run_id: str) -> UrlState | None:
+    """The URL's state when it last produced records in an earlier run than ``run_id`` and is
+    still listed, else None: what incremental harvesting compares against (always None when it
+    is off). What ``run_id`` itself wrote is not an earlier harvest: a retried or redelivered
+    job of the run must end as its first attempt did."""
     if not wiring.settings.incremental:
         return None
     state = wiring.catalog.get_url(url)
-    return state if state is not None and _holds_records(state) else None
+    return state if state is not None and holds_records(state, run_id=run_id) else None
 
 
-def held_states(wiring: Wiring, urls: Sequence[str]) -> dict[str, UrlState]:
+def held_states(wiring: Wiring, urls: Sequence[str], *, run_id: str) -> dict[str, UrlState]:
     """:func:`held_state` of many URLs at once (batched catalogue reads), by URL."""
     if not wiring.settings.incremental or not urls:
         return {}
     return {
-        url: state for url, state in wiring.catalog.get_urls(urls).items() if _holds_records(state)
+        url: state
+        for url, state in wiring.catalog.get_urls(urls).items()
+        if holds_records(state, run_id=run_id)
     }
 
 
-def _holds_records(state: UrlState) -> bool:
-    return bool(state.fingerprint and state.record_ids and not state.withdrawn_at)
+def holds_records(state: UrlState, *, run_id: str) -> bool:
+    """Whether ``state`` holds the records of a harvest earlier than ``run_id``'s (not
+    withdrawn since)."""
+    return bool(
+        state.fingerprint
+        and state.record_ids
+        and not state.withdrawn_at
+        and state.harvest_run != run_id
+    )
 
 
 def finish_if_done(wiring: Wiring, status: RunStatus | None) -> bool:

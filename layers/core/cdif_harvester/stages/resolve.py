@@ -144,7 +144,7 @@ class _Resolver:
         # What the catalogue holds from the harvest that last produced records from this URL
         # (None when incremental harvesting is off or there is none), and whether every answer
         # so far was a 304 revalidation.
-        self.held = held_state(wiring, job.url)
+        self.held = held_state(wiring, job.url, run_id=job.run_id)
         self.answers = 0
         self.all_revalidated = True
         # Bodies over their cap (a landing page cut, a metadata target refused): when nothing

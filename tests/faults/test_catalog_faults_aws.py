@@ -1,0 +1,154 @@
+"""The DynamoDB catalogue's run accounting under injected faults (moto, faults through botocore's
+event hooks): a transaction cancelled by a conflict is a fault to retry, never an answer, and an
+outcome's write and its counters' move happen together or not at all."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from cdif_harvester.adapters.aws import DynamoCatalog
+from cdif_harvester.errors import StorageError
+from cdif_harvester.model import Outcome, RunStatus, UrlOutcome
+from tests.support.aws import ProvisionedStack
+
+pytestmark = pytest.mark.aws
+
+# One attempt per call: the faults below would otherwise be retried by botocore first.
+_ONE_TRY = Config(retries={"total_max_attempts": 1})
+_WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
+
+
+def _catalog(stack: ProvisionedStack) -> DynamoCatalog:
+    dynamodb = boto3.resource("dynamodb", region_name=stack.region, config=_ONE_TRY)
+    return DynamoCatalog(dynamodb.Table(stack.table_name))
+
+
+def _response(parsed: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
+    http = AWSResponse("https://dynamodb.us-east-1.amazonaws.com/", 400, {}, None)
+    return http, {**parsed, "ResponseMetadata": {"HTTPStatusCode": 400}}
+
+
+def _conflict_once(codes: list[str]) -> Callable[..., Any]:
+    """A before-call hook: the first TransactWriteItems is cancelled with ``codes`` as its
+    items' reasons (nothing written), as DynamoDB does when another transaction held an item."""
+    state = {"fired": False}
+
+    def answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        if state["fired"]:
+            return None
+        state["fired"] = True
+        return _response(
+            {
+                "Error": {"Code": "TransactionCanceledException", "Message": "injected"},
+                "CancellationReasons": [{"Code": code} for code in codes],
+            }
+        )
+
+    return answer
+
+
+def _run(catalog: DynamoCatalog, run_id: str = "r1") -> None:
+    catalog.start_run(
+        RunStatus(run_id=run_id, entry_urls=("http://h/robots.txt",), started_at="2026-01-01")
+    )
+
+
+def test_a_conflicting_sitemap_count_is_retried_not_taken_as_counted(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    events = catalog.table.meta.client.meta.events
+    events.register(
+        "before-call.dynamodb.TransactWriteItems", _conflict_once(["TransactionConflict", "None"])
+    )
+    # When the count is cancelled by a conflict with another transaction, it is a fault
+    with pytest.raises(StorageError, match="count sitemaps of r1"):
+        catalog.count_sitemaps("r1", 2, step="s1")
+    # and the retry counts it (it was not "already counted")
+    status = catalog.count_sitemaps("r1", 2, step="s1")
+    assert status is not None and status.sitemaps == 2
+    # while a step counted already is an answer: counted once
+    status = catalog.count_sitemaps("r1", 2, step="s1")
+    assert status is not None and status.sitemaps == 2
+
+
+def test_a_conflicting_entry_of_urls_is_retried_not_taken_as_an_untracked_run(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    urls = ["http://h/a", "http://h/b"]
+    events = catalog.table.meta.client.meta.events
+    events.register(
+        "before-call.dynamodb.TransactWriteItems",
+        _conflict_once(["None", "TransactionConflict", "None"]),
+    )
+    with pytest.raises(StorageError, match="enter URLs of run r1"):
+        catalog.enter_urls("r1", urls, step="s1")
+    assert catalog.enter_urls("r1", urls, step="s1") == urls
+    status = catalog.get_run("r1")
+    assert status is not None and status.entered == 2
+
+
+def _fault_at(n: int, *, after: bool) -> Callable[..., Any]:
+    """A hook on every call that fails the ``n``-th write (1-based), before it reaches the table
+    or after it was applied (the caller sees an error for a write that happened)."""
+    count = {"writes": 0}
+
+    def hook(model: Any, **kwargs: Any) -> Any:
+        if model.name not in _WRITES:
+            return None
+        if not after and kwargs.get("event_name", "").startswith("after-call"):
+            return None
+        if after and kwargs.get("event_name", "").startswith("before-call"):
+            count["writes"] += 1
+            return None
+        if not after:
+            count["writes"] += 1
+        if count["writes"] != n or count.get("fired"):
+            return None
+        count["fired"] = 1
+        error = {"Error": {"Code": "ThrottlingException", "Message": f"injected at write {n}"}}
+        if after:
+            raise ClientError(error, model.name)
+        return _response(error)
+
+    return hook
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_an_outcome_and_its_count_survive_a_fault_at_any_write(
+    stack: ProvisionedStack, n: int, after: bool
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    catalog.enter_urls("r1", ["http://h/a"], step="s1")
+    hook = _fault_at(n, after=after)
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb", hook)
+    events.register("after-call.dynamodb", hook)
+    outcome = UrlOutcome(
+        run_id="r1", source="s", url="http://h/a", outcome=Outcome.RECORD, recorded_at="t"
+    )
+    # When recording the outcome fails at the n-th write, and the job is retried until it goes
+    for _attempt in range(3):
+        try:
+            status = catalog.put_outcome(outcome)
+            break
+        except StorageError:
+            continue
+    # Then the run is settled exactly once, and the URL's latest outcome is the record
+    assert status is not None
+    assert (status.entered, status.settled, status.outcomes["record"]) == (1, 1, 1)
+    assert status.done
+    latest = catalog.get_url("http://h/a")
+    assert latest is not None and latest.outcome == "record"

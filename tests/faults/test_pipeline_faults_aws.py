@@ -1,0 +1,144 @@
+"""Exact accounting under faults on AWS (moto, the stack built from template.yaml): a small harvest
+driven through the real handlers, with a transient fault at each write of a clean run in turn,
+before the write (nothing written) and after it (written, but the caller sees an error), and with
+every message delivered twice. Each time, once the queues drain, every URL has the clean run's
+outcome, the run's counters settle exactly and the run is finished.
+
+The crash points are not chosen by hand: a clean run is counted first (tests/faults/injection.py
+numbers every S3, DynamoDB and SQS write the handlers make), and the suite is parametrized over
+every one of them. Powertools idempotency is off here, so that the stages' own writes have to be
+idempotent (with it on, a redelivered message that had succeeded is not even run).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import boto3
+import pytest
+
+from cdif_harvester.adapters.aws import DynamoCatalog
+from cdif_harvester.demo.server import PublisherSite
+from cdif_harvester.model import RunState, Source
+from tests.faults.conftest import PAGES
+from tests.faults.injection import WriteFaults, drain, installed
+from tests.support.aws import ProvisionedStack, mocked_stack
+from tests.support.pipeline import invoke, routes
+
+pytestmark = [pytest.mark.aws, pytest.mark.network]
+
+TICK = json.loads(
+    (Path(__file__).resolve().parents[2] / "infrastructure/events/scheduler.json").read_text()
+)
+# The handlers may fetch 127.0.0.1 (the test site); idempotency off (see the module docstring).
+OVERRIDES = {"ALLOW_LOOPBACK": "true", "IDEMPOTENCY_TABLE": ""}
+# Upper bound on the crash points the parametrization enumerates; the clean run's count is
+# checked against it, so a pipeline that grows more writes fails loudly here instead of
+# silently leaving crash points out.
+MAX_WRITES = 60
+#: Every crash point: each write, failed before it is made or after.
+POINTS: list[tuple[int, Literal["before", "after"]]] = [
+    (at, when) for at in range(1, MAX_WRITES + 1) for when in ("before", "after")
+]
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a harvest left: each URL's outcome and reason, the run's counters, the records."""
+
+    outcomes: dict[str, tuple[str, str]]
+    counters: tuple[int, int, int, str]
+    per_outcome: dict[str, int]
+    records: frozenset[str]
+    writes: tuple[str, ...]
+    dead_letters: int
+
+
+def _harvest(site: PublisherSite, faults: WriteFaults, *, twice: bool = False) -> Result:
+    """Start a run of the site (no faults), drain the pipeline under ``faults``; the result."""
+    with mocked_stack() as stack:
+        catalog = DynamoCatalog(
+            boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+        )
+        sqs = boto3.client("sqs", region_name=stack.region)
+        catalog.put_source(
+            Source(source_id="small", entry_url=site.url("/robots.txt"), schedule="1d")
+        )
+        started = invoke(stack, "SchedulerFunction", TICK)
+        run_id = started["started"][0]["run_id"]
+        with installed(faults):
+            drain(sqs, routes(stack, **OVERRIDES), twice=twice)
+        run = catalog.get_run(run_id)
+        assert run is not None
+        return Result(
+            outcomes={
+                o.url: (o.outcome.value, (o.reason or "").split(":")[0])
+                for o in catalog.outcomes(run_id)
+            },
+            counters=(run.entered, run.settled, run.sitemaps, run.state.value),
+            per_outcome={kind: n for kind, n in run.outcomes.items() if n},
+            records=frozenset(_keys(stack, "records/")),
+            writes=tuple(faults.writes),
+            dead_letters=_dead_letters(stack, sqs),
+        )
+
+
+def _keys(stack: ProvisionedStack, prefix: str) -> list[str]:
+    s3 = boto3.client("s3", region_name=stack.region)
+    listed = s3.list_objects_v2(Bucket=stack.bucket_name, Prefix=prefix)
+    return [item["Key"].split("/")[-1] for item in listed.get("Contents", [])]
+
+
+def _dead_letters(stack: ProvisionedStack, sqs: Any) -> int:
+    total = 0
+    for name, url in stack.queue_urls.items():
+        if "Dlq" in name or "DeadLetter" in name:
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+            )["Attributes"]
+            total += int(attributes["ApproximateNumberOfMessages"])
+    return total
+
+
+@pytest.fixture(scope="module")
+def clean(small_site: PublisherSite) -> Result:
+    """The harvest without faults: what every faulty one must end as, and its writes counted."""
+    result = _harvest(small_site, WriteFaults())
+    assert result.counters[3] == RunState.FINISHED.value
+    assert len(result.outcomes) == len(PAGES)
+    assert {outcome for outcome, _reason in result.outcomes.values()} >= {"record", "disallowed"}
+    assert 0 < len(result.writes) <= MAX_WRITES, result.writes
+    return result
+
+
+def _assert_same(result: Result, clean: Result, fault: str) -> None:
+    assert result.outcomes == clean.outcomes, fault
+    entered, settled, sitemaps, state = result.counters
+    assert entered == settled == clean.counters[0], fault
+    assert (sitemaps, state) == (0, RunState.FINISHED.value), fault
+    assert result.per_outcome == clean.per_outcome, fault
+    assert result.records == clean.records, fault
+    assert result.dead_letters == 0, fault
+
+
+@pytest.mark.parametrize("point", POINTS, ids=[f"{when}-{at}" for at, when in POINTS])
+def test_a_fault_at_any_write_leaves_the_clean_runs_accounting(
+    small_site: PublisherSite, clean: Result, point: tuple[int, Literal["before", "after"]]
+) -> None:
+    at, when = point
+    if at > len(clean.writes):
+        pytest.skip(f"the clean run makes {len(clean.writes)} writes")
+    faults = WriteFaults(at=at, when=when)
+    result = _harvest(small_site, faults)
+    fault = f"{when} write {at} ({clean.writes[at - 1]}), fired at {faults.fired}"
+    assert faults.fired, fault
+    _assert_same(result, clean, fault)
+
+
+def test_every_message_delivered_twice_leaves_the_clean_runs_accounting(
+    small_site: PublisherSite, clean: Result
+) -> None:
+    _assert_same(_harvest(small_site, WriteFaults(), twice=True), clean, "twice")
