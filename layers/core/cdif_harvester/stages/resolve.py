@@ -458,16 +458,24 @@ class _Resolver:
 
     def _has_embedded_dataset(self, body: bytes) -> bool:
         scripts = read_jsonld_scripts(body)
-        # A cut says so in the outcome's reason: the Dataset may be in a block left unread.
-        cut = scripts.note()
-        self.tried.append(f"embedded script ({cut})" if cut else "embedded script")
+        unreadable: list[str] = []
+        found = False
         for block in scripts.blocks:
             try:
                 if has_dataset(parse_jsonld(block.text).data):
-                    return True
-            except ExtractionError:
-                continue
-        return False
+                    found = True
+                    break
+            except ExtractionError as error:
+                unreadable.append(error.reason)
+        # A cut, or blocks that could not be read, say so in the outcome's reason: the Dataset
+        # may be in a block left unread (the publisher learns which fault to mend).
+        cut = scripts.note()
+        notes = [cut] if cut else []
+        if unreadable and not found:
+            reasons = ", ".join(dict.fromkeys(unreadable))
+            notes.append(f"{len(unreadable)} of {len(scripts.blocks)} unreadable: {reasons}")
+        self.tried.append(f"embedded script ({'; '.join(notes)})" if notes else "embedded script")
+        return found
 
     def _content_negotiation(self, page: _Page) -> list[_Found]:
         if page.media.type in JSONLD_MEDIA_TYPES:
