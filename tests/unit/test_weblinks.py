@@ -1196,6 +1196,12 @@ EDGE_HEADER_CASES = [
         id="empty-quoted-string-in-junk",
     ),
     pytest.param(
+        ["junk one\ntwo, <https://x.example/a>; rel=item"],
+        [header_link("https://x.example/a", "item")],
+        ["link-header: unparseable fragment 'junk one\\ntwo' skipped"],
+        id="junk-link-value-across-a-line-break",
+    ),
+    pytest.param(
         ['junk "a,b", <https://x.example/a>; rel=item'],
         [header_link("https://x.example/a", "item")],
         ["link-header: unparseable fragment 'junk \"a,b\"' skipped"],
