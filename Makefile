@@ -10,7 +10,8 @@ SAM_VENV := .tools/sam
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo-out
 
-.PHONY: setup demo test lint typecheck pytest check-template sam-tools openapi clean browser report-screenshot
+.PHONY: setup demo test lint typecheck pytest check-template sam-tools openapi clean browser report-screenshot \
+	mutation
 
 $(VENV)/.installed: pyproject.toml layers/core/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -67,5 +68,14 @@ openapi: setup
 check-template: setup sam-tools
 	SAM=$(SAM_VENV)/bin/sam CFN_LINT=$(BIN)/cfn-lint bash infrastructure/scripts/check-template.sh
 
+# Mutation testing of the modules that decide outcomes (docs/mutation.md), one module at a time;
+# minutes, not part of `make test`. MODULES="discovery.robots" runs one; MUTATION_JOBS workers.
+$(VENV)/.mutation-installed: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev,mutation]'
+	touch $@
+
+mutation: $(VENV)/.mutation-installed
+	bash infrastructure/scripts/mutation.sh $(MODULES)
+
 clean:
-	rm -rf $(VENV) .tools .aws-sam $(DEMO_OUT) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .tools .aws-sam $(DEMO_OUT) .mypy_cache .ruff_cache .pytest_cache .mutation

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from cdif_harvester.domain.discovery.lastmod import normalise_lastmod
+from cdif_harvester.domain.discovery.lastmod import normalise_lastmod, parse_lastmod
 
 CASES = [
     ("1997", "1997-01-01T00:00:00Z"),
@@ -46,3 +50,40 @@ def test_every_w3c_form_is_read(text: str, expected: str) -> None:
 )
 def test_anything_else_is_not_a_lastmod(text: str | None) -> None:
     assert normalise_lastmod(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "microsecond"),
+    [
+        ("2024-05-01T10:00:00.5Z", 500_000),
+        ("2024-05-01T10:00:00.45Z", 450_000),
+        ("2024-05-01T10:00:00.000001Z", 1),
+        ("2024-05-01T10:00:00.123456789Z", 123_456),  # beyond microseconds: cut, not rounded
+        ("2024-05-01T10:00:00Z", 0),
+    ],
+)
+def test_sub_second_precision_is_kept(text: str, microsecond: int) -> None:
+    # A sitemap that rewrites lastmod twice a second must still read as newer.
+    assert parse_lastmod(text) == datetime(2024, 5, 1, 10, 0, 0, microsecond, tzinfo=UTC)
+
+
+@pytest.fixture
+def kathmandu_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone set to UTC+05:45 (a POSIX TZ rule: no tz database)."""
+    monkeypatch.setenv("TZ", "NPT-05:45")
+    time.tzset()
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.usefixtures("kathmandu_clock")
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_the_machine_time_zone_does_not_matter(text: str, expected: str) -> None:
+    assert time.strftime("%z", time.localtime(0)) == "+0545"
+    assert normalise_lastmod(text) == expected
+    moment = parse_lastmod(text)
+    assert moment is not None
+    assert moment.utcoffset() == timedelta(0)

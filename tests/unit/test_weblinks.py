@@ -1070,3 +1070,316 @@ def test_html_head_fuzz_never_raises() -> None:
         for link in result.links:
             assert urlsplit(link.href).scheme
             assert link.found_in == "html"
+
+
+# --- what a change of stop characters or repair wording would get wrong ---------------------
+# Every character is ordinary unless the grammar says otherwise (an upper-case X included), and
+# the notes a publisher reads are exact.
+
+EDGE_HEADER_CASES = [
+    pytest.param(
+        ['<https://x.example/XML/X>; rel=item; title="X marks"; X-Sort=1'],
+        [header_link("https://x.example/XML/X", "item", title="X marks")],
+        [],
+        id="upper-case-x-in-target-quoted-value-and-parameter-name",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item; title=Xanadu"],
+        [header_link("https://x.example/a", "item", title="Xanadu")],
+        [],
+        id="bare-value-starting-with-x",
+    ),
+    pytest.param(
+        ["<https://x.example/X; rel=item"],
+        [header_link("https://x.example/X", "item")],
+        ["link-header: unclosed '<' before https://x.example/X repaired"],
+        id="unclosed-bracket-target-with-x",
+    ),
+    pytest.param(
+        ["https://x.example/X; rel=item"],
+        [header_link("https://x.example/X", "item")],
+        ["link-header: missing angle brackets around https://x.example/X repaired"],
+        id="bare-target-with-x",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item; title='X marks'"],
+        [header_link("https://x.example/a", "item", title="X marks")],
+        ["link-header: single-quoted value of parameter title repaired"],
+        id="single-quoted-value-with-x",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item; title=''; type=text/csv"],
+        [header_link("https://x.example/a", "item", type="text/csv")],
+        [
+            "link-header: single-quoted value of parameter title repaired",
+            "link-header: unquoted value 'text/csv' of parameter type (not a token) accepted",
+        ],
+        id="empty-single-quoted-value",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item; title"],
+        [header_link("https://x.example/a", "item")],
+        [],
+        id="parameter-without-value-is-empty",
+    ),
+    pytest.param(
+        ['<https://x.example/a>; rel=item; title="line\\\nbreak"'],
+        [header_link("https://x.example/a", "item", title="line\nbreak")],
+        [],
+        id="quoted-pair-escaping-a-line-break",
+    ),
+    pytest.param(
+        ['<https://x.example/a>; rel=item; title="unterminated value here'],
+        [header_link("https://x.example/a", "item", title="unterminated value here")],
+        ["link-header: unterminated quote in parameter title repaired"],  # one note, not two
+        id="unterminated-double-quote-one-note",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item; title='unterminated value here"],
+        [header_link("https://x.example/a", "item", title="unterminated value here")],
+        ["link-header: unterminated quote in parameter title repaired"],
+        id="unterminated-single-quote-one-note",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item;, <https://x.example/b>; rel=item"],
+        [header_link("https://x.example/a", "item"), header_link("https://x.example/b", "item")],
+        ["link-header: empty parameter ignored in link to https://x.example/a"],
+        id="empty-parameter-before-a-comma",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item; <https://x.example/b>; rel=item"],
+        [header_link("https://x.example/a", "item"), header_link("https://x.example/b", "item")],
+        [
+            "link-header: empty parameter ignored in link to https://x.example/a",
+            "link-header: missing comma before link to <https://x.example/b>; rel=item",
+        ],
+        id="empty-parameter-before-a-link",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item,,"],
+        [header_link("https://x.example/a", "item")],
+        ["link-header: empty list element ignored"] * 2,
+        id="two-trailing-commas",
+    ),
+    pytest.param(
+        [",<https://x.example/a>; rel=item"],
+        [header_link("https://x.example/a", "item")],
+        ["link-header: empty list element ignored"],
+        id="leading-comma-without-space",
+    ),
+    pytest.param(["", "   "], [], [], id="empty-values-say-nothing"),
+    pytest.param(
+        ['<https://x.example/a>; rel="item" Xjunk; title="T"'],
+        [header_link("https://x.example/a", "item", title="T")],
+        ["link-header: unparseable fragment 'Xjunk' skipped"],
+        id="junk-after-a-value-then-more-parameters",
+    ),
+    pytest.param(
+        ['<https://x.example/a>; rel="item" junk\n more; title="T"'],
+        [header_link("https://x.example/a", "item", title="T")],
+        ["link-header: unparseable fragment 'junk\\n more' skipped"],
+        id="a-line-break-in-a-header-is-white-space",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item\n<https://x.example/b>; rel=next"],
+        [header_link("https://x.example/a", "item"), header_link("https://x.example/b", "next")],
+        ["link-header: missing comma before link to <https://x.example/b>; rel=next"],
+        id="a-line-break-does-not-separate-header-links",
+    ),
+    pytest.param(
+        ['junk "" x, "y" z, <https://x.example/a>; rel=item'],
+        [header_link("https://x.example/a", "item")],
+        [
+            "link-header: unparseable fragment 'junk \"\" x' skipped",
+            "link-header: unparseable fragment '\"y\" z' skipped",
+        ],
+        id="empty-quoted-string-in-junk",
+    ),
+    pytest.param(
+        ["junk one\ntwo, <https://x.example/a>; rel=item"],
+        [header_link("https://x.example/a", "item")],
+        ["link-header: unparseable fragment 'junk one\\ntwo' skipped"],
+        id="junk-link-value-across-a-line-break",
+    ),
+    pytest.param(
+        ['junk "a,b", <https://x.example/a>; rel=item'],
+        [header_link("https://x.example/a", "item")],
+        ["link-header: unparseable fragment 'junk \"a,b\"' skipped"],
+        id="comma-inside-quotes-in-junk",
+    ),
+    pytest.param(
+        ["junk X here, <https://x.example/a>; rel=item"],
+        [header_link("https://x.example/a", "item")],
+        ["link-header: unparseable fragment 'junk X here' skipped"],
+        id="junk-link-value-with-x",
+    ),
+    pytest.param(
+        ["<https://x.example/a>; rel=item; junk X here; title=T"],
+        [header_link("https://x.example/a", "item", title="T")],
+        ["link-header: unparseable fragment 'X here' skipped"],
+        id="junk-parameter-with-x",
+    ),
+    pytest.param(
+        ['<https://x.example/a>; rel="item" ' + "j" * 60 + "; title=T"],
+        [header_link("https://x.example/a", "item", title="T")],
+        ["link-header: unparseable fragment '" + "j" * 60 + "' skipped"],
+        id="a-60-character-fragment-is-quoted-whole",
+    ),
+    pytest.param(
+        ['<https://x.example/a>; rel="item" ' + "j" * 61 + "; title=T"],
+        [header_link("https://x.example/a", "item", title="T")],
+        ["link-header: unparseable fragment '" + "j" * 57 + "...' skipped"],
+        id="a-longer-fragment-is-clipped-to-60-characters",
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "expected", "repairs"), EDGE_HEADER_CASES)
+def test_link_header_edge_forms(
+    values: list[str], expected: list[TypedLink], repairs: list[str]
+) -> None:
+    result = parse_link_header(values, BASE)
+    assert result.links == tuple(expected)
+    assert list(result.repairs) == repairs
+
+
+def _no_anchor(*hrefs: str) -> list[str]:
+    return [f"linkset: link to {href} has no anchor; anchor set to {LINKSET_URL}" for href in hrefs]
+
+
+EDGE_LINKSET_CASES = [
+    pytest.param(
+        '<https://x.example/a>; rel="item" Xjunk\n<https://x.example/b>; rel="item"',
+        ["https://x.example/a", "https://x.example/b"],
+        ["linkset: unparseable fragment 'Xjunk' skipped"],
+        id="junk-ends-at-the-line-end",
+    ),
+    pytest.param(
+        "garbage X here\n<https://x.example/a>; rel=item",
+        ["https://x.example/a"],
+        ["linkset: unparseable fragment 'garbage X here' skipped"],
+        id="junk-line-with-x",
+    ),
+    pytest.param(
+        "<https://x.example/a>; rel=item <https://x.example/b>; rel=item",
+        ["https://x.example/a", "https://x.example/b"],
+        ["linkset: missing comma before link to <https://x.example/b>; rel=item"],
+        id="missing-comma-on-one-line",
+    ),
+    pytest.param(
+        "https://x.example/X; rel=item\nhttps://x.example/Y; rel=item",
+        ["https://x.example/X", "https://x.example/Y"],
+        [
+            "linkset: missing angle brackets around https://x.example/X repaired",
+            "linkset: missing angle brackets around https://x.example/Y repaired",
+        ],
+        id="bare-targets-with-x-one-per-line",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "hrefs", "repairs"), EDGE_LINKSET_CASES)
+def test_linkset_text_edge_forms(text: str, hrefs: list[str], repairs: list[str]) -> None:
+    result = parse_linkset_text(text, LINKSET_URL)
+    assert result.links == tuple(linkset_link(href, "item", LINKSET_URL) for href in hrefs)
+    assert list(result.repairs) == repairs + _no_anchor(*hrefs)
+
+
+def test_linkset_json_a_bad_relation_does_not_hide_the_next_ones() -> None:
+    document = {
+        "linkset": [
+            {
+                "anchor": "https://a.example/d",
+                "license": "https://l.example/",
+                "describedby": [{"href": "https://a.example/m.json", "title": ["a", {"x": 1}]}],
+            }
+        ]
+    }
+    result = parse_linkset_json(json.dumps(document), LINKSET_URL)
+    assert result.links == (
+        linkset_link("https://a.example/m.json", "describedby", "https://a.example/d", title="a"),
+    )
+    assert result.repairs == (
+        "linkset: targets of license are not an array; skipped",
+        "linkset: title is an array; first value used",
+        "linkset: unreadable value in title ignored",
+    )
+
+
+# --- HTML: which elements count, and bytes that do not decode ------------------------------
+
+
+def test_html_only_link_and_meta_elements_count() -> None:
+    page = (
+        b'<p><a rel="describedby" href="a.jsonld">metadata</a>'
+        b'<span property="dc:creator" content="Jane">Jane</span>'  # RDFa, not a meta tag
+        b'<div name="dc.title" content="Not a meta"></div>'
+        b'<link rel="describedby" href="http://[::1"><link rel="item" href="y">'
+        b'<meta name="dc.title" content="Kelp"></p>'
+    )
+    result = parse_html_head(page, "https://a.example/")
+    # a link whose href cannot be resolved is skipped, and the links after it still count
+    assert result.links == (html_link("https://a.example/y", "item"),)
+    assert result.meta == (MetaTag(name="dc.title", content="Kelp", scheme=None, lang=None),)
+
+
+def test_html_links_survive_markup_errors() -> None:
+    page = (
+        b"<html><head><link rel=describedby href=x></div></span><p><table><td>"
+        b"<link rel=item href=y></b></i><p>a</q>"
+    )
+    result = parse_html_head(page, "https://a.example/")
+    assert result.links == (
+        html_link("https://a.example/x", "describedby"),
+        html_link("https://a.example/y", "item"),
+    )
+
+
+def _title(body: bytes) -> str:
+    result = parse_html_head(body, "https://a.example/")
+    (tag,) = [tag for tag in result.meta if tag.name == "dc.title"]
+    return tag.content
+
+
+@pytest.mark.parametrize(
+    ("body", "content"),
+    [
+        pytest.param(
+            b'<meta charset="utf-8"><meta name="dc.title" content="J\xf6rg \xff">',
+            "J\ufffdrg \ufffd",
+            id="declared-utf8-with-latin1-bytes",
+        ),
+        pytest.param(
+            b'\xef\xbb\xbf<meta name="dc.title" content="J\xf6rg \xff">',
+            "J\ufffdrg \ufffd",
+            id="utf8-bom-with-latin1-bytes",
+        ),
+        pytest.param(
+            b'<meta name="dc.title" content="J\xf6rg \x81">',
+            "J\xf6rg \ufffd",
+            id="undeclared-windows-1252-with-an-unassigned-byte",
+        ),
+    ],
+)
+def test_html_undecodable_bytes_are_replaced_not_fatal(body: bytes, content: str) -> None:
+    assert _title(body) == content
+
+
+def test_html_a_lone_surrogate_from_the_declared_charset_is_not_fatal() -> None:
+    # UTF-7 can spell half a UTF-16 surrogate pair: decoded, it cannot be re-encoded as UTF-8.
+    content = _title(b'<meta charset="utf-7"><meta name="dc.title" content="a+2D0-b">')
+    assert content[0] == "a"
+    assert content[-1] == "b"
+    assert len(content) == 3
+
+
+@pytest.mark.parametrize(("padding", "honoured"), [(0, True), (1, False)])
+def test_html_charset_declaration_is_looked_for_in_the_first_1024_bytes(
+    padding: int, honoured: bool
+) -> None:
+    head = b'<meta charset="windows-125'  # the label's last byte, "1", follows
+    filler = b"<!--" + b"x" * (1023 + padding - len(head) - 7) + b"-->"
+    body = filler + head + b'1">' + '<meta name="dc.title" content="Жук">'.encode("cp1251")
+    # the label's last byte at offset 1023 (read) or 1024 (beyond the prescan: not read)
+    assert body[1023 + padding : 1025 + padding] == b'1"'
+    assert _title(body) == ("Жук" if honoured else "Жук".encode("cp1251").decode("cp1252"))
