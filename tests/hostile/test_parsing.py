@@ -304,7 +304,7 @@ def test_many_scripts_through_the_stages() -> None:
     assert outcome["outcome"] == "no-metadata"
     assert (
         "tried: embedded script (too-many-scripts: the page has 10001 JSON-LD blocks; only the "
-        "first 1000 were read)" in outcome["reason"]
+        "first 1000 were read; 1000 of 1000 unreadable: malformed-json)" in outcome["reason"]
     )
 
 
