@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import socket
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -275,6 +276,51 @@ def huge_index(site: LocalHTTPServer, other: LocalHTTPServer) -> str:
     site.route("/page.html", headers=HTML, body=_page(site.url("/page.html")))
     other.route("/robots.txt", body=b"User-agent: *\nAllow: /\n")
     return site.url("/index.xml")
+
+
+def xml_bombs(site: LocalHTTPServer, other: LocalHTTPServer) -> str:
+    """An index whose children are an entity-expansion bomb, a gzip bomb and a good sitemap."""
+    laughs = [b'<!ENTITY lol "lol">'] + [
+        f'<!ENTITY lol{n} "{f"&lol{n - 1};" * 10 if n > 1 else "&lol;" * 10}">'.encode()
+        for n in range(1, 10)
+    ]
+    bomb = (
+        b'<?xml version="1.0"?>\n<!DOCTYPE urlset [' + b"\n".join(laughs) + b"]>\n"
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + b"<url><loc>"
+        + site.url("/x").encode()
+        + b"&lol9;</loc></url>" * 50
+        + b"</urlset>"
+    )
+    # 200 MiB of blanks after an open <urlset>, compressed piecewise (the test must not hold
+    # the bomb it serves), about 200 KiB on the wire.
+    zeros = zlib.compressobj(9, zlib.DEFLATED, 31)
+    blanks = b" " * (1024 * 1024)
+    gz = zeros.compress(b"<urlset>") + b"".join(zeros.compress(blanks) for _ in range(200))
+    gz += zeros.flush()
+    site.route("/laughs.xml", headers=XML, body=bomb)
+    site.route("/zeros.xml.gz", headers=[("Content-Type", "application/gzip")], body=gz)
+    site.route("/urls.xml", headers=XML, body=_urlset(site.url("/page.html")))
+    site.route("/page.html", headers=HTML, body=_page(site.url("/page.html")))
+    return _serve_index(site, ["/laughs.xml", "/zeros.xml.gz", "/urls.xml"])
+
+
+def _serve_index(site: LocalHTTPServer, paths: list[str]) -> str:
+    site.route("/index.xml", headers=XML, body=_index(*(site.url(p) for p in paths)))
+    return site.url("/index.xml")
+
+
+def test_xml_and_gzip_bombs_in_an_index_spare_its_good_sitemap() -> None:
+    measured = measure(_MEASURED_HARVEST.format(setup="xml_bombs"), timeout=120)
+    assert measured.returncode == 0, measured.stderr[-3000:]
+    result = json.loads(measured.stdout)
+    # The good sitemap's page is harvested; each bomb ends as a failed sitemap with its reason
+    # (entities refused before any expansion; the inflated sitemap stopped at its cap).
+    assert result["outcomes"] == {"record": 1, "failed": 2}
+    assert result["reasons"] == ["", "too-large", "xml-entities-refused"]
+    assert result["state"] == "finished" and result["entered"] == result["settled"] == 3
+    assert measured.peak_rss_mib < MAX_RSS_MIB, measured
+    assert measured.cpu_seconds < MAX_CPU_SECONDS, measured
 
 
 def test_an_endless_robots_txt_is_read_up_to_the_cap_in_bounded_memory() -> None:
