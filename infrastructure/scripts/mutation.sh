@@ -25,7 +25,7 @@ fi
 rm -rf "$work"
 mkdir -p "$work"
 ln -s "$root/layers/core" "$work/src"
-for name in tests bench functions pyproject.toml; do
+for name in tests bench functions infrastructure template.yaml pyproject.toml; do
     ln -s "$root/$name" "$work/$name"
 done
 cd "$work"
