@@ -92,3 +92,97 @@ def test_a_scheme_other_than_http_is_refused_as_the_fetcher_refuses_it(url: str)
 def test_a_url_just_under_the_sitemaps_org_limit_is_kept() -> None:
     url = "http://h/" + "a" * (MAX_URL_LENGTH - len("http://h/") - 1)
     assert canonical_url(url) == url
+
+
+def test_a_url_of_exactly_the_sitemaps_org_limit_is_refused() -> None:
+    url = "http://h/" + "a" * (MAX_URL_LENGTH - len("http://h/"))
+    with pytest.raises(InvalidUrl) as raised:
+        canonical_url(url)
+    assert str(raised.value) == (
+        f"{url[:80]}... is {MAX_URL_LENGTH} characters long (sitemaps.org: less than "
+        f"{MAX_URL_LENGTH})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://[::1/x", "'http://[::1/x' cannot be parsed: "),
+        ("http://h:port/x", "'http://h:port/x' has an invalid port: "),
+        ("http://h:0/x", "'http://h:0/x' has an invalid port: 0"),
+        ("http:///x", "'http:///x' has no host"),
+        ("http://[v1.a:b]/x", "'http://[v1.a:b]/x' has an invalid IPv6 host: "),
+        ("http://bü-.example/x", "'http://bü-.example/x' has a host that is not a valid IDNA"),
+        ("http://a..b/x", "'http://a..b/x' has an invalid host 'a..b'"),
+        ("http://A-.example/x", "'http://A-.example/x' has an invalid host 'a-.example'"),
+    ],
+)
+def test_an_invalid_url_names_itself_and_what_is_wrong(url: str, says: str) -> None:
+    with pytest.raises(InvalidUrl) as raised:
+        canonical_url(url)
+    assert str(raised.value).startswith(says)
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme"), [("ftp://h/x", "'ftp'"), ("FTP://h/x", "'ftp'"), ("//h/x", "'(none)'")]
+)
+def test_a_refused_scheme_is_named_in_the_reason(url: str, scheme: str) -> None:
+    with pytest.raises(AddressRefused) as raised:
+        canonical_url(url)
+    assert str(raised.value) == (
+        f"refused {url!r}: scheme {scheme} is not allowed (http, https only)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        # UTS 46 mapping: full-width letters and a full-width full stop are the ASCII name
+        ("http://ＥＸＡＭＰＬＥ.ｏｒｇ/x", "http://example.org/x"),
+        ("http://Ｂücher．example/x", "http://xn--bcher-kva.example/x"),
+        ("http://ⅷ.example/x", "http://viii.example/x"),
+    ],
+)
+def test_a_host_is_mapped_as_browsers_map_it(url: str, expected: str) -> None:
+    assert canonical_url(url) == expected
+
+
+def test_a_fully_qualified_name_keeps_its_labels_and_is_checked_label_by_label() -> None:
+    assert canonical_url("http://Data.Example.ORG./x") == "http://data.example.org./x"
+    assert canonical_url("http://bücher.example./x") == "http://xn--bcher-kva.example./x"
+    for url in ["http://a..b./x", "http://a.-b./x", "http://a.b-./x"]:
+        with pytest.raises(InvalidUrl):
+            canonical_url(url)
+
+
+# A host name of 253 characters, the most DNS allows (four labels, 63 + 63 + 63 + 61).
+LONGEST_HOST = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])
+
+
+def test_a_host_name_may_be_253_characters_long_and_no_longer() -> None:
+    assert len(LONGEST_HOST) == 253
+    assert canonical_url(f"http://{LONGEST_HOST}/x") == f"http://{LONGEST_HOST}/x"
+    # the root dot of a fully qualified name is not part of the limit
+    assert canonical_url(f"http://{LONGEST_HOST}./x") == f"http://{LONGEST_HOST}./x"
+    one_more = LONGEST_HOST + "d"  # every label still 63 characters or fewer
+    for url in [f"http://{one_more}/x", f"http://{one_more}./x"]:
+        with pytest.raises(InvalidUrl) as raised:
+            canonical_url(url)
+        assert "has an invalid host" in str(raised.value)
+
+
+def test_user_information_is_kept_whole_so_two_of_them_stay_two_urls() -> None:
+    # The host follows the last "@" (as urlsplit reads it); everything before it is userinfo.
+    assert canonical_url("http://a@b@H:80/x") == "http://a@b@h/x"
+    assert canonical_url("http://a@b@h/x") != canonical_url("http://a@c@h/x")
+    assert canonical_url("http://user:pw@h/x") == "http://user:pw@h/x"
+    assert canonical_url("http://a@b@[0::1]:80/x") == "http://a@b@[::1]/x"
+
+
+@pytest.mark.parametrize("url", ["http://[v1.ab]/x", "http://[v7.h]:80/x", "http://u@[v1.ab]/x"])
+def test_an_ipvfuture_literal_is_no_host_name(url: str) -> None:
+    # [v1.ab] is an address of an unknown future kind: never the DNS name v1.ab, and unreachable
+    with pytest.raises(InvalidUrl) as raised:
+        canonical_url(url)
+    assert "has an invalid IPv6 host" in str(raised.value)
+    assert canonical_url("http://v1.ab/x") == "http://v1.ab/x"

@@ -81,17 +81,22 @@ def _parts(url: str) -> tuple[str, str, str, int | None, str, str]:
         raise InvalidUrl(f"{url!r} has an invalid port: {exc}") from exc
     if port == 0:
         raise InvalidUrl(f"{url!r} has an invalid port: 0")
-    host = _host(parts.hostname or "", url)
+    bracketed = parts.netloc.rpartition("@")[2].startswith("[")
+    host = _host(parts.hostname or "", url, bracketed=bracketed)
     if port == _DEFAULT_PORTS[scheme]:
         port = None
     return scheme, parts.netloc, host, port, parts.path, parts.query
 
 
-def _host(raw: str, url: str) -> str:
-    """The host in canonical form: an IP literal normalised, a name lower-cased in IDNA form."""
+def _host(raw: str, url: str, *, bracketed: bool) -> str:
+    """The host in canonical form: an IP literal normalised, a name lower-cased in IDNA form.
+
+    Between brackets there may only be an IPv6 address: an IPvFuture literal (``[v1.x]``) is
+    no address the harvester can reach, and is not the host name ``v1.x``.
+    """
     if not raw:
         raise InvalidUrl(f"{url!r} has no host")
-    if ":" in raw:  # only an IPv6 literal (from between brackets) holds a colon
+    if bracketed:
         try:
             return f"[{ipaddress.IPv6Address(raw).compressed}]"
         except ValueError as exc:
@@ -102,7 +107,7 @@ def _host(raw: str, url: str) -> str:
             name = idna.encode(name, uts46=True).decode("ascii")
         except UnicodeError as exc:  # (idna.IDNAError is one)
             raise InvalidUrl(f"{url!r} has a host that is not a valid IDNA name: {exc}") from exc
-    labels = name[:-1].split(".") if name.endswith(".") else name.split(".")
-    if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+    bare = name[:-1] if name.endswith(".") else name  # a fully qualified name's root dot
+    if len(bare) > 253 or not all(_LABEL.fullmatch(label) for label in bare.split(".")):
         raise InvalidUrl(f"{url!r} has an invalid host {raw!r}")
     return name
