@@ -21,7 +21,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from tests.support.aws import sqs_event
-from tests.support.lambda_driver import FakeLambdaContext, Route
+from tests.support.lambda_driver import FakeLambdaContext, Route, receive_batch
 
 #: The operations that write, by service (what a crash point can follow).
 WRITES: dict[str, frozenset[str]] = {
@@ -132,13 +132,7 @@ def drain(sqs: Any, routes: list[Route], *, twice: bool = False, max_rounds: int
     for _ in range(max_rounds):
         delivered = False
         for route in routes:
-            received = sqs.receive_message(
-                QueueUrl=route.queue_url,
-                MaxNumberOfMessages=10,
-                WaitTimeSeconds=0,
-                AttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
+            received = receive_batch(sqs, route)
             if not received:
                 continue
             delivered = True

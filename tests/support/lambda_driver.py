@@ -51,6 +51,18 @@ class PumpStats:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
+def receive_batch(sqs: Any, route: Route) -> list[dict[str, Any]]:
+    """Up to 10 messages of the route's queue, with every attribute, as Lambda receives them."""
+    messages: list[dict[str, Any]] = sqs.receive_message(
+        QueueUrl=route.queue_url,
+        MaxNumberOfMessages=10,
+        WaitTimeSeconds=0,
+        AttributeNames=["All"],
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+    return messages
+
+
 def pump(sqs: Any, routes: list[Route], *, max_rounds: int = 500) -> PumpStats:
     """Deliver messages to handlers until every queue is empty (or ``max_rounds`` is reached).
 
@@ -60,13 +72,7 @@ def pump(sqs: Any, routes: list[Route], *, max_rounds: int = 500) -> PumpStats:
     for _ in range(max_rounds):
         delivered = False
         for route in routes:
-            received = sqs.receive_message(
-                QueueUrl=route.queue_url,
-                MaxNumberOfMessages=10,
-                WaitTimeSeconds=0,
-                AttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
+            received = receive_batch(sqs, route)
             if not received:
                 continue
             delivered = True
