@@ -146,7 +146,7 @@ def test_latest_lastmod_compares_dates_not_strings() -> None:
 # --- the stage ------------------------------------------------------------------------------
 
 
-def _ports(tmp_path: Path, store: MemoryStore) -> Wiring:
+def _wiring(tmp_path: Path, store: MemoryStore) -> Wiring:
     return Wiring(
         store=store,
         catalog=SqliteCatalog(tmp_path / "catalog.sqlite"),
@@ -185,7 +185,7 @@ def _store(store: MemoryStore, source: str, record: dict[str, Any], report: dict
 
 def _harvested(tmp_path: Path) -> tuple[MemoryStore, Wiring, list[str]]:
     store = MemoryStore()
-    wiring = _ports(tmp_path, store)
+    wiring = _wiring(tmp_path, store)
     keys = [
         _store(store, SOURCE, *_golden()),
         _store(store, SOURCE, *_variant("zeta")),

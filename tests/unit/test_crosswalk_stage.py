@@ -77,7 +77,7 @@ class NoFetcher:
         raise AssertionError("the crosswalk never fetches")
 
 
-def _ports(tmp_path: Path, store: MemoryStore) -> Wiring:
+def _wiring(tmp_path: Path, store: MemoryStore) -> Wiring:
     return Wiring(
         store=store,
         catalog=SqliteCatalog(tmp_path / "catalog.sqlite"),
@@ -108,7 +108,7 @@ def test_each_view_of_the_golden_record_matches_its_golden_file(tmp_path: Path, 
     store = MemoryStore()
     key = _stored(store, *_golden_input())
     # When the crosswalk builds its views
-    written = build_views(_ports(tmp_path, store), key)
+    written = build_views(_wiring(tmp_path, store), key)
     # Then the view is the expected file, byte for byte, with its content type
     expected_path = GOLDEN / f"landing.{VIEW_NAMES[view]}"
     body = store.objects[written[view]]
@@ -122,7 +122,7 @@ def test_every_view_is_written_under_its_documented_key(tmp_path: Path) -> None:
     store = MemoryStore()
     record, report = _golden_input()
     key = _stored(store, record, report)
-    written = build_views(_ports(tmp_path, store), key)
+    written = build_views(_wiring(tmp_path, store), key)
     rkey = record_hash(str(report["record_id"]))
     assert written == view_keys(SOURCE, rkey)
     assert set(written) == set(VIEW_NAMES) == set(CONTENT_TYPES)
@@ -133,7 +133,7 @@ def test_every_view_is_written_under_its_documented_key(tmp_path: Path) -> None:
 def test_a_second_build_of_an_unchanged_record_writes_nothing(tmp_path: Path) -> None:
     store = MemoryStore()
     key = _stored(store, *_golden_input())
-    wiring = _ports(tmp_path, store)
+    wiring = _wiring(tmp_path, store)
     build_views(wiring, key)
     assert len(store.puts) == len(VIEW_NAMES)
     store.puts.clear()
@@ -148,7 +148,7 @@ def test_a_changed_record_rewrites_only_the_views_that_changed(tmp_path: Path) -
     store = MemoryStore()
     record, report = _golden_input()
     key = _stored(store, record, report)
-    wiring = _ports(tmp_path, store)
+    wiring = _wiring(tmp_path, store)
     written = build_views(wiring, key)
     store.puts.clear()
     # When only the version changes (a kernel attribute and a triple, no link)
@@ -163,13 +163,13 @@ def test_an_invalid_record_gets_no_views(tmp_path: Path) -> None:
     record, report = _golden_input()
     report["valid"] = False
     key = _stored(store, record, report)
-    assert build_views(_ports(tmp_path, store), key) == {}
+    assert build_views(_wiring(tmp_path, store), key) == {}
     assert store.puts == []
 
 
 def test_a_key_outside_records_is_refused(tmp_path: Path) -> None:
     with pytest.raises(NotARecordKey):
-        build_views(_ports(tmp_path, MemoryStore()), "reports/x/0123.json")
+        build_views(_wiring(tmp_path, MemoryStore()), "reports/x/0123.json")
 
 
 def test_a_record_that_cannot_become_rdf_writes_no_view_at_all(tmp_path: Path) -> None:
@@ -178,7 +178,7 @@ def test_a_record_that_cannot_become_rdf_writes_no_view_at_all(tmp_path: Path) -
     record["@context"] = "https://contexts.example.org/unknown.jsonld"  # never fetched
     key = _stored(store, record, report)
     with pytest.raises(NQuadsError):
-        build_views(_ports(tmp_path, store), key)
+        build_views(_wiring(tmp_path, store), key)
     assert store.puts == []
 
 
@@ -193,7 +193,7 @@ def test_invented_identities_are_not_published_as_pids(tmp_path: Path) -> None:
         identity_fallback=True, resource_id=f"{page}#resource-1", record_id=f"{page}#record"
     )
     key = _stored(store, record, report)
-    written = build_views(_ports(tmp_path, store), key)
+    written = build_views(_wiring(tmp_path, store), key)
     kernel = json.loads(store.objects[written["pid-kernel"]])
     linkset = json.loads(store.objects[written["linkset-json"]])
     # Then the kernel has no pid and no link points to or from an invented id

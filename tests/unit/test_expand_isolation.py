@@ -20,46 +20,17 @@ from cdif_harvester.errors import (
     AddressRefused,
     FetchFailed,
     FetchTimeout,
-    HarvestError,
     RedirectError,
 )
-from cdif_harvester.model import FetchResponse, Outcome, UrlOutcome
+from cdif_harvester.model import Outcome, UrlOutcome
 from cdif_harvester.stages.expand import MAX_OTHER_ROBOTS_PER_JOB, expand_sitemap
 from cdif_harvester.stages.runs import begin_run
 from cdif_harvester.wiring import Wiring
+from tests.support.fakes import Answer, TableFetcher
 
 BASE = "https://pub.example.org"
 XML = {"content-type": "application/xml"}
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
-
-Answer = tuple[int, Mapping[str, str], bytes] | HarvestError
-
-
-class FakeFetcher:
-    """Answers from a table (an error is raised); unknown URLs are 404. Records what was
-    asked, and cuts a body at ``max_bytes`` when asked to truncate, as the real fetcher does."""
-
-    def __init__(self, pages: Mapping[str, Answer]) -> None:
-        self.pages = dict(pages)
-        self.asked: list[str] = []
-
-    def fetch(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        max_bytes: int | None = None,
-        truncate: bool = False,
-    ) -> FetchResponse:
-        self.asked.append(url)
-        answer = self.pages.get(url, (404, {}, b"not found"))
-        if isinstance(answer, HarvestError):
-            raise answer
-        status, head, body = answer
-        if truncate and max_bytes is not None:
-            body = body[:max_bytes]
-        return FetchResponse(url=url, status=status, headers=tuple(head.items()), body=body)
 
 
 def _wiring(tmp_path: Path, pages: Mapping[str, Answer]) -> Wiring:
@@ -67,7 +38,7 @@ def _wiring(tmp_path: Path, pages: Mapping[str, Answer]) -> Wiring:
         store=DirectoryObjectStore(tmp_path),
         catalog=SqliteCatalog(tmp_path / "c.sqlite"),
         queue=InProcessQueue(),
-        fetcher=FakeFetcher(pages),
+        fetcher=TableFetcher(pages),
         clock=SystemClock(),
     )
     begin_run(wiring, "r", [f"{BASE}/sitemap.xml"])
@@ -76,7 +47,7 @@ def _wiring(tmp_path: Path, pages: Mapping[str, Answer]) -> Wiring:
 
 def _asked(wiring: Wiring) -> list[str]:
     fetcher = wiring.fetcher
-    assert isinstance(fetcher, FakeFetcher)
+    assert isinstance(fetcher, TableFetcher)
     return fetcher.asked
 
 

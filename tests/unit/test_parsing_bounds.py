@@ -17,7 +17,7 @@ from cdif_harvester.domain.resolution.weblinks import (
 )
 from cdif_harvester.stages.extract import MalformedMetadata, extract_documents
 from cdif_harvester.stages.resolve import resolve_url
-from tests.unit.test_stages import BASE, HTML, _ports
+from tests.unit.test_stages import BASE, HTML, _wiring
 
 DATASET = '{"@context": "https://schema.org", "@type": "Dataset", "@id": "%s", "name": "X"}'
 
@@ -27,7 +27,7 @@ def _script(text: str) -> str:
 
 
 def _document_job(tmp_path: Path, page: str) -> tuple[object, DocumentJob]:
-    wiring = _ports(tmp_path, {f"{BASE}/p.html": (200, HTML, page.encode())})
+    wiring = _wiring(tmp_path, {f"{BASE}/p.html": (200, HTML, page.encode())})
     job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
     assert isinstance(job, DocumentJob)
     return wiring, job
@@ -56,7 +56,7 @@ def test_a_page_whose_blocks_are_too_deep_fails_at_once_with_that_reason(
     page = _script(DATASET % "https://doi.org/10.5072/x") + _script(deep)
     wiring, job = _document_job(tmp_path, page)
     # The resolver found the good block; the extractor is then given only the deep one.
-    only_deep = _ports(tmp_path / "deep", {})
+    only_deep = _wiring(tmp_path / "deep", {})
     only_deep.store.put(job.documents[0].key, _script(deep).encode(), content_type="text/html")
     with pytest.raises(MalformedMetadata) as failed:
         extract_documents(only_deep, job)

@@ -268,7 +268,7 @@ def test_parse_retry_after() -> None:
 # --------------------------------------------------------------------------- defer mode
 
 
-def _ports(tmp_path: Path, fetcher: GatedFetcher) -> Wiring:
+def _wiring(tmp_path: Path, fetcher: GatedFetcher) -> Wiring:
     return Wiring(
         store=DirectoryObjectStore(tmp_path),
         catalog=SqliteCatalog(tmp_path / "c.sqlite"),
@@ -323,7 +323,7 @@ def test_a_deferred_job_resumes_from_its_journal_without_asking_again(tmp_path: 
         journal_store=DirectoryObjectStore(tmp_path),
         jitter=lambda wait: 0.0,
     )
-    wiring = _ports(tmp_path, fetcher)
+    wiring = _wiring(tmp_path, fetcher)
     job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
 
     # When it first runs, the second request must wait: the job is deferred
@@ -346,7 +346,7 @@ def test_a_resumed_job_deferred_again_keeps_every_answer(tmp_path: Path) -> None
     gate.set_interval(A, 2.0)
     store = DirectoryObjectStore(tmp_path)
     fetcher = _gated(inner, clock, gate, mode="defer", journal_store=store, jitter=lambda wait: 0.0)
-    wiring = _ports(tmp_path, fetcher)
+    wiring = _wiring(tmp_path, fetcher)
     job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
 
     def three_requests(wiring: Wiring, job: UrlJob) -> int:
@@ -375,10 +375,10 @@ def test_without_resume_a_job_asks_afresh_and_a_sleeping_fetcher_keeps_no_journa
     store = DirectoryObjectStore(tmp_path)
     job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
     sleeping = _gated(inner, clock, journal_store=store)
-    assert run_job(_ports(tmp_path, sleeping), job, two_requests) == [200, 200]
+    assert run_job(_wiring(tmp_path, sleeping), job, two_requests) == [200, 200]
     assert list(store.list("staging/")) == []
     deferring = _gated(inner, clock, mode="defer", journal_store=store)
-    run_job(_ports(tmp_path, deferring), job, two_requests)
+    run_job(_wiring(tmp_path, deferring), job, two_requests)
     assert len(inner.asked) == 4
 
 
@@ -405,7 +405,7 @@ def test_slots_per_host_default_and_overrides() -> None:
 
 def test_remembering_a_robots_policy_writes_nowhere_else(tmp_path: Path) -> None:
     heard: list[str] = []
-    wiring = _ports(tmp_path, _gated(FakeFetcher(), FakeClock()))
+    wiring = _wiring(tmp_path, _gated(FakeFetcher(), FakeClock()))
     wiring.record_crawl_delay = lambda origin, policy: heard.append(origin)
     policy = parse_robots(b"User-agent: *\nCrawl-delay: 60\n", robots_url=f"{A}/robots.txt")
     wiring.robots.remember(A, policy)

@@ -26,7 +26,7 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.domain.discovery.sitemap import parse_sitemap
 from cdif_harvester.errors import FetchFailed
-from cdif_harvester.model import FetchResponse, Outcome, Source, TypedLink, UrlState, plain
+from cdif_harvester.model import Outcome, Source, TypedLink, UrlState, plain
 from cdif_harvester.stages.expand import (
     ExpansionResult,
     _link_of_part,
@@ -40,39 +40,19 @@ from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.stages.runs import begin_run
 from cdif_harvester.stages.sources import start_source_run
 from cdif_harvester.wiring import Wiring
+from tests.support.fakes import TableFetcher
 
 BASE = "https://pub.example.org"
 XML = {"content-type": "application/xml"}
 HTML = {"content-type": "text/html; charset=utf-8"}
 
 
-class FakeFetcher:
-    """Answers from a table; unknown URLs are 404. Records what was asked."""
-
-    def __init__(self, pages: Mapping[str, tuple[int, Mapping[str, str], bytes]]) -> None:
-        self.pages = dict(pages)
-        self.asked: list[str] = []
-
-    def fetch(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        max_bytes: int | None = None,
-        truncate: bool = False,
-    ) -> FetchResponse:
-        self.asked.append(url)
-        status, head, body = self.pages.get(url, (404, {}, b"not found"))
-        return FetchResponse(url=url, status=status, headers=tuple(head.items()), body=body)
-
-
-def _ports(tmp_path: Path, pages: Mapping[str, tuple[int, Mapping[str, str], bytes]]) -> Wiring:
+def _wiring(tmp_path: Path, pages: Mapping[str, tuple[int, Mapping[str, str], bytes]]) -> Wiring:
     return Wiring(
         store=DirectoryObjectStore(tmp_path),
         catalog=SqliteCatalog(tmp_path / "c.sqlite"),
         queue=InProcessQueue(),
-        fetcher=FakeFetcher(pages),
+        fetcher=TableFetcher(pages),
         clock=SystemClock(),
     )
 
@@ -101,7 +81,7 @@ def _job(path: str, depth: int = 0, parent: str | None = None) -> SitemapJob:
 
 
 def test_intake_queues_a_sitemap_job_and_refuses_what_can_never_be_fetched(tmp_path: Path) -> None:
-    wiring = _ports(tmp_path, {})
+    wiring = _wiring(tmp_path, {})
     job = start_harvest(wiring, f"  {BASE}/robots.txt ")
     assert decode(_drain(wiring, SITEMAP_QUEUE)[0], SitemapJob) == job
     assert job.url == f"{BASE}/robots.txt" and job.source == "pub.example.org"
@@ -115,7 +95,7 @@ def test_intake_queues_a_sitemap_job_and_refuses_what_can_never_be_fetched(tmp_p
 
 def test_robots_sitemaps_and_disallowed_urls(tmp_path: Path) -> None:
     robots = b"User-agent: *\nDisallow: /private/\nSitemap: " + BASE.encode() + b"/sm.xml\n"
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/robots.txt": (200, {"content-type": "text/plain"}, robots),
@@ -135,10 +115,10 @@ def test_robots_sitemaps_and_disallowed_urls(tmp_path: Path) -> None:
 
 
 def test_missing_robots_allows_everything_and_5xx_robots_retries_later(tmp_path: Path) -> None:
-    wiring = _ports(tmp_path, {f"{BASE}/sm.xml": (200, XML, _urlset("/a.html"))})
+    wiring = _wiring(tmp_path, {f"{BASE}/sm.xml": (200, XML, _urlset("/a.html"))})
     expand_sitemap(wiring, _job("/sm.xml"))
     assert len(_drain(wiring, URL_QUEUE)) == 1
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path / "2",
         {
             f"{BASE}/sm.xml": (200, XML, _urlset("/a.html")),
@@ -152,11 +132,13 @@ def test_missing_robots_allows_everything_and_5xx_robots_retries_later(tmp_path:
 @pytest.mark.parametrize("status", [429, 503])
 def test_a_busy_sitemap_or_robots_txt_is_retried_when_it_asks(tmp_path: Path, status: int) -> None:
     busy = {"retry-after": "120"}
-    wiring = _ports(tmp_path, {f"{BASE}/sm.xml": (status, busy, b"")})
+    wiring = _wiring(tmp_path, {f"{BASE}/sm.xml": (status, busy, b"")})
     with pytest.raises(FetchFailed) as caught:
         expand_sitemap(wiring, _job("/sm.xml"))
     assert caught.value.retry_after == 120
-    wiring = _ports(tmp_path / "2", {f"{BASE}/robots.txt": (status, {"retry-after": "99999"}, b"")})
+    wiring = _wiring(
+        tmp_path / "2", {f"{BASE}/robots.txt": (status, {"retry-after": "99999"}, b"")}
+    )
     with pytest.raises(FetchFailed) as caught:
         expand_sitemap(wiring, _job("/robots.txt"))
     assert caught.value.reason == "robots-unavailable"
@@ -164,7 +146,7 @@ def test_a_busy_sitemap_or_robots_txt_is_retried_when_it_asks(tmp_path: Path, st
 
 
 def test_sitemap_index_children_without_cycles_and_with_a_depth_limit(tmp_path: Path) -> None:
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path, {f"{BASE}/idx.xml": (200, XML, _index("/a.xml", "/idx.xml", "/a.xml", "/b.xml"))}
     )
     expand_sitemap(wiring, _job("/idx.xml"))
@@ -177,7 +159,7 @@ def test_sitemap_index_children_without_cycles_and_with_a_depth_limit(tmp_path: 
 
 
 def test_broken_or_missing_sitemaps_end_in_a_recorded_outcome(tmp_path: Path) -> None:
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/html.xml": (200, XML, b"<html><body>hello</body></html>"),
@@ -194,7 +176,7 @@ def test_broken_or_missing_sitemaps_end_in_a_recorded_outcome(tmp_path: Path) ->
 
 
 def test_an_html_entry_url_is_harvested_as_a_single_page(tmp_path: Path) -> None:
-    wiring = _ports(tmp_path, {f"{BASE}/page.html": (200, HTML, b"<html></html>")})
+    wiring = _wiring(tmp_path, {f"{BASE}/page.html": (200, HTML, b"<html></html>")})
     expand_sitemap(wiring, _job("/page.html"))
     (job,) = [decode(b, UrlJob) for b in _drain(wiring, URL_QUEUE)]
     assert job.url == f"{BASE}/page.html"
@@ -209,7 +191,7 @@ PAGE = b"""<html><head>
 
 
 def test_resolver_hands_on_embedded_json_ld_and_keeps_the_raw_page(tmp_path: Path) -> None:
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/p.html": (200, HTML, PAGE),
@@ -230,7 +212,7 @@ def test_resolver_hands_on_embedded_json_ld_and_keeps_the_raw_page(tmp_path: Pat
 
 
 def test_extractor_keeps_good_blocks_beside_broken_ones(tmp_path: Path) -> None:
-    wiring = _ports(tmp_path, {f"{BASE}/p.html": (200, HTML, PAGE)})
+    wiring = _wiring(tmp_path, {f"{BASE}/p.html": (200, HTML, PAGE)})
     document_job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
     assert isinstance(document_job, DocumentJob)
     index_job = extract_documents(wiring, document_job)
@@ -255,7 +237,7 @@ def test_extractor_prefers_the_cdif_profiled_block_of_a_record(tmp_path: Path) -
         return f'<script type="application/ld+json"{attribute}>{json.dumps(node)}</script>'
 
     page = f"<html><head>{block('plain')}{block('cdif', 'CDIF1.0')}</head></html>".encode()
-    wiring = _ports(tmp_path, {f"{BASE}/two.html": (200, HTML, page)})
+    wiring = _wiring(tmp_path, {f"{BASE}/two.html": (200, HTML, page)})
     document_job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/two.html"))
     assert isinstance(document_job, DocumentJob)
     index_job = extract_documents(wiring, document_job)
@@ -269,7 +251,7 @@ def test_a_big_sitemap_continues_in_follow_up_jobs_without_loss_or_repeat(
     tmp_path: Path,
 ) -> None:
     paths = [f"/p{i}.html" for i in range(23)]
-    wiring = _ports(tmp_path, {f"{BASE}/big.xml": (200, XML, _urlset(*paths))})
+    wiring = _wiring(tmp_path, {f"{BASE}/big.xml": (200, XML, _urlset(*paths))})
     wiring.settings = replace(wiring.settings, max_urls_per_job=10)
     handed_on: list[str] = []
     job: SitemapJob | None = _job("/big.xml", depth=1)
@@ -305,7 +287,7 @@ def _signmap(count: int) -> bytes:
 
 def test_signmap_links_keep_every_field_through_stored_parts(tmp_path: Path) -> None:
     body = _signmap(25)
-    wiring = _ports(tmp_path, {f"{BASE}/sm.xml": (200, XML, body)})
+    wiring = _wiring(tmp_path, {f"{BASE}/sm.xml": (200, XML, body)})
     wiring.settings = replace(wiring.settings, max_urls_per_job=10)
     jobs: list[UrlJob] = []
     job: SitemapJob | None = _job("/sm.xml", depth=1)
@@ -351,7 +333,7 @@ def test_a_stored_part_keeps_any_other_link_whole_and_reads_parts_kept_whole(
         "entries": [{"loc": f"{BASE}/d/y", "lastmod": None, "links": [plain(odd)]}],
         "next": None,
     }
-    wiring = _ports(tmp_path, {})
+    wiring = _wiring(tmp_path, {})
     wiring.store.put(key, json.dumps(part).encode(), content_type="application/json")
     expand_sitemap(wiring, replace(_job("/sm.xml", depth=1), offset=10, body_key=key))
     (job,) = [decode(b, UrlJob) for b in _drain(wiring, URL_QUEUE)]
@@ -360,7 +342,7 @@ def test_a_stored_part_keeps_any_other_link_whole_and_reads_parts_kept_whole(
 
 def test_cross_host_locations_need_the_other_hosts_robots_txt(tmp_path: Path) -> None:
     other, third = "https://other.example.net", "https://third.example.net"
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/sm.xml": (
@@ -386,7 +368,7 @@ def test_cdif_sitemaps_are_marked_and_the_cdif_group_rules_apply(tmp_path: Path)
         f"User-agent: *\nAllow: /\nSitemap: {BASE}/html.xml\n\n"
         f"User-agent: CDIF1.0\nDisallow: /drafts/\nSitemap: {BASE}/cdif.xml\n"
     ).encode()
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/robots.txt": (200, {}, robots),
@@ -415,7 +397,7 @@ def test_signmap_links_and_lastmod_ride_on_the_url_job(tmp_path: Path) -> None:
         f'<rs:ln rel="cite-as" href="https://doi.org/10.5072/1"/>'
         "</url></urlset>"
     ).encode()
-    wiring = _ports(tmp_path, {f"{BASE}/signmap.xml": (200, XML, signmap)})
+    wiring = _wiring(tmp_path, {f"{BASE}/signmap.xml": (200, XML, signmap)})
     expand_sitemap(wiring, _job("/signmap.xml", depth=1))
     (job,) = [decode(b, UrlJob) for b in _drain(wiring, URL_QUEUE)]
     assert job.lastmod == "2024-05-01T08:00:00Z"
@@ -440,7 +422,7 @@ class RecordingQueue(InProcessQueue):
 
 
 def test_crawl_delay_spreads_a_hosts_url_jobs_and_is_capped(tmp_path: Path) -> None:
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/robots.txt": (200, {}, b"User-agent: *\nCrawl-delay: 60\n"),
@@ -457,7 +439,7 @@ def test_crawl_delay_spreads_a_hosts_url_jobs_and_is_capped(tmp_path: Path) -> N
 def test_the_expander_stores_a_robots_policy_then_tells_the_gate_its_crawl_delay(
     tmp_path: Path,
 ) -> None:
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/robots.txt": (200, {}, b"User-agent: *\nCrawl-delay: 60\n"),
@@ -474,7 +456,7 @@ def test_the_expander_stores_a_robots_policy_then_tells_the_gate_its_crawl_delay
 
 
 def test_a_sources_own_limits_ride_from_its_run_to_every_url_job(tmp_path: Path) -> None:
-    wiring = _ports(
+    wiring = _wiring(
         tmp_path,
         {
             f"{BASE}/robots.txt": (200, {}, f"Sitemap: {BASE}/sm.xml\nCrawl-delay: 1\n".encode()),
@@ -525,7 +507,7 @@ def test_urls_whose_lastmod_is_not_newer_end_unchanged_without_a_url_job(
     tmp_path: Path,
 ) -> None:
     paths = ("/same.html", "/older.html", "/new.html", "/gone.html", "/no-records.html")
-    wiring = _ports(tmp_path, {f"{BASE}/sitemap.xml": (200, XML, _urlset(*paths))})
+    wiring = _wiring(tmp_path, {f"{BASE}/sitemap.xml": (200, XML, _urlset(*paths))})
     begin_run(wiring, "r", [f"{BASE}/sitemap.xml"])
     # The sitemap says 2024-05-01 for every URL. Held: the same date, an older one, a withdrawn
     # URL, and one that never produced records.
@@ -552,7 +534,7 @@ def test_urls_whose_lastmod_is_not_newer_end_unchanged_without_a_url_job(
 
 
 def test_without_incremental_harvesting_every_url_gets_a_job(tmp_path: Path) -> None:
-    wiring = _ports(tmp_path, {f"{BASE}/sitemap.xml": (200, XML, _urlset("/same.html"))})
+    wiring = _wiring(tmp_path, {f"{BASE}/sitemap.xml": (200, XML, _urlset("/same.html"))})
     wiring.settings = replace(wiring.settings, incremental=False)
     wiring.catalog.put_url(_held(f"{BASE}/same.html", "2024-05-01T00:00:00Z"))
 
