@@ -71,7 +71,7 @@ BASE = "https://pub.example.org"
 class OnePage:
     def __init__(self, page):
         self.page = page
-    def fetch(self, url, *, method="GET", headers=None, max_bytes=None):
+    def fetch(self, url, *, method="GET", headers=None, max_bytes=None, truncate=False):
         if url == BASE + "/p.html":
             head = (("content-type", "text/html; charset=utf-8"),)
             return FetchResponse(url=url, status=200, headers=head, body=self.page)

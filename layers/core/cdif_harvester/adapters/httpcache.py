@@ -58,10 +58,10 @@ class RevalidatingFetcher:
         """
         given = dict(headers or {})
         conditional = _CONDITIONAL & {name.lower() for name in given}
-        # ``truncate`` is passed on only when asked: fetchers that never cut stay usable.
-        cut: dict[str, bool] = {"truncate": True} if truncate else {}
         if method not in ("GET", "HEAD") or conditional:
-            return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes, **cut)
+            return self.inner.fetch(
+                url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
+            )
         accept = next((v for k, v in given.items() if k.lower() == "accept"), None)
         meta_key, body_key = cache_keys(method, url, accept)
         kept = self._kept(meta_key, max_bytes)
@@ -70,7 +70,9 @@ class RevalidatingFetcher:
                 given["If-None-Match"] = str(kept["etag"])
             if kept.get("last_modified"):
                 given["If-Modified-Since"] = str(kept["last_modified"])
-        response = self.inner.fetch(url, method=method, headers=given, max_bytes=max_bytes, **cut)
+        response = self.inner.fetch(
+            url, method=method, headers=given, max_bytes=max_bytes, truncate=truncate
+        )
         if response.status == 304 and kept is not None:
             body = self._body(body_key, kept) if method == "GET" else b""
             if body is not None:
@@ -84,7 +86,9 @@ class RevalidatingFetcher:
                     revalidated=True,
                 )
             # The kept body is gone: ask again without conditions.
-            return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes, **cut)
+            return self.inner.fetch(
+                url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
+            )
         if response.status == 200 and not response.truncated:
             self._keep(meta_key, body_key, response, kept, with_body=method == "GET")
         return response

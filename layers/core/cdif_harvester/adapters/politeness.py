@@ -366,10 +366,8 @@ class GatedFetcher:
         host = origin_of(url)
         slot = self._take_slot(host, journal)
         try:
-            # ``truncate`` is passed on only when asked: fetchers that never cut stay usable.
-            cut = {"truncate": True} if truncate else {}
             response = self.inner.fetch(
-                url, method=method, headers=headers, max_bytes=max_bytes, **cut
+                url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
             )
         finally:
             self.gate.release(slot)
