@@ -40,16 +40,7 @@ __all__ = [
     "validate_record",
 ]
 
-KNOWN_CONFORMANCE = (
-    "https://w3id.org/cdif/discovery/1.1",
-    "https://w3id.org/cdif/discovery/1.0",
-    "https://w3id.org/cdif/core/1.1",
-    "https://w3id.org/cdif/core/1.0",
-)
 NIL_VALUES = ("nil:missing", "nil:unknown", "nil:notapplicable")
-_CORE_SCHEMA = "cdif-core-1.0.schema.json"
-_DISCOVERY_SCHEMA = "cdif-discovery-1.0.schema.json"
-_SCHEMA_FILES = (_CORE_SCHEMA, _DISCOVERY_SCHEMA)
 _REQUIRED_MESSAGE = re.compile(r"^'(.+)' is a required property$")
 _PROFILE_IRI = re.compile(r"^https?://w3id\.org/cdif/(core|discovery)/(1\.[01])/?$")
 
@@ -63,15 +54,31 @@ class RuleSet:
     schema: str
 
 
+def _row(profile: str, version: str, schema: str) -> RuleSet:
+    """The rule set ``cdif-<profile>-<version>`` for ``https://w3id.org/cdif/<profile>/<version>``."""
+    return RuleSet(
+        f"cdif-{profile}-{version}", f"https://w3id.org/cdif/{profile}/{version}", schema
+    )
+
+
+# One row per CDIF profile and version we hold rules for; each schema is one of ours, in
+# cdif_harvester/schemas (see docs/decisions/0029-validation-rule-sets.md).
 RULE_SETS: Mapping[str, RuleSet] = {
     rule_set.name: rule_set
     for rule_set in (
-        RuleSet("cdif-core-1.0", "https://w3id.org/cdif/core/1.0", _CORE_SCHEMA),
-        RuleSet("cdif-core-1.1", "https://w3id.org/cdif/core/1.1", _CORE_SCHEMA),
-        RuleSet("cdif-discovery-1.0", "https://w3id.org/cdif/discovery/1.0", _DISCOVERY_SCHEMA),
-        RuleSet("cdif-discovery-1.1", "https://w3id.org/cdif/discovery/1.1", _DISCOVERY_SCHEMA),
+        _row("core", "1.0", "cdif-core-1.0.schema.json"),
+        _row("core", "1.1", "cdif-core-1.0.schema.json"),
+        _row("discovery", "1.0", "cdif-discovery-1.0.schema.json"),
+        _row("discovery", "1.1", "cdif-discovery-1.0.schema.json"),
     )
 }
+_SCHEMA_FILES = tuple(sorted({rule_set.schema for rule_set in RULE_SETS.values()}))
+KNOWN_CONFORMANCE = (
+    "https://w3id.org/cdif/discovery/1.1",
+    "https://w3id.org/cdif/discovery/1.0",
+    "https://w3id.org/cdif/core/1.1",
+    "https://w3id.org/cdif/core/1.0",
+)
 DEFAULT_RULES = "cdif-core-1.0"
 _RULES_BY_CONFORMANCE = {rule_set.conformance: rule_set for rule_set in RULE_SETS.values()}
 
