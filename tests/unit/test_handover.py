@@ -26,6 +26,7 @@ from cdif_harvester.contracts import (
     decode_staged,
     encode_staged,
 )
+from cdif_harvester.domain.records.validation import rules_for, validate_record
 from cdif_harvester.model import FetchResponse, Outcome, TypedLink, plain
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.index import StagedObjectMissing, index_records
@@ -231,6 +232,22 @@ def test_the_extractor_writes_what_it_wrote_before_the_contract_and_its_marks(
     # v3 writes each document's warnings (none here).
     for document in before["documents"]:
         document.setdefault("warnings", [])
+    # v4 writes each report's profile verdicts: core's at the record's version first, with the
+    # record's own verdict, then one per other profile the record claims.
+    for record, now in zip(before["records"], written["records"], strict=True):
+        profiles = now["report"]["profiles"]
+        if record["record"] is None:
+            assert profiles == []
+        else:
+            judged = validate_record(record["record"]).profiles
+            assert [(p["profile"], p["version"]) for p in profiles] == [
+                (v.profile, v.version) for v in judged
+            ]
+            assert profiles[0]["status"] == ("valid" if record["report"]["valid"] else "invalid")
+            assert profiles[0]["errors"] == record["report"]["errors"]
+            # the rules named are those that decide validity: core at the record's version
+            record["report"]["rules"] = rules_for(record["record"]).name
+        record["report"]["profiles"] = profiles
     assert written == {"v": STAGED_VERSION, "kind": "staged-records", **before}
     assert list(written) == ["v", "kind", *before]
     assert [list(r) for r in written["records"]] == [list(r) for r in before["records"]]

@@ -45,9 +45,13 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
     report = validate_record(_minimal())
     assert report.valid is True
     assert report.errors == ()
-    # discovery outranks core when both are declared, and picks the rules
+    # discovery outranks core as the declared conformance; core decides validity
     assert report.conformance == "https://w3id.org/cdif/discovery/1.0"
-    assert report.rules == "cdif-discovery-1.0"
+    assert report.rules == "cdif-core-1.0"
+    assert [(v.key, v.status, v.rules) for v in report.profiles] == [
+        ("core/1.0", "valid", "cdif-core-1.0"),
+        ("discovery/1.0", "valid", "cdif-discovery-1.0"),
+    ]
     assert [w.pointer for w in report.warnings] == [
         "/schema:description",
         "/schema:provider",
@@ -60,25 +64,75 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
 
 
 @pytest.mark.parametrize(
-    ("declared", "valid", "conformance", "rules"),
+    ("declared", "valid", "conformance", "rules", "profiles"),
     [
-        (["https://w3id.org/cdif/core/1.0"], True, CORE_10, "cdif-core-1.0"),
-        (["https://w3id.org/cdif/core/1.0/"], True, CORE_10, "cdif-core-1.0"),
-        (["https://w3id.org/cdif/core/1.1"], True, CORE_11, "cdif-core-1.1"),
-        (["https://w3id.org/cdif/core/1.1/"], True, CORE_11, "cdif-core-1.1"),
-        ([CORE_10, CORE_11], True, CORE_11, "cdif-core-1.1"),
-        ([CORE_11, DISCOVERY_11], True, DISCOVERY_11, "cdif-discovery-1.1"),
-        ([CORE_10, DISCOVERY_11], True, DISCOVERY_11, "cdif-discovery-1.1"),
-        ([CORE_11, DISCOVERY_10], True, DISCOVERY_10, "cdif-discovery-1.0"),
-        ([CORE_10, DISCOVERY_10, DISCOVERY_11], True, DISCOVERY_11, "cdif-discovery-1.1"),
-        # a discovery record declares core too (extended profiles add their URIs)
-        ([DISCOVERY_10], False, DISCOVERY_10, "cdif-discovery-1.0"),
-        ([DISCOVERY_11 + "/"], False, DISCOVERY_11, "cdif-discovery-1.1"),
-        (["https://example.org/other-profile"], False, None, "cdif-core-1.0"),
+        ([CORE_10], True, CORE_10, "cdif-core-1.0", ["core/1.0 valid"]),
+        ([CORE_10 + "/"], True, CORE_10, "cdif-core-1.0", ["core/1.0 valid"]),
+        # read as a claim of core 1.0, but the rules want the https URI
+        (
+            ["http://w3id.org/cdif/core/1.0"],
+            False,
+            CORE_10,
+            "cdif-core-1.0",
+            ["core/1.0 invalid"],
+        ),
+        ([CORE_11], True, CORE_11, "cdif-core-1.1", ["core/1.1 valid"]),
+        ([CORE_11 + "/"], True, CORE_11, "cdif-core-1.1", ["core/1.1 valid"]),
+        # the newest version claimed decides which core judges the record
+        ([CORE_10, CORE_11], True, CORE_11, "cdif-core-1.1", ["core/1.1 valid", "core/1.0 valid"]),
+        (
+            [CORE_11, DISCOVERY_11],
+            True,
+            DISCOVERY_11,
+            "cdif-core-1.1",
+            ["core/1.1 valid", "discovery/1.1 valid"],
+        ),
+        (
+            [CORE_10, DISCOVERY_10, DISCOVERY_11],
+            True,
+            DISCOVERY_11,
+            "cdif-core-1.1",
+            [
+                "core/1.1 undeclared valid",
+                "core/1.0 valid",
+                "discovery/1.0 valid",
+                "discovery/1.1 valid",
+            ],
+        ),
+        # core is always judged; a discovery record declares core too (profiles add their URIs)
+        (
+            [DISCOVERY_10],
+            False,
+            DISCOVERY_10,
+            "cdif-core-1.0",
+            ["core/1.0 undeclared invalid", "discovery/1.0 invalid"],
+        ),
+        # a profile we hold no rules for is "unknown", not a failure
+        (
+            [CORE_10, "https://w3id.org/cdif/somethingnew/1.0"],
+            True,
+            CORE_10,
+            "cdif-core-1.0",
+            ["core/1.0 valid", "somethingnew/1.0 unknown"],
+        ),
+        (
+            [CORE_10, "https://w3id.org/cdif/core/2.0"],
+            True,
+            CORE_10,
+            "cdif-core-1.0",
+            ["core/1.0 valid", "core/2.0 unknown"],
+        ),
+        (
+            ["https://example.org/other-profile"],
+            False,
+            None,
+            "cdif-core-1.0",
+            ["core/1.0 undeclared invalid"],
+        ),
     ],
 )
 def test_conformance_declarations_pick_the_rules(
-    declared: list[str], valid: bool, conformance: str | None, rules: str
+    declared: list[str], valid: bool, conformance: str | None, rules: str, profiles: list[str]
 ) -> None:
     record = _minimal()
     record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": iri} for iri in declared]
@@ -87,6 +141,12 @@ def test_conformance_declarations_pick_the_rules(
     assert declared_conformance(record) == conformance
     assert rules_for(record) == RULE_SETS[rules]
     assert report.to_dict()["rules"] == rules
+    assert [
+        f"{v.key}{'' if v.declared else ' undeclared'} {v.status}" for v in report.profiles
+    ] == profiles
+    assert [v["status"] for v in report.to_dict()["profiles"]] == [
+        v.status for v in report.profiles
+    ]
 
 
 def test_missing_profile_message_names_what_the_rules_want() -> None:
@@ -507,9 +567,10 @@ NOT_APPLICABLE = "nil:notapplicable is only for geographic extent, temporal cove
 def test_nil_values_are_refused_elsewhere(
     path: str, value: Any, profiles: tuple[str, ...], pointer: str, message: str
 ) -> None:
-    report = validate_record(_with(path, value, profiles=profiles))
-    assert report.valid is False
-    assert [(e.pointer, e.message) for e in report.errors] == [(pointer, message)]
+    # the verdict of the most specific profile declared (discovery items: discovery's)
+    verdict = validate_record(_with(path, value, profiles=profiles)).profiles[-1]
+    assert verdict.status == "invalid"
+    assert [(e.pointer, e.message) for e in verdict.errors] == [(pointer, message)]
 
 
 def test_a_nil_value_inside_a_distribution_is_explained() -> None:

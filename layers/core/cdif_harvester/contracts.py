@@ -40,6 +40,7 @@ __all__ = [
     "IndexJob",
     "Message",
     "RecordStored",
+    "ProfileStatus",
     "ReportIssue",
     "STAGED_VERSION",
     "SitemapJob",
@@ -56,8 +57,8 @@ __all__ = [
 
 CONTRACT_VERSION = 6
 READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
-STAGED_VERSION = 3
-STAGED_READABLE_VERSIONS = frozenset({1, 2, 3})
+STAGED_VERSION = 4
+STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:
@@ -190,12 +191,27 @@ class ReportIssue:
 
 
 @dataclass(frozen=True)
+class ProfileStatus:
+    """The verdict of one CDIF profile at one version on a record: ``valid``, ``invalid``
+    (``errors`` say why) or ``unknown`` (no rules held; ``rules`` None). ``declared`` is false
+    for the core verdict of a record that does not claim core at its version."""
+
+    profile: str
+    version: str
+    status: str
+    rules: str | None
+    declared: bool
+    errors: tuple[ReportIssue, ...] = ()
+
+
+@dataclass(frozen=True)
 class StagedReport:
     """The extractor's verdict on one record, as its report object holds it.
 
     ``conformance`` and ``rules`` are ``None`` for a record that could not be normalised (its one
     error says why); ``shacl`` is true when the SHACL shapes were run too (their violations are
-    among the errors).
+    among the errors). ``profiles`` holds the verdict of core at the record's version, then
+    of each other CDIF profile it claims; ``valid``, ``rules`` and ``errors`` are core's.
     """
 
     valid: bool
@@ -204,6 +220,7 @@ class StagedReport:
     errors: tuple[ReportIssue, ...]
     warnings: tuple[ReportIssue, ...]
     shacl: bool = False
+    profiles: tuple[ProfileStatus, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,9 @@ class CatalogEntry:
     # and when its URL vanished from the source's sitemaps (a tombstone; None while listed).
     changed_at: str | None = None
     withdrawn_at: str | None = None
+    # The verdict of each CDIF profile judged, by "<profile>/<version>": "valid", "invalid" or
+    # "unknown" (core at the record's version first; empty for entries written before).
+    profiles: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

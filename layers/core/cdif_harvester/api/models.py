@@ -275,6 +275,11 @@ class RecordView(BaseModel):
     extra: dict[str, Any]
     changed_at: str | None
     withdrawn_at: str | None
+    profiles: dict[str, str] = Field(
+        default_factory=dict,
+        description='The verdict of each CDIF profile judged, by "<profile>/<version>": '
+        '"valid", "invalid" or "unknown" (core at the record\'s version first).',
+    )
     links: dict[str, str] = Field(
         description="Paths of the record's report and (valid records only) views."
     )

@@ -18,6 +18,7 @@ from cdif_harvester.contracts import (
     DocumentJob,
     DocumentRef,
     IndexJob,
+    ProfileStatus,
     ReportIssue,
     SkippedBlock,
     StagedRecord,
@@ -36,7 +37,11 @@ from cdif_harvester.domain.records.extraction import (
 )
 from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
 from cdif_harvester.domain.records.shacl import shacl_issues
-from cdif_harvester.domain.records.validation import ValidationIssue, validate_record
+from cdif_harvester.domain.records.validation import (
+    ProfileVerdict,
+    ValidationIssue,
+    validate_record,
+)
 from cdif_harvester.domain.resolution.rules import is_cdif_profile
 from cdif_harvester.errors import PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
@@ -271,22 +276,35 @@ def _judge(wiring: Wiring, record: dict[str, Any]) -> StagedReport:
     """The record's validation report: JSON Schema, plus SHACL when the settings ask for it
     (its violations are errors: an operator who turns SHACL on wants them to count)."""
     report = validate_record(record)
-    verdict = StagedReport(
-        valid=report.valid,
+    profiles = [_profile(verdict) for verdict in report.profiles]
+    errors = tuple(_issue(issue) for issue in report.errors)
+    shacl = wiring.settings.shacl
+    if shacl:
+        issues = tuple(_issue(issue) for issue in shacl_issues(record, contexts=wiring.contexts))
+        errors = (*errors, *issues)
+        if issues and profiles:
+            core = profiles[0]
+            profiles[0] = replace(core, status="invalid", errors=(*core.errors, *issues))
+    return StagedReport(
+        valid=not errors,
         conformance=report.conformance,
         rules=report.rules,
-        errors=tuple(_issue(issue) for issue in report.errors),
+        errors=errors,
         warnings=tuple(_issue(issue) for issue in report.warnings),
+        shacl=shacl,
+        profiles=tuple(profiles),
     )
-    if wiring.settings.shacl:
-        issues = tuple(_issue(issue) for issue in shacl_issues(record, contexts=wiring.contexts))
-        verdict = replace(
-            verdict,
-            errors=(*verdict.errors, *issues),
-            valid=verdict.valid and not issues,
-            shacl=True,
-        )
-    return verdict
+
+
+def _profile(verdict: ProfileVerdict) -> ProfileStatus:
+    return ProfileStatus(
+        profile=verdict.profile,
+        version=verdict.version,
+        status=verdict.status,
+        rules=verdict.rules,
+        declared=verdict.declared,
+        errors=tuple(_issue(issue) for issue in verdict.errors),
+    )
 
 
 def _issue(issue: ValidationIssue) -> ReportIssue:

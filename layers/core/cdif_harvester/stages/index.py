@@ -153,6 +153,9 @@ def _verdict(report: StagedReport) -> dict[str, Any]:
     verdict: dict[str, Any] = plain(report)
     if not report.shacl:
         del verdict["shacl"]
+    if not report.profiles:
+        # a staged object of before the per-profile verdicts: its report as written then
+        del verdict["profiles"]
     return verdict
 
 
@@ -291,6 +294,7 @@ def _catalog_entry(  # noqa: PLR0913 - the entry is made of all of them
         harvested_at=now,
         extra={"authority": item.authority} if item.authority else {},
         changed_at=now,
+        profiles={f"{p.profile}/{p.version}": p.status for p in item.report.profiles},
     )
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema_rs
 from jsonschema import Draft202012Validator
@@ -30,19 +30,42 @@ __all__ = [
     "DEFAULT_RULES",
     "KNOWN_CONFORMANCE",
     "NIL_VALUES",
+    "PROFILES",
     "RULE_SETS",
+    "VERSIONS",
+    "DeclaredProfile",
+    "ProfileVerdict",
     "RuleSet",
     "ValidationIssue",
     "ValidationReport",
     "declared_conformance",
+    "declared_profiles",
     "engine_verdicts",
     "rules_for",
+    "rules_of_profile",
     "validate_record",
 ]
 
 NIL_VALUES = ("nil:missing", "nil:unknown", "nil:notapplicable")
 _REQUIRED_MESSAGE = re.compile(r"^'(.+)' is a required property$")
-_PROFILE_IRI = re.compile(r"^https?://w3id\.org/cdif/(core|discovery)/(1\.[01])/?$")
+_PROFILE_IRI = re.compile(r"^https?://w3id\.org/cdif/([A-Za-z_]+)/(\d+\.\d+)/?$", re.ASCII)
+# Spellings of a profile's path segment seen in declarations and in CDIF's own tools.
+_PROFILE_ALIASES = {
+    "datadescription": "data_description",
+    "datastructure": "data_structure",
+    "concept_scheme": "conceptscheme",
+}
+PROFILES = (
+    "core",
+    "discovery",
+    "data_description",
+    "data_structure",
+    "manifest",
+    "provenance",
+    "codelist",
+    "conceptscheme",
+)
+VERSIONS = ("1.0", "1.1")
 
 
 @dataclass(frozen=True)
@@ -178,11 +201,71 @@ class ValidationIssue:
         return {"pointer": self.pointer, "message": self.message, "keyword": self.keyword}
 
 
+VALID = "valid"
+INVALID = "invalid"
+UNKNOWN = "unknown"
+
+
+class DeclaredProfile(NamedTuple):
+    """A CDIF profile a record claims: its path segment (canonical spelling) and version."""
+
+    profile: str
+    version: str
+
+
+@dataclass(frozen=True)
+class ProfileVerdict:
+    """The verdict of one CDIF profile, at one version, on a record.
+
+    ``status`` is ``valid``, ``invalid`` (``errors`` say why) or ``unknown`` (we hold no rules
+    for that profile and version; ``rules`` is then None). ``declared`` is false for the core
+    verdict of a record that does not claim core at its version (core is always judged).
+    """
+
+    profile: str
+    version: str
+    status: str
+    rules: str | None
+    declared: bool
+    errors: tuple[ValidationIssue, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """``<profile>/<version>``, as the catalogue stores and queries it."""
+        return f"{self.profile}/{self.version}"
+
+    @property
+    def conformance(self) -> str:
+        """The profile's conformance URI."""
+        return f"https://w3id.org/cdif/{self.profile}/{self.version}"
+
+    def summary(self) -> str:
+        """One line for people: "core 1.1 valid", "discovery 1.1: 3 errors"."""
+        name = f"{self.profile} {self.version}"
+        if self.status == INVALID:
+            count = len(self.errors)
+            return f"{name}: {count} error{'s' if count != 1 else ''}"
+        return f"{name}: profile unknown" if self.status == UNKNOWN else f"{name} valid"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as a JSON-ready dict."""
+        return {
+            "profile": self.profile,
+            "version": self.version,
+            "conformance": self.conformance,
+            "status": self.status,
+            "rules": self.rules,
+            "declared": self.declared,
+            "errors": [issue.to_dict() for issue in self.errors],
+        }
+
+
 @dataclass(frozen=True)
 class ValidationReport:
     """The verdict on one record: valid or not, declared conformance, errors and warnings.
 
-    ``rules`` names the rule set the record was judged by (a key of :data:`RULE_SETS`).
+    ``valid``, ``errors`` and ``rules`` are those of the core profile at the version the record
+    claims; ``profiles`` holds that verdict first, then one per other profile it claims.
     """
 
     valid: bool
@@ -190,15 +273,18 @@ class ValidationReport:
     errors: tuple[ValidationIssue, ...]
     warnings: tuple[ValidationIssue, ...]
     rules: str = DEFAULT_RULES
+    profiles: tuple[ProfileVerdict, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as a JSON-ready dict: valid, conformance, rules, errors, warnings."""
+        """The report as a JSON-ready dict: valid, conformance, rules, errors, warnings and
+        the verdict of each profile."""
         return {
             "valid": self.valid,
             "conformance": self.conformance,
             "rules": self.rules,
             "errors": [issue.to_dict() for issue in self.errors],
             "warnings": [issue.to_dict() for issue in self.warnings],
+            "profiles": [verdict.to_dict() for verdict in self.profiles],
         }
 
 
@@ -456,37 +542,76 @@ def _issue(error: ValidationError) -> ValidationIssue:  # noqa: PLR0911 - one ru
 # --- conformance and rule sets -------------------------------------------------------------
 
 
-def declared_conformance(record: Mapping[str, Any]) -> str | None:
-    """The most specific known CDIF profile URI a record declares, canonical form, or None.
-
-    Reads ``schema:subjectOf/dcterms:conformsTo`` (``{"@id"}`` objects or strings); accepts
-    http/https and a trailing slash. Discovery outranks core, 1.1 outranks 1.0. Never raises.
-    """
+def _declared_iris(record: Mapping[str, Any]) -> list[str]:
     subject = record.get("schema:subjectOf")
     if not isinstance(subject, Mapping):
-        return None
+        return []
     values = subject.get("dcterms:conformsTo")
-    declared: set[str] = set()
+    iris = []
     for value in values if isinstance(values, list) else [values]:
         iri = value.get("@id") if isinstance(value, Mapping) else value
         if isinstance(iri, str):
-            match = _PROFILE_IRI.match(iri.strip())
-            if match:
-                declared.add(f"https://w3id.org/cdif/{match[1]}/{match[2]}")
+            iris.append(iri.strip())
+    return iris
+
+
+def declared_profiles(record: Mapping[str, Any]) -> tuple[DeclaredProfile, ...]:
+    """Every CDIF profile a record claims, in the order claimed, each once.
+
+    Reads the ``https://w3id.org/cdif/<profile>/<version>`` URIs of
+    ``schema:subjectOf/dcterms:conformsTo`` (``{"@id"}`` objects or strings; http or https, a
+    trailing slash, and the spellings ``datadescription``/``datastructure``/``concept_scheme``
+    accepted). Profiles and versions we hold no rules for are kept (their verdict is
+    "unknown"); other URIs are ignored. Never raises.
+    """
+    found: dict[DeclaredProfile, None] = {}
+    for iri in _declared_iris(record):
+        match = _PROFILE_IRI.match(iri)
+        if match:
+            name = match[1].lower()
+            found[DeclaredProfile(_PROFILE_ALIASES.get(name, name), match[2])] = None
+    return tuple(found)
+
+
+def declared_conformance(record: Mapping[str, Any]) -> str | None:
+    """The most specific core or discovery profile URI a record declares, canonical, or None.
+
+    Discovery outranks core, 1.1 outranks 1.0 (see :func:`declared_profiles`). Never raises.
+    """
+    declared = {
+        f"https://w3id.org/cdif/{each.profile}/{each.version}" for each in declared_profiles(record)
+    }
     return next((uri for uri in KNOWN_CONFORMANCE if uri in declared), None)
 
 
-def rules_for(record: Mapping[str, Any]) -> RuleSet:
-    """The rule set a record is judged by: that of the profile it declares.
+def _claimed_version(declared: Iterable[DeclaredProfile]) -> str:
+    """The CDIF version a record claims: the newest known version among its profiles, else
+    1.0 (the released version)."""
+    known = [each.version for each in declared if each.version in VERSIONS]
+    return max(known, key=VERSIONS.index) if known else VERSIONS[0]
 
-    The most specific declared profile (see :func:`declared_conformance`) picks the rule set;
-    a record declaring no known CDIF profile is judged by core 1.0 (and fails its profile
-    identifier rule). Never raises.
+
+def rules_of_profile(profile: str, version: str) -> RuleSet | None:
+    """The rule set for a CDIF profile at a version, or None when we hold none.
+
+    CDIF 1.0 published core and discovery only; a 1.0 claim of a profile that came with 1.1
+    (data description, manifest, ...) is judged by that profile's 1.1 rules, as CDIF's own
+    validator does (see docs/decisions/0063-per-profile-verdicts.md).
     """
-    declared = declared_conformance(record)
-    if declared is None:
-        return RULE_SETS[DEFAULT_RULES]
-    return _RULES_BY_CONFORMANCE[declared]
+    found = RULE_SETS.get(f"cdif-{profile}-{version}")
+    if found is None and version == "1.0" and profile not in ("core", "discovery"):
+        found = RULE_SETS.get(f"cdif-{profile}-1.1")
+    return found
+
+
+def rules_for(record: Mapping[str, Any]) -> RuleSet:
+    """The rule set that decides a record's validity: core at the version it claims.
+
+    Core 1.1 for a record claiming any 1.1 profile, core 1.0 for a 1.0 record or one that
+    claims no known CDIF profile (which then fails core's profile identifier rule). Never
+    raises.
+    """
+    return RULE_SETS[f"cdif-core-{_claimed_version(declared_profiles(record))}"]
 
 
 def _rule_set(record: Mapping[str, Any], rules: str | None) -> RuleSet:
@@ -547,27 +672,57 @@ def _warnings(record: Mapping[str, Any]) -> list[ValidationIssue]:
     return found
 
 
-def validate_record(record: Mapping[str, Any], *, rules: str | None = None) -> ValidationReport:
-    """Validate one CDIF-shaped record against the rules of the profile it declares.
+def _errors(rule_set: RuleSet, data: dict[str, Any]) -> tuple[ValidationIssue, ...]:
+    compiled = _compiled(rule_set.schema)
+    return () if compiled.fast.is_valid(data) else _explain(compiled, data)
 
-    ``rules`` overrides the choice with a rule set name (a key of :data:`RULE_SETS`). Returns
-    a :class:`ValidationReport` with errors (JSON Pointer, message naming the CDIF property
-    and content item, schema keyword) sorted by pointer, warnings for missing recommended
-    items, the declared conformance URI and the rule set used. Never raises for bad records;
-    a non-mapping input is reported as invalid. Raises ValueError for an unknown ``rules``.
+
+def _verdict(
+    profile: DeclaredProfile, rule_set: RuleSet | None, data: dict[str, Any], *, declared: bool
+) -> ProfileVerdict:
+    if rule_set is None:
+        return ProfileVerdict(profile.profile, profile.version, UNKNOWN, None, declared)
+    errors = _errors(rule_set, data)
+    status = INVALID if errors else VALID
+    return ProfileVerdict(profile.profile, profile.version, status, rule_set.name, declared, errors)
+
+
+def validate_record(record: Mapping[str, Any], *, rules: str | None = None) -> ValidationReport:
+    """Validate one CDIF-shaped record against core and against each profile it claims.
+
+    The record's verdict (``valid``, ``errors``, ``rules``) is that of core at the version it
+    claims (:func:`rules_for`); ``profiles`` adds one verdict per other CDIF profile it claims
+    (:func:`declared_profiles`), "unknown" where we hold no rules. ``rules`` instead judges the
+    record by that one rule set (a key of :data:`RULE_SETS`). Errors carry a JSON Pointer, a
+    message naming the CDIF property and content item, and the schema keyword, sorted by
+    pointer; warnings name missing recommended items. Never raises for bad records (a
+    non-mapping input is reported as invalid); raises ValueError for an unknown ``rules``.
     """
     if not isinstance(record, Mapping):
         issue = ValidationIssue("", "the record must be a JSON object", "type")
         named = _rule_set({}, rules).name if rules is not None else DEFAULT_RULES
         return ValidationReport(False, None, (issue,), (), named)
     data = dict(record)
-    rule_set = _rule_set(data, rules)
-    compiled = _compiled(rule_set.schema)
-    errors = () if compiled.fast.is_valid(data) else _explain(compiled, data)
+    declared = declared_profiles(data)
+    if rules is not None:
+        rule_set = _rule_set(data, rules)
+        profile = DeclaredProfile(*rule_set.conformance.rsplit("/", 2)[-2:])
+        verdicts = [_verdict(profile, rule_set, data, declared=profile in declared)]
+    else:
+        core = DeclaredProfile("core", _claimed_version(declared))
+        rule_set = RULE_SETS[f"cdif-core-{core.version}"]
+        verdicts = [_verdict(core, rule_set, data, declared=core in declared)]
+        verdicts.extend(
+            _verdict(each, rules_of_profile(*each), data, declared=True)
+            for each in declared
+            if each != core
+        )
+    errors = verdicts[0].errors
     return ValidationReport(
         valid=not errors,
         conformance=declared_conformance(data),
         errors=errors,
         warnings=tuple(_warnings(data)),
         rules=rule_set.name,
+        profiles=tuple(verdicts),
     )
