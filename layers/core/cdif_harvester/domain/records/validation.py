@@ -67,9 +67,9 @@ RULE_SETS: Mapping[str, RuleSet] = {
     rule_set.name: rule_set
     for rule_set in (
         _row("core", "1.0", "cdif-core-1.0.schema.json"),
-        _row("core", "1.1", "cdif-core-1.0.schema.json"),
+        _row("core", "1.1", "cdif-core-1.1.schema.json"),
         _row("discovery", "1.0", "cdif-discovery-1.0.schema.json"),
-        _row("discovery", "1.1", "cdif-discovery-1.0.schema.json"),
+        _row("discovery", "1.1", "cdif-discovery-1.1.schema.json"),
     )
 }
 _SCHEMA_FILES = tuple(sorted({rule_set.schema for rule_set in RULE_SETS.values()}))
