@@ -59,6 +59,13 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
     ]
 
 
+def _shaped_for(record: dict[str, Any], rules: str) -> dict[str, Any]:
+    """The record with its catalogue record type in the shape of the rule set's CDIF version."""
+    if rules.endswith("-1.1"):
+        record["schema:subjectOf"]["schema:additionalType"] = [{"@id": "dcat:CatalogRecord"}]
+    return record
+
+
 @pytest.mark.parametrize(
     ("declared", "valid", "conformance", "rules"),
     [
@@ -71,16 +78,18 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
         ([CORE_10, DISCOVERY_11], True, DISCOVERY_11, "cdif-discovery-1.1"),
         ([CORE_11, DISCOVERY_10], True, DISCOVERY_10, "cdif-discovery-1.0"),
         ([CORE_10, DISCOVERY_10, DISCOVERY_11], True, DISCOVERY_11, "cdif-discovery-1.1"),
-        # a discovery record declares core too (extended profiles add their URIs)
+        # a discovery 1.0 record declares core too (the 1.0 profile extends core)
         ([DISCOVERY_10], False, DISCOVERY_10, "cdif-discovery-1.0"),
-        ([DISCOVERY_11 + "/"], False, DISCOVERY_11, "cdif-discovery-1.1"),
+        # the discovery 1.1 rules are a module on top of core: they check the discovery items
+        # and the discovery identifier only (core 1.1 is a separate verdict)
+        ([DISCOVERY_11 + "/"], True, DISCOVERY_11, "cdif-discovery-1.1"),
         (["https://example.org/other-profile"], False, None, "cdif-core-1.0"),
     ],
 )
 def test_conformance_declarations_pick_the_rules(
     declared: list[str], valid: bool, conformance: str | None, rules: str
 ) -> None:
-    record = _minimal()
+    record = _shaped_for(_minimal(), rules)
     record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": iri} for iri in declared]
     report = validate_record(record)
     assert (report.valid, report.conformance, report.rules) == (valid, conformance, rules)
@@ -89,16 +98,32 @@ def test_conformance_declarations_pick_the_rules(
     assert report.to_dict()["rules"] == rules
 
 
+def test_a_10_shaped_record_declaring_core_11_is_judged_by_the_11_rules() -> None:
+    record = _minimal()
+    record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": CORE_11}]
+    report = validate_record(record)
+    assert (report.valid, report.rules) == (False, "cdif-core-1.1")
+    assert [e.pointer for e in report.errors] == ["/schema:subjectOf/schema:additionalType"]
+
+
 def test_missing_profile_message_names_what_the_rules_want() -> None:
     record = _minimal()
     record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": CORE_11}]
-    report = validate_record(record, rules="cdif-discovery-1.1")
+    report = validate_record(record, rules="cdif-discovery-1.0")
     assert [(e.pointer, e.message) for e in report.errors] == [
         (
             "/schema:subjectOf/dcterms:conformsTo",
             "schema:subjectOf/dcterms:conformsTo must include "
             "https://w3id.org/cdif/discovery/1.0 (or discovery/1.1) "
             "(Metadata profile identifier, 1..*)",
+        )
+    ]
+    report = validate_record(record, rules="cdif-discovery-1.1")
+    assert [(e.pointer, e.message) for e in report.errors] == [
+        (
+            "/schema:subjectOf/dcterms:conformsTo",
+            "schema:subjectOf/dcterms:conformsTo must include "
+            "https://w3id.org/cdif/discovery/1.1 (Metadata profile identifier, 1..*)",
         )
     ]
 
@@ -263,17 +288,25 @@ def test_verdicts_agree_with_the_official_schema(corpus: Path) -> None:
     assert any(official.is_valid(doc) for name, doc in cases if "+" not in name)
 
 
-def test_core_11_is_the_documented_difference(corpus: Path) -> None:
+def test_a_record_declaring_core_11_is_judged_by_the_11_rules(corpus: Path, cdif_11: Path) -> None:
     from jsonschema import Draft202012Validator
 
-    official = Draft202012Validator(
+    official_10 = Draft202012Validator(
         json.loads((corpus / "cdif-core-1.0/cdifCore/resolvedSchema.json").read_text())
     )
+    official_11 = Draft202012Validator(
+        json.loads((cdif_11 / "cdifProfile/cdifCore/resolvedSchema.json").read_text())
+    )
     record = json.loads((corpus / "cdif-core-1.0/cdifCore/exampleCdifCoreMinimal.json").read_text())
-    record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": "https://w3id.org/cdif/core/1.1"}]
+    record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": CORE_11}]
+    # a 1.0-shaped record that merely declares core 1.1 fails both official schemas, and ours
     report = validate_record(record)
-    assert official.is_valid(record) is False
-    assert (report.valid, report.conformance) == (True, "https://w3id.org/cdif/core/1.1")
+    assert (official_10.is_valid(record), official_11.is_valid(record)) == (False, False)
+    assert (report.valid, report.conformance, report.rules) == (False, CORE_11, "cdif-core-1.1")
+    # in the 1.1 shape of the catalogue record type it passes the 1.1 rules, ours and official
+    record["schema:subjectOf"]["schema:additionalType"] = [{"@id": "dcat:CatalogRecord"}]
+    assert official_11.is_valid(record) is True
+    assert validate_record(record).valid is True
 
 
 @pytest.mark.parametrize(
