@@ -63,6 +63,13 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
     ]
 
 
+def _shaped_for(record: dict[str, Any], rules: str) -> dict[str, Any]:
+    """The record with its catalogue record type in the shape of the rule set's CDIF version."""
+    if rules.endswith("-1.1"):
+        record["schema:subjectOf"]["schema:additionalType"] = [{"@id": "dcat:CatalogRecord"}]
+    return record
+
+
 @pytest.mark.parametrize(
     ("declared", "valid", "conformance", "rules", "profiles"),
     [
@@ -79,7 +86,14 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
         ([CORE_11], True, CORE_11, "cdif-core-1.1", ["core/1.1 valid"]),
         ([CORE_11 + "/"], True, CORE_11, "cdif-core-1.1", ["core/1.1 valid"]),
         # the newest version claimed decides which core judges the record
-        ([CORE_10, CORE_11], True, CORE_11, "cdif-core-1.1", ["core/1.1 valid", "core/1.0 valid"]),
+        # (the record has the 1.1 shapes, which the 1.0 rules refuse)
+        (
+            [CORE_10, CORE_11],
+            True,
+            CORE_11,
+            "cdif-core-1.1",
+            ["core/1.1 valid", "core/1.0 invalid"],
+        ),
         (
             [CORE_11, DISCOVERY_11],
             True,
@@ -87,15 +101,16 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
             "cdif-core-1.1",
             ["core/1.1 valid", "discovery/1.1 valid"],
         ),
+        # a 1.1 claim makes a 1.1 record, judged by core 1.1, which wants its own URI declared
         (
             [CORE_10, DISCOVERY_10, DISCOVERY_11],
-            True,
+            False,
             DISCOVERY_11,
             "cdif-core-1.1",
             [
-                "core/1.1 undeclared valid",
-                "core/1.0 valid",
-                "discovery/1.0 valid",
+                "core/1.1 undeclared invalid",
+                "core/1.0 invalid",
+                "discovery/1.0 invalid",
                 "discovery/1.1 valid",
             ],
         ),
@@ -134,7 +149,7 @@ def test_valid_record_has_no_errors_and_records_conformance() -> None:
 def test_conformance_declarations_pick_the_rules(
     declared: list[str], valid: bool, conformance: str | None, rules: str, profiles: list[str]
 ) -> None:
-    record = _minimal()
+    record = _shaped_for(_minimal(), rules)
     record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": iri} for iri in declared]
     report = validate_record(record)
     assert (report.valid, report.conformance, report.rules) == (valid, conformance, rules)
@@ -149,16 +164,32 @@ def test_conformance_declarations_pick_the_rules(
     ]
 
 
+def test_a_10_shaped_record_declaring_core_11_is_judged_by_the_11_rules() -> None:
+    record = _minimal()
+    record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": CORE_11}]
+    report = validate_record(record)
+    assert (report.valid, report.rules) == (False, "cdif-core-1.1")
+    assert [e.pointer for e in report.errors] == ["/schema:subjectOf/schema:additionalType"]
+
+
 def test_missing_profile_message_names_what_the_rules_want() -> None:
     record = _minimal()
     record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": CORE_11}]
-    report = validate_record(record, rules="cdif-discovery-1.1")
+    report = validate_record(record, rules="cdif-discovery-1.0")
     assert [(e.pointer, e.message) for e in report.errors] == [
         (
             "/schema:subjectOf/dcterms:conformsTo",
             "schema:subjectOf/dcterms:conformsTo must include "
             "https://w3id.org/cdif/discovery/1.0 (or discovery/1.1) "
             "(Metadata profile identifier, 1..*)",
+        )
+    ]
+    report = validate_record(record, rules="cdif-discovery-1.1")
+    assert [(e.pointer, e.message) for e in report.errors] == [
+        (
+            "/schema:subjectOf/dcterms:conformsTo",
+            "schema:subjectOf/dcterms:conformsTo must include "
+            "https://w3id.org/cdif/discovery/1.1 (Metadata profile identifier, 1..*)",
         )
     ]
 
@@ -323,17 +354,25 @@ def test_verdicts_agree_with_the_official_schema(corpus: Path) -> None:
     assert any(official.is_valid(doc) for name, doc in cases if "+" not in name)
 
 
-def test_core_11_is_the_documented_difference(corpus: Path) -> None:
+def test_a_record_declaring_core_11_is_judged_by_the_11_rules(corpus: Path, cdif_11: Path) -> None:
     from jsonschema import Draft202012Validator
 
-    official = Draft202012Validator(
+    official_10 = Draft202012Validator(
         json.loads((corpus / "cdif-core-1.0/cdifCore/resolvedSchema.json").read_text())
     )
+    official_11 = Draft202012Validator(
+        json.loads((cdif_11 / "cdifProfile/cdifCore/resolvedSchema.json").read_text())
+    )
     record = json.loads((corpus / "cdif-core-1.0/cdifCore/exampleCdifCoreMinimal.json").read_text())
-    record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": "https://w3id.org/cdif/core/1.1"}]
+    record["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": CORE_11}]
+    # a 1.0-shaped record that merely declares core 1.1 fails both official schemas, and ours
     report = validate_record(record)
-    assert official.is_valid(record) is False
-    assert (report.valid, report.conformance) == (True, "https://w3id.org/cdif/core/1.1")
+    assert (official_10.is_valid(record), official_11.is_valid(record)) == (False, False)
+    assert (report.valid, report.conformance, report.rules) == (False, CORE_11, "cdif-core-1.1")
+    # in the 1.1 shape of the catalogue record type it passes the 1.1 rules, ours and official
+    record["schema:subjectOf"]["schema:additionalType"] = [{"@id": "dcat:CatalogRecord"}]
+    assert official_11.is_valid(record) is True
+    assert validate_record(record).valid is True
 
 
 @pytest.mark.parametrize(

@@ -90,9 +90,9 @@ RULE_SETS: Mapping[str, RuleSet] = {
     rule_set.name: rule_set
     for rule_set in (
         _row("core", "1.0", "cdif-core-1.0.schema.json"),
-        _row("core", "1.1", "cdif-core-1.0.schema.json"),
+        _row("core", "1.1", "cdif-core-1.1.schema.json"),
         _row("discovery", "1.0", "cdif-discovery-1.0.schema.json"),
-        _row("discovery", "1.1", "cdif-discovery-1.0.schema.json"),
+        _row("discovery", "1.1", "cdif-discovery-1.1.schema.json"),
     )
 }
 _SCHEMA_FILES = tuple(sorted({rule_set.schema for rule_set in RULE_SETS.values()}))
@@ -460,10 +460,19 @@ def _nil_message(error: ValidationError, where: tuple[Any, ...]) -> str | None:
     return None
 
 
+def _form(schema: Any) -> str | None:
+    """The title of a choice of forms written to complete "must be ..." ("a string or ..")."""
+    title = schema.get("title") if isinstance(schema, dict) else None
+    return title if isinstance(title, str) and title.startswith(("a ", "an ")) else None
+
+
 def _describe(error: ValidationError, where: tuple[Any, ...]) -> str:
     nil = _nil_message(error, where)
     if nil is not None:
         return nil
+    form = _form(error.schema)
+    if error.validator in ("anyOf", "oneOf") and form:
+        return f"{_label(where)} must be {form}{_item_for(where)}"
     alternatives = _required_alternatives(error.schema)
     if error.validator == "anyOf" and alternatives:
         return f"{_label(where)} needs one of {', '.join(alternatives)}{_item_for(where)}"
@@ -524,11 +533,20 @@ def _issue(error: ValidationError) -> ValidationIssue:  # noqa: PLR0911 - one ru
         else:
             wanted = error.validator_value
             const = wanted.get("const") if isinstance(wanted, dict) else None
+            if const is None and isinstance(wanted, dict):
+                # a 1.1 shape: {"@id": "dcat:CatalogRecord"}
+                iri = wanted.get("properties", {}).get("@id", {}).get("const")
+                const = json.dumps({"@id": iri}) if isinstance(iri, str) else None
             what = f"include {const}" if const else "include an allowed value"
             message = f"{_label(path)} must {what}{_item_for(path)}"
         return ValidationIssue(_pointer(path), message, keyword)
     if keyword in ("anyOf", "oneOf") and _required_alternatives(error.schema) is None:
         closest = _closest(error)
+        form = _form(error.schema)
+        if closest is not None and closest.validator == "type" and form:
+            # no form fits even in type: name the forms rather than the first one
+            message = f"{_label(path)} must be {form}{_item_for(path)}"
+            return ValidationIssue(_pointer(path), message, keyword)
         if closest is not None:
             inner = tuple(closest.absolute_path)
             detail = _describe(closest, inner)
