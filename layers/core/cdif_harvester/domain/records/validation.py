@@ -93,6 +93,10 @@ RULE_SETS: Mapping[str, RuleSet] = {
         _row("core", "1.1", "cdif-core-1.1.schema.json"),
         _row("discovery", "1.0", "cdif-discovery-1.0.schema.json"),
         _row("discovery", "1.1", "cdif-discovery-1.1.schema.json"),
+        _row("manifest", "1.1", "cdif-manifest-1.1.schema.json"),
+        _row("provenance", "1.1", "cdif-provenance-1.1.schema.json"),
+        _row("codelist", "1.1", "cdif-codelist-1.1.schema.json"),
+        _row("conceptscheme", "1.1", "cdif-conceptscheme-1.1.schema.json"),
     )
 }
 _SCHEMA_FILES = tuple(sorted({rule_set.schema for rule_set in RULE_SETS.values()}))
