@@ -70,6 +70,8 @@ RULE_SETS: Mapping[str, RuleSet] = {
         _row("core", "1.1", "cdif-core-1.0.schema.json"),
         _row("discovery", "1.0", "cdif-discovery-1.0.schema.json"),
         _row("discovery", "1.1", "cdif-discovery-1.0.schema.json"),
+        _row("data_description", "1.1", "cdif-data_description-1.1.schema.json"),
+        _row("data_structure", "1.1", "cdif-data_structure-1.1.schema.json"),
     )
 }
 _SCHEMA_FILES = tuple(sorted({rule_set.schema for rule_set in RULE_SETS.values()}))
