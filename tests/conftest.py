@@ -46,6 +46,15 @@ def corpus() -> Path:
 
 
 @pytest.fixture
+def cdif_11() -> Path:
+    """The CDIF 1.1 building blocks beside the repository; tests using them skip when absent."""
+    path = REPO_ROOT.parent / "shared" / "cdif-1.1"
+    if not path.is_dir():
+        pytest.skip("CDIF 1.1 building blocks (../shared/cdif-1.1) not present")
+    return path
+
+
+@pytest.fixture
 def site() -> Iterator[PublisherSite]:
     """The bundled demo publisher site, served on 127.0.0.1 for the length of one test."""
     with PublisherSite(demo_site_dir()) as served:

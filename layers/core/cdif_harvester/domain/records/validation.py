@@ -440,7 +440,14 @@ def _issue(error: ValidationError) -> ValidationIssue:  # noqa: PLR0911 - one ru
         else:
             wanted = error.validator_value
             const = wanted.get("const") if isinstance(wanted, dict) else None
-            what = f"include {const}" if const else "include an allowed value"
+            enum = wanted.get("enum") if isinstance(wanted, dict) else None
+            what = (
+                f"include {const}"
+                if const
+                else f"include one of {', '.join(map(str, enum))}"
+                if isinstance(enum, list)
+                else "include an allowed value"
+            )
             message = f"{_label(path)} must {what}{_item_for(path)}"
         return ValidationIssue(_pointer(path), message, keyword)
     if keyword in ("anyOf", "oneOf") and _required_alternatives(error.schema) is None:
