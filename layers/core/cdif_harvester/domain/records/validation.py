@@ -97,6 +97,8 @@ RULE_SETS: Mapping[str, RuleSet] = {
         _row("provenance", "1.1", "cdif-provenance-1.1.schema.json"),
         _row("codelist", "1.1", "cdif-codelist-1.1.schema.json"),
         _row("conceptscheme", "1.1", "cdif-conceptscheme-1.1.schema.json"),
+        _row("data_description", "1.1", "cdif-data_description-1.1.schema.json"),
+        _row("data_structure", "1.1", "cdif-data_structure-1.1.schema.json"),
     )
 }
 _SCHEMA_FILES = tuple(sorted({rule_set.schema for rule_set in RULE_SETS.values()}))
@@ -541,7 +543,13 @@ def _issue(error: ValidationError) -> ValidationIssue:  # noqa: PLR0911 - one ru
                 # a 1.1 shape: {"@id": "dcat:CatalogRecord"}
                 iri = wanted.get("properties", {}).get("@id", {}).get("const")
                 const = json.dumps({"@id": iri}) if isinstance(iri, str) else None
-            what = f"include {const}" if const else "include an allowed value"
+            enum = wanted.get("enum") if isinstance(wanted, dict) else None
+            if const:
+                what = f"include {const}"
+            elif isinstance(enum, list):
+                what = f"include one of {', '.join(map(str, enum))}"
+            else:
+                what = "include an allowed value"
             message = f"{_label(path)} must {what}{_item_for(path)}"
         return ValidationIssue(_pointer(path), message, keyword)
     if keyword in ("anyOf", "oneOf") and _required_alternatives(error.schema) is None:
