@@ -14,6 +14,7 @@ from tests.support.netguard import guard_network
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+CDIF_11 = REPO_ROOT.parent / "shared" / "cdif-1.1"
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -43,6 +44,14 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip("reference corpus (../shared/corpus) not present")
     return CORPUS
+
+
+@pytest.fixture
+def cdif_11() -> Path:
+    """The CDIF 1.1 building blocks beside the repository; tests using them skip when absent."""
+    if not CDIF_11.is_dir():
+        pytest.skip("CDIF 1.1 building blocks (../shared/cdif-1.1) not present")
+    return CDIF_11
 
 
 @pytest.fixture
