@@ -2,7 +2,7 @@
 
 The official 1.1 building blocks (../shared/cdif-1.1) are the oracle where present: an example
 valid under a profile's official schema stays valid after normalisation. See
-docs/decisions/0060-normalising-cdif-1.1.md.
+docs/decisions/0060-normalising-cdif-11.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
-"""Normalise any published JSON-LD Dataset description to the CDIF core 1.0 JSON shape.
+"""Normalise any published JSON-LD Dataset description to the CDIF JSON shape.
 
 :func:`normalise` prepares the JSON, expands it offline with the contexts given (a
 :class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
 default), finds the Datasets, pairs each with its metadata record and compacts and shapes it: the
 resource at the root, the metadata record under ``schema:subjectOf``, every key prefixed. Nothing
-is invented; a missing id gets a marked fallback. Raises :class:`NormalisationError`
-(``no-dataset``, ``normalisation-failed``).
+is invented; a missing id gets a marked fallback. A record declaring a CDIF 1.1 profile gets the
+1.1 shapes (1.1 context and arrays, IRI references kept), any other the core 1.0 shapes; each
+change to a 1.1 shape is a note. Raises :class:`NormalisationError` (``no-dataset``,
+``normalisation-failed``).
 
-See docs/decisions/0027-normalising-to-cdif-shape.md and docs/decisions/0028-record-identity.md.
+See docs/decisions/0027-normalising-to-cdif-shape.md, docs/decisions/0028-record-identity.md and
+docs/decisions/0060-normalising-cdif-11.md.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ _CDIF_PROFILE = re.compile(
 )
 
 # Any CDIF 1.1 profile (core, discovery, data_description, data_structure, manifest,
-# provenance...): a record declaring one is shaped to CDIF 1.1 (docs/decisions/0060).
+# provenance...): a record declaring one is shaped to CDIF 1.1 (docs/decisions/0060-normalising-cdif-11.md).
 _CDIF_11_PROFILE = re.compile(r"^https?://w3id\.org/cdif/(?P<profile>[a-z_]+)/1\.1/?$")
 
 _JUNK_IDS = frozenset({"", "null", "none", "undefined", "nil", "n/a", "na", "unknown", "tbd"})
