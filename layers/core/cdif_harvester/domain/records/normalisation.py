@@ -56,7 +56,7 @@ _CDIF_PROFILE = re.compile(
 )
 
 # Any CDIF 1.1 profile (core, discovery, data_description, data_structure, manifest,
-# provenance...): a record declaring one is shaped to CDIF 1.1 (docs/decisions/0060-normalising-cdif-11.md).
+# provenance...): a record declaring one is shaped to CDIF 1.1 (see decision 0060).
 _CDIF_11_PROFILE = re.compile(r"^https?://w3id\.org/cdif/(?P<profile>[a-z_]+)/1\.1/?$")
 
 _JUNK_IDS = frozenset({"", "null", "none", "undefined", "nil", "n/a", "na", "unknown", "tbd"})
