@@ -204,6 +204,19 @@ def test_corpus_documents_agree(corpus: Path) -> None:
     assert tally.expanded >= len(documents) - 2
 
 
+def test_cdif_11_examples_agree(cdif_11: Path) -> None:
+    # The official CDIF 1.1 examples: normalised (1.1 shapes, 1.1 prefixes) alike on both paths
+    tally = Tally()
+    documents = [
+        json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted(cdif_11.glob("*/*/example*.json"))
+    ]
+    assert len(documents) > 20
+    for document in documents:
+        check_both_paths(document, tally)
+    assert tally.expanded >= len(documents) - 4
+
+
 def test_benchmark_pages_agree_and_take_the_fast_path() -> None:
     tally = Tally()
     texts = _bench_documents()

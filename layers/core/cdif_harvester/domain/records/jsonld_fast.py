@@ -704,36 +704,38 @@ def decline_reason(
 
 # --- compaction with the CDIF context --------------------------------------------------------
 
-# Compacted IRIs: for properties and types (vocab), and for @id values. A pure memo: compaction
-# uses only the shipped CDIF context.
-_COMPACTED_VOCAB: dict[str, str] = {}
-_COMPACTED_ID: dict[str, str] = {}
+# Compacted IRIs: for properties and types (vocab), and for @id values, per compaction context
+# URL. A pure memo: compaction uses only the shipped CDIF contexts.
+_COMPACTED_VOCAB: dict[str, dict[str, str]] = {}
+_COMPACTED_ID: dict[str, dict[str, str]] = {}
 
 
 @cache
-def _cdif_prefixes() -> tuple[tuple[str, str], ...]:
+def _cdif_prefixes(url: str = jsonld_loader.CDIF_CONTEXT_URL) -> tuple[tuple[str, str], ...]:
     """The CDIF context's (IRI, term) pairs; each is a prefix under JSON-LD 1.1 rules."""
-    bindings = jsonld_loader.cdif_context()
+    bindings = jsonld_loader.cdif_context(url)
     for term, iri in bindings.items():
         if ":" in term or "/" in term or term.startswith("@") or iri[-1:] not in _GEN_DELIMS:
             raise ValueError(f"CDIF context term {term} is not a plain prefix")
     return tuple((iri, term) for term, iri in bindings.items())
 
 
-def compact_iri(iri: Any, *, vocab: bool) -> str:
-    """pyld's _compact_iri with the CDIF context (prefixes only, no @vocab, no base).
+def compact_iri(iri: Any, *, vocab: bool, context: str = jsonld_loader.CDIF_CONTEXT_URL) -> str:
+    """pyld's _compact_iri with a CDIF context (prefixes only, no @vocab, no base): the one
+    at ``context``, a URL the loader serves (the CDIF 1.0 context by default).
 
     ``vocab`` for properties and ``@type`` values, not for ``@id`` values. Raises
     :class:`Declined` where pyld would pick a term or raise.
     """
-    memo = _COMPACTED_VOCAB if vocab else _COMPACTED_ID
+    memo = (_COMPACTED_VOCAB if vocab else _COMPACTED_ID).setdefault(context, {})
     found = memo.get(iri)
     if found is not None:
         return found
     if not isinstance(iri, str):
         raise Declined("IRI that is not a string")
+    prefixes = _cdif_prefixes(context)
     choice: str | None = None
-    for prefix_iri, term in _cdif_prefixes():
+    for prefix_iri, term in prefixes:
         if iri == prefix_iri:
             if vocab:
                 raise Declined(f"IRI {iri} equals a prefix IRI (term selection)")
@@ -743,7 +745,7 @@ def compact_iri(iri: Any, *, vocab: bool) -> str:
             if choice is None or (len(curie), curie) < (len(choice), choice):
                 choice = curie
     if choice is None:
-        for _, term in _cdif_prefixes():
+        for _, term in prefixes:
             if iri.startswith(term + ":"):
                 raise Declined(f"IRI {iri} could be confused with a compact IRI")
         choice = iri
@@ -751,17 +753,17 @@ def compact_iri(iri: Any, *, vocab: bool) -> str:
     return choice
 
 
-def compact_value(item: dict[str, Any]) -> Any:
+def compact_value(item: dict[str, Any], context: str = jsonld_loader.CDIF_CONTEXT_URL) -> Any:
     """pyld's _compact_value for a value object (an expanded ``{"@value": ...}``) with the
-    CDIF context: the bare value, or the object with its ``@type`` compacted. Raises
-    :class:`Declined` for ``@index``, ``@direction`` and JSON literals."""
+    CDIF context at ``context``: the bare value, or the object with its ``@type`` compacted.
+    Raises :class:`Declined` for ``@index``, ``@direction`` and JSON literals."""
     value = item["@value"]
     if isinstance(value, dict | list) or value is None:
         raise Declined("@value that is null, an object or an array")
     if len(item) == 1:
         return value
     if len(item) == 2 and isinstance(item.get("@type"), str):
-        return {"@type": compact_iri(item["@type"], vocab=True), "@value": value}
+        return {"@type": compact_iri(item["@type"], vocab=True, context=context), "@value": value}
     if len(item) == 2 and isinstance(item.get("@language"), str):
         return {"@language": item["@language"], "@value": value}
     raise Declined("value object with other entries")

@@ -1,7 +1,8 @@
 """An offline pyld document loader: our own contexts from package data, nothing else.
 
 :func:`document_loader` serves ``schemaorg.jsonld`` (every spelling of the schema.org context,
-without type coercion) and ``cdif.jsonld`` (at :data:`CDIF_CONTEXT_URL`); every other URL is
+without type coercion), ``cdif.jsonld`` (at :data:`CDIF_CONTEXT_URL`) and ``cdif-1.1.jsonld`` (at
+:data:`CDIF_11_CONTEXT_URL`, the prefixes CDIF 1.1 records use besides); every other URL is
 refused without touching the network (:func:`is_served` tells beforehand). The functions here
 serve the shipped contexts only and are pure (parsed contexts are cached for the process). The
 trusted remote contexts the extractor fetched are served on top of these by a
@@ -21,6 +22,7 @@ from typing import Any
 from pyld import jsonld
 
 __all__ = [
+    "CDIF_11_CONTEXT_URL",
     "CDIF_CONTEXT_URL",
     "SCHEMA_ORG_CONTEXT_URLS",
     "canonical_url",
@@ -34,6 +36,8 @@ __all__ = [
 ]
 
 CDIF_CONTEXT_URL = "urn:cdif-harvester:context:cdif-1.0"
+CDIF_11_CONTEXT_URL = "urn:cdif-harvester:context:cdif-1.1"
+_CDIF_CONTEXT_FILES = {CDIF_CONTEXT_URL: "cdif.jsonld", CDIF_11_CONTEXT_URL: "cdif-1.1.jsonld"}
 
 _SCHEMA_ORG_HOSTS = ("http://schema.org", "https://schema.org")
 _SCHEMA_ORG_PATHS = ("", "/", "/docs/jsonldcontext.json", "/docs/jsonldcontext.jsonld")
@@ -58,20 +62,22 @@ def schema_org_context() -> dict[str, Any]:
     return copy.deepcopy(_load_package_context("schemaorg.jsonld")["@context"])
 
 
-def cdif_context() -> dict[str, Any]:
-    """Return (a copy of) the ``@context`` object of our CDIF 1.0 compaction context.
+def cdif_context(url: str = CDIF_CONTEXT_URL) -> dict[str, Any]:
+    """Return (a copy of) the ``@context`` object of our CDIF compaction context at ``url``
+    (:data:`CDIF_CONTEXT_URL`, the 1.0 one, or :data:`CDIF_11_CONTEXT_URL`).
 
     The context only binds prefixes to IRI strings (checked when it is read), so a shallow
     copy is a full one; every normalised record gets its own.
     """
-    return dict(_cdif_context_bindings())
+    return dict(_cdif_context_bindings(url))
 
 
 @cache
-def _cdif_context_bindings() -> dict[str, str]:
-    context = _load_package_context("cdif.jsonld")["@context"]
+def _cdif_context_bindings(url: str) -> dict[str, str]:
+    name = _CDIF_CONTEXT_FILES[url]
+    context = _load_package_context(name)["@context"]
     if not all(isinstance(key, str) and isinstance(value, str) for key, value in context.items()):
-        raise ValueError("package context cdif.jsonld binds something else than prefixes")
+        raise ValueError(f"package context {name} binds something else than prefixes")
     return dict(context)
 
 
@@ -89,15 +95,15 @@ def served_document(url: str) -> dict[str, Any] | None:
     key = canonical_url(url)
     if key in SCHEMA_ORG_CONTEXT_URLS:
         return _load_package_context("schemaorg.jsonld")
-    if key == CDIF_CONTEXT_URL:
-        return _load_package_context("cdif.jsonld")
+    if key in _CDIF_CONTEXT_FILES:
+        return _load_package_context(_CDIF_CONTEXT_FILES[key])
     return None
 
 
 def is_served(url: str) -> bool:
     """Whether :func:`document_loader` serves ``url`` (one of the shipped contexts)."""
     url = canonical_url(url)
-    return url in SCHEMA_ORG_CONTEXT_URLS or url == CDIF_CONTEXT_URL
+    return url in SCHEMA_ORG_CONTEXT_URLS or url in _CDIF_CONTEXT_FILES
 
 
 def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str, Any]:

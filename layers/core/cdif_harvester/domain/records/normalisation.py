@@ -1,13 +1,16 @@
-"""Normalise any published JSON-LD Dataset description to the CDIF core 1.0 JSON shape.
+"""Normalise any published JSON-LD Dataset description to the CDIF JSON shape.
 
 :func:`normalise` prepares the JSON, expands it offline with the contexts given (a
 :class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
 default), finds the Datasets, pairs each with its metadata record and compacts and shapes it: the
 resource at the root, the metadata record under ``schema:subjectOf``, every key prefixed. Nothing
-is invented; a missing id gets a marked fallback. Raises :class:`NormalisationError`
-(``no-dataset``, ``normalisation-failed``).
+is invented; a missing id gets a marked fallback. A record declaring a CDIF 1.1 profile gets the
+1.1 shapes (1.1 context and arrays, IRI references kept), any other the core 1.0 shapes; each
+change to a 1.1 shape is a note. Raises :class:`NormalisationError` (``no-dataset``,
+``normalisation-failed``).
 
-See docs/decisions/0027-normalising-to-cdif-shape.md and docs/decisions/0028-record-identity.md.
+See docs/decisions/0027-normalising-to-cdif-shape.md, docs/decisions/0028-record-identity.md and
+docs/decisions/0060-normalising-cdif-11.md.
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ _CDIF_PROFILE = re.compile(
     r"^https?://w3id\.org/cdif/(?P<profile>core|discovery)/(?P<version>1\.[01])/?$"
 )
 
+# Any CDIF 1.1 profile (core, discovery, data_description, data_structure, manifest,
+# provenance...): a record declaring one is shaped to CDIF 1.1 (see decision 0060).
+_CDIF_11_PROFILE = re.compile(r"^https?://w3id\.org/cdif/(?P<profile>[a-z_]+)/1\.1/?$")
+
 _JUNK_IDS = frozenset({"", "null", "none", "undefined", "nil", "n/a", "na", "unknown", "tbd"})
 _JUNK_LAST_SEGMENT = re.compile(r"(?:^|[:/#])(?:null|none|undefined|nil|n/a)$", re.IGNORECASE)
 _IRI_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
@@ -88,6 +95,57 @@ _ARRAY_KEYS_DISCOVERY: dict[str, frozenset[str]] = {
     ),
     "variable": frozenset({"schema:propertyID", "schema:alternateName"}),
     "place": frozenset({"schema:alternateName"}),
+}
+# Where the CDIF 1.1 profiles want arrays besides (their schema.yaml), for a record that
+# declares a 1.1 profile: keys that are arrays wherever they occur, and keys that are arrays at
+# one place only ("part" is an element of schema:hasPart, a manifest's file).
+_ARRAY_KEYS_11_EVERYWHERE = frozenset(
+    {
+        "schema:hasPart",
+        "schema:instrument",
+        "schema:participant",
+        "schema:step",
+        "schema:category",
+        "schema:additionalProperty",
+        "dqv:hasQualityMeasurement",
+        "skos:broader",
+        "skos:narrower",
+        "skos:hasTopConcept",
+        "cdi:function",
+        "cdi:has_DataStructureComponent",
+        "cdi:has_ForeignKey",
+        "cdi:isComposedOf",
+        "cdi:lineTerminator",
+        "cdi:semantic",
+        "cdi:statistic",
+        "cdi:takesSentinelValuesFrom",
+        "cdif:appliesTo",
+        "cdif:hasPhysicalMapping",
+        "cdif:has_CategoryStatistics",
+        "cdif:has_Statistics",
+        "cdif:indexedBy",
+        "cdif:isComposedOf",
+        "cdif:name",
+        "cdif:recommendedDataType",
+        "cdif:statistics",
+        "cdif:uses",
+        "cdif:uses_Concept",
+    }
+)
+_ARRAY_KEYS_11: dict[str, frozenset[str]] = {
+    "part": frozenset({"schema:about", "schema:encodingFormat", "schema:alternateName"}),
+    "result": frozenset({"schema:encodingFormat"}),
+    "instrument": frozenset({"schema:alternateName"}),
+    "activity": frozenset({"schema:result"}),
+}
+# The data description profile (1.1) wants a variable's propertyID as an array.
+_ARRAY_KEYS_DATA_DESCRIPTION = {"variable": frozenset({"schema:propertyID"})}
+_CHILD_WHERE_11 = {
+    "schema:hasPart": "part",
+    "schema:result": "result",
+    "schema:instrument": "instrument",
+    "schema:additionalProperty": "variable",
+    "prov:wasGeneratedBy": "activity",
 }
 _STRING_VALUED_KEYS = frozenset(
     {"schema:url", "schema:contentUrl", "schema:urlTemplate", "schema:additionalType"}
@@ -325,6 +383,8 @@ def _prepare(
             ]
         if not isinstance(item, dict):
             return item
+        if "@value" in item and isinstance(item.get("@type"), list):
+            item = _value_type_unwrapped(item, notes)
         out: dict[str, Any] = {}
         for key, child in item.items():
             if key == "@context":
@@ -342,6 +402,23 @@ def _prepare(
         return out
 
     return walk(document, 0), found_context
+
+
+def _value_type_unwrapped(item: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """A value object whose ``@type`` is an array (JSON-LD takes one datatype there; the CDIF
+    1.1 examples write ``["geosparql:wktLiteral"]``) with its first string type instead: the
+    document would otherwise fail expansion and its records be lost."""
+    types = [t for t in item["@type"] if isinstance(t, str)]
+    fixed = {key: value for key, value in item.items() if key != "@type"}
+    if types:
+        fixed["@type"] = types[0]
+    dropped = f"; {', '.join(types[1:])} dropped" if len(types) > 1 else ""
+    notes.append(
+        f"value object @type {json.dumps(item['@type'])} written as "
+        f"{json.dumps(types[0]) if types else 'no datatype'} (JSON-LD value objects take one"
+        f" datatype){dropped}"
+    )
+    return fixed
 
 
 def _declares_context(document: Any) -> bool:
@@ -564,11 +641,6 @@ def _fix_record(
                 " (CDIF core 1.0 shape)"
             )
         record["@type"] = [_DATASET, *types]
-    if not _is_catalog_record(record):
-        record[_ADDITIONAL_TYPE] = [
-            *_as_list(record.get(_ADDITIONAL_TYPE)),
-            {"@value": _CATALOG_RECORD_LITERAL},
-        ]
     record[_ABOUT] = [{"@id": resource_id}]
     record.pop(_SUBJECT_OF, None)
     if _DCT_CONFORMS_TO not in record:
@@ -592,7 +664,54 @@ def _fix_record(
             profiles.append(value)
     if profiles:
         record[_DCT_CONFORMS_TO] = profiles
+    if _declares_11(record):
+        _catalog_record_as_iri(record, notes)
+    elif not _is_catalog_record(record):
+        record[_ADDITIONAL_TYPE] = [
+            *_as_list(record.get(_ADDITIONAL_TYPE)),
+            {"@value": _CATALOG_RECORD_LITERAL},
+        ]
     return record
+
+
+def _catalog_record_as_iri(record: dict[str, Any], notes: list[str]) -> None:
+    """CDIF 1.1 wants ``{"@id": "dcat:CatalogRecord"}`` among the record's additionalType (1.0
+    the string): the string form is written as the IRI reference, a missing one added."""
+    kept: list[Any] = []
+    found = False
+    for value in _as_list(record.get(_ADDITIONAL_TYPE)):
+        if isinstance(value, dict) and value.get("@value") == _CATALOG_RECORD_LITERAL:
+            if not found:
+                kept.append({"@id": _CATALOG_RECORD_IRI})
+            notes.append(
+                f"schema:additionalType {_CATALOG_RECORD_LITERAL!r} written as an IRI reference"
+                " (CDIF 1.1)"
+            )
+            found = True
+        elif isinstance(value, dict) and value.get("@id") == _CATALOG_RECORD_IRI:
+            if not found:
+                kept.append(value)
+            found = True
+        else:
+            kept.append(value)
+    if not found:
+        kept.append({"@id": _CATALOG_RECORD_IRI})
+        notes.append(
+            f"schema:additionalType {_CATALOG_RECORD_LITERAL!r} added as an IRI reference"
+            " (CDIF 1.1 metadata record)"
+        )
+    record[_ADDITIONAL_TYPE] = kept
+
+
+def _declares_11(record: dict[str, Any], profile: str | None = None) -> bool:
+    """Whether a metadata record declares a CDIF 1.1 profile (``profile``, or any), in its
+    ``dcterms:conformsTo``."""
+    for value in _as_list(record.get(_DCT_CONFORMS_TO)):
+        iri = value.get("@id", value.get("@value")) if isinstance(value, dict) else None
+        match = _CDIF_11_PROFILE.match(iri.strip()) if isinstance(iri, str) else None
+        if match and (profile is None or match["profile"] == profile):
+            return True
+    return False
 
 
 def _declares_discovery(record: dict[str, Any]) -> bool:
@@ -621,38 +740,79 @@ _CHILD_WHERE = {
 
 
 # Where shaping is: "root", "record", "distribution", "entrypoint", "variable", "place",
-# "agent" or "node"; with DISCOVERY appended for a record that declares the discovery profile.
+# "part", "agent" or "node"; with DISCOVERY appended for a record that declares the discovery
+# profile, DATA_DESCRIPTION for one that declares the 1.1 data description profile, then V11
+# for a record that declares any CDIF 1.1 profile (always last).
 _DISCOVERY = "+discovery"
+_DATA_DESCRIPTION = "+dd"
+_V11 = "+v11"
 
 
 def _wants_array(key: str, where: str) -> bool:
-    place, _, discovery = where.partition("+")
+    place, _, flags = where.partition("+")
+    discovery = "discovery" in flags
+    data_description = _DATA_DESCRIPTION in where
+    v11 = flags.endswith("v11")
     return (
         key in _ARRAY_KEYS_EVERYWHERE
         or (place == "root" and key in _ARRAY_KEYS_ROOT)
         or (place == "distribution" and key in _ARRAY_KEYS_DISTRIBUTION)
         or (place == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
-        or (bool(discovery) and key in _ARRAY_KEYS_DISCOVERY.get(place, ()))
+        or (discovery and key in _ARRAY_KEYS_DISCOVERY.get(place, ()))
+        or (data_description and key in _ARRAY_KEYS_DATA_DESCRIPTION.get(place, ()))
+        or (v11 and (key in _ARRAY_KEYS_11_EVERYWHERE or key in _ARRAY_KEYS_11.get(place, ())))
     )
 
 
 def _child_where(key: str, where: str) -> str:
-    place, plus, discovery = where.partition("+")
+    place, plus, flags = where.partition("+")
     if key == "schema:subjectOf" and place == "root":
-        return "record" + plus + discovery
-    return _CHILD_WHERE.get(key, "node") + plus + discovery
+        return "record" + plus + flags
+    child = _CHILD_WHERE.get(key)
+    if child is None and flags.endswith("v11"):
+        child = _CHILD_WHERE_11.get(key)
+    return (child or "node") + plus + flags
+
+
+def _context_url(where: str) -> str:
+    """The compaction context of a place: the CDIF 1.1 one for a 1.1 record."""
+    return (
+        jsonld_loader.CDIF_11_CONTEXT_URL
+        if where.endswith(_V11)
+        else jsonld_loader.CDIF_CONTEXT_URL
+    )
+
+
+def _node_id(compacted: str, where: str) -> str:
+    """An ``@id`` as written: in a 1.1 record, not with the ``cdif:`` prefix (the CDIF 1.1
+    schemas want the profile IRIs, ``https://w3id.org/cdif/core/1.1``, in full)."""
+    if compacted.startswith(_CDIF_PREFIX) and where.endswith(_V11):
+        return _CDIF_NAMESPACE + compacted[len(_CDIF_PREFIX) :]
+    return compacted
+
+
+_CDIF_PREFIX = "cdif:"
+_CDIF_NAMESPACE = "https://w3id.org/cdif/"
+
+
+def _string_valued(key: str, where: str) -> bool:
+    # CDIF 1.1 keeps additionalType IRI references as such ({"@id": "dcat:CatalogRecord"}).
+    return key in _STRING_VALUED_KEYS and not (
+        key == "schema:additionalType" and where.endswith(_V11)
+    )
 
 
 def _shape_value(key: str, value: Any, where: str) -> Any:
     if key == "schema:creator":
+        agent = "agent" + where[len(where.partition("+")[0]) :]
         if isinstance(value, dict) and "@list" in value:
-            value = {"@list": [_shape(v, "agent") for v in _as_list(value["@list"])]}
+            value = {"@list": [_shape(v, agent) for v in _as_list(value["@list"])]}
             return value
-        return {"@list": [_shape(v, "agent") for v in _as_list(value)]}
+        return {"@list": [_shape(v, agent) for v in _as_list(value)]}
     wants_array = _wants_array(key, where)
     child_where = _child_where(key, where)
     items = [_shape(v, child_where) for v in _as_list(value)]
-    if key in _STRING_VALUED_KEYS:
+    if _string_valued(key, where):
         items = [v["@id"] if _is_reference(v) else v for v in items]
     if key == "dcterms:conformsTo":
         items = [{"@id": v} if isinstance(v, str) else v for v in items]
@@ -672,14 +832,17 @@ def _shape(value: Any, where: str) -> Any:
     for key in ("@context", "@id", "@type"):
         if key in value:
             out[key] = _as_list(value[key]) if key == "@type" else value[key]
+    if isinstance(out.get("@id"), str):
+        out["@id"] = _node_id(out["@id"], where)
     for key in sorted(k for k in value if k not in out):
         out[key] = value[key] if key.startswith("@") else _shape_value(key, value[key], where)
     return out
 
 
 # The fast path compacts and shapes in one walk: _fast_shape_node(node, where) is
-# _shape(<pyld's compaction of node with the CDIF context>, where), built with the compaction
-# primitives of jsonld_fast (which raise jsonld_fast.Declined where they are not exact).
+# _shape(<pyld's compaction of node with the CDIF context of where>, where), built with the
+# compaction primitives of jsonld_fast (which raise jsonld_fast.Declined where they are not
+# exact).
 
 
 _PLAIN = frozenset({str, int, float, bool})
@@ -691,7 +854,7 @@ def _fast_shape_item(item: Any, where: str) -> Any:
     if "@value" in item:
         if len(item) == 1 and type(item["@value"]) in _PLAIN:
             return item["@value"]  # compact_value's common case, inlined
-        return jsonld_fast.compact_value(item)  # _shape keeps values as they are
+        return jsonld_fast.compact_value(item, _context_url(where))  # _shape keeps values
     if "@list" in item:
         members = item["@list"]
         if len(item) != 1 or not isinstance(members, list):
@@ -703,7 +866,8 @@ def _fast_shape_item(item: Any, where: str) -> Any:
             shaped.append(_fast_shape_item(member, where))
         return {"@list": shaped}
     if len(item) == 1 and "@id" in item:
-        return {"@id": jsonld_fast.compact_iri(item["@id"], vocab=False)}
+        compacted = jsonld_fast.compact_iri(item["@id"], vocab=False, context=_context_url(where))
+        return {"@id": _node_id(compacted, where)}
     return _fast_shape_node(item, where)
 
 
@@ -719,12 +883,12 @@ def _shape_rule(prop: str, where: str) -> _Rule:
     rules = _RULES.setdefault(where, {})
     rule = rules.get(prop)
     if rule is None:
-        key = jsonld_fast.compact_iri(prop, vocab=True)
+        key = jsonld_fast.compact_iri(prop, vocab=True, context=_context_url(where))
         if key == "schema:creator":
             kind = "creator"
         elif key == "dcterms:conformsTo":
             kind = "conformsTo"
-        elif key in _STRING_VALUED_KEYS:
+        elif _string_valued(key, where):
             kind = "string"
         else:
             kind = "plain"
@@ -735,13 +899,14 @@ def _shape_rule(prop: str, where: str) -> _Rule:
     return rule
 
 
-def _fast_shape_values(rule: _Rule, items: list[Any]) -> Any:
+def _fast_shape_values(rule: _Rule, items: list[Any], where: str) -> Any:
     """_shape_value(key, <compacted items>, where); compaction gives one item bare."""
     _, kind, child_where, wants_array = rule
     if kind == "creator":
+        agent = "agent" + where[len(where.partition("+")[0]) :]
         if len(items) == 1 and isinstance(items[0], dict) and "@list" in items[0]:
-            return _fast_shape_item(items[0], "agent")
-        return {"@list": [_fast_shape_item(item, "agent") for item in items]}
+            return _fast_shape_item(items[0], agent)
+        return {"@list": [_fast_shape_item(item, agent) for item in items]}
     if len(items) == 1 and kind == "plain":  # the common case: one literal
         item = items[0]
         if isinstance(item, dict) and len(item) == 1 and type(item.get("@value")) in _PLAIN:
@@ -758,13 +923,16 @@ def _fast_shape_values(rule: _Rule, items: list[Any]) -> Any:
 
 def _fast_shape_node(node: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    context = _context_url(where)
     if "@id" in node:
-        out["@id"] = jsonld_fast.compact_iri(node["@id"], vocab=False)
+        out["@id"] = _node_id(
+            jsonld_fast.compact_iri(node["@id"], vocab=False, context=context), where
+        )
     if "@type" in node:
         types = node["@type"]
         if not isinstance(types, list):
             raise jsonld_fast.Declined("@type that is not an array")
-        out["@type"] = [jsonld_fast.compact_iri(t, vocab=True) for t in types]
+        out["@type"] = [jsonld_fast.compact_iri(t, vocab=True, context=context) for t in types]
     properties: list[tuple[_Rule, list[Any]]] = []
     for key, value in node.items():
         if key[:1] == "@":
@@ -781,7 +949,7 @@ def _fast_shape_node(node: dict[str, Any], where: str) -> dict[str, Any]:
             if type(item) is dict and len(item) == 1 and type(item.get("@value")) in _PLAIN:
                 out[rule[0]] = [item["@value"]] if rule[3] else item["@value"]
                 continue
-        out[rule[0]] = _fast_shape_values(rule, items)
+        out[rule[0]] = _fast_shape_values(rule, items, where)
     return out
 
 
@@ -789,26 +957,34 @@ def _by_name(pair: tuple[_Rule, list[Any]]) -> str:
     return pair[0][0]
 
 
-def _compact(node: dict[str, Any], fast_path: bool, discovery: bool) -> dict[str, Any]:
-    where = "root" + _DISCOVERY if discovery else "root"
+def _compact(
+    node: dict[str, Any], fast_path: bool, discovery: bool, v11: bool, data_description: bool
+) -> dict[str, Any]:
+    where = (
+        "root"
+        + (_DISCOVERY if discovery else "")
+        + (_DATA_DESCRIPTION if data_description and v11 else "")
+        + (_V11 if v11 else "")
+    )
+    context_url = _context_url(where)
     if fast_path:
         try:
             shaped = _fast_shape_node(node, where)
         except jsonld_fast.Declined:
             pass
         else:
-            return {"@context": jsonld_loader.cdif_context(), **shaped}
+            return {"@context": jsonld_loader.cdif_context(context_url), **shaped}
     # Compacting with the context's URL (served by the offline loader, tagged static) lets
     # pyld reuse its processed form without hashing an inline context on every call; the
     # output's "@context" (the URL) is then replaced by the context itself.
     compacted = jsonld.compact(
         node,
-        jsonld_loader.CDIF_CONTEXT_URL,
+        context_url,
         {"documentLoader": jsonld_loader.document_loader, "skipExpansion": True},
     )
     if not isinstance(compacted, dict):
         raise NormalisationError("JSON-LD compaction did not return an object")
-    compacted["@context"] = jsonld_loader.cdif_context()
+    compacted["@context"] = jsonld_loader.cdif_context(context_url)
     shaped = _shape(compacted, where)
     if not isinstance(shaped, dict):  # pragma: no cover - _shape keeps dicts as dicts
         raise NormalisationError("shaping did not return an object")
@@ -966,8 +1142,22 @@ def _normalise_one(
     assert isinstance(record_id, str)
     fixed = _fix_record(record, record_id, resource_id, notes)
     resource[_SUBJECT_OF] = [fixed]
+    discovery, v11 = _declares_discovery(fixed), _declares_11(fixed)
+    data_description = _declares_11(fixed, "data_description")
     try:
-        shaped = _compact(resource, fast_path, _declares_discovery(fixed))
+        try:
+            shaped = _compact(resource, fast_path, discovery, v11, data_description)
+        except jsonld.JsonLdError as exc:
+            if not v11:
+                raise
+            # An IRI written with a prefix of the 1.1 context the document never declared
+            # (such as "csvw:delimiter"): pyld cannot compact it with that context, and the
+            # record is kept in the 1.0 shapes rather than lost.
+            notes.append(
+                "written in the CDIF 1.0 shapes: compaction with the CDIF 1.1 prefixes failed"
+                f" ({str(exc).splitlines()[0]}; an undeclared prefix?)"
+            )
+            shaped = _compact(resource, fast_path, discovery, False, False)
     except jsonld.JsonLdError as exc:
         raise NormalisationError(
             f"JSON-LD compaction failed: {str(exc).splitlines()[0]}",
