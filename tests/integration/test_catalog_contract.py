@@ -16,6 +16,7 @@ import pytest
 
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.adapters.local import SqliteCatalog
+from cdif_harvester.domain.records.validation import profile_query
 from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome, UrlState
 from tests.support.aws import ProvisionedStack
 
@@ -80,6 +81,33 @@ def test_records_by_source_and_changed_since(catalog: Any) -> None:
     ]
     assert len(list(catalog.records("a.org"))) == 2
     assert catalog.get_record("r1").changed_at == "2026-04-01T00:00:00+00:00"
+
+
+def test_records_by_profile_and_verdict(catalog: Any) -> None:
+    def judged(record_id: str, valid: bool, profiles: dict[str, str]) -> CatalogEntry:
+        entry = _entry(record_id, "a.org", "2026-01-05T00:00:00+00:00")
+        return replace(entry, valid=valid, profiles=profiles)
+
+    catalog.put_record(judged("r1", True, {"core/1.1": "valid", "discovery/1.1": "invalid"}))
+    catalog.put_record(judged("r2", True, {"core/1.1": "valid", "discovery/1.1": "valid"}))
+    catalog.put_record(judged("r3", False, {"core/1.0": "invalid"}))
+    catalog.put_record(judged("r4", True, {"core/1.0": "valid", "manifest/1.0": "unknown"}))
+    catalog.put_record(_entry("r5", "a.org", "2026-01-05T00:00:00+00:00"))  # written before
+
+    def ids(profile: str | None = None, verdict: str | None = None, **kw: Any) -> list[str]:
+        query = profile_query(profile, verdict)
+        return [e.record_id for e in catalog.records("a.org", query=query, **kw)]
+
+    assert ids("discovery/1.1", "invalid") == ["r1"]
+    assert ids("discovery/1.1") == ["r1", "r2"]
+    assert ids("https://w3id.org/cdif/discovery/1.1", "valid") == ["r2"]
+    assert ids("core") == ["r1", "r2", "r3", "r4"]
+    assert ids("core/1.0", "invalid") == ["r3"]
+    assert ids("manifest", "unknown") == ["r4"]
+    assert ids(None, "invalid") == ["r3"]
+    assert ids(None, "valid") == ["r1", "r2", "r4", "r5"]
+    assert ids("core 1.1", "valid", changed_since="2026-02-01") == []
+    assert ids() == ["r1", "r2", "r3", "r4", "r5"]
 
 
 def test_url_state_and_outcomes_do_not_overwrite_each_other(catalog: Any) -> None:

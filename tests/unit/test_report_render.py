@@ -19,6 +19,7 @@ from cdif_harvester.report.model import (
     OutcomeCount,
     PatternCount,
     Problem,
+    ProfileCount,
     Signposting,
     UrlRow,
 )
@@ -57,6 +58,7 @@ def _model(text: str) -> Report:
         urls_without_valid_record=2,
         outcomes=(OutcomeCount("record", 1, text), OutcomeCount(text, 2, text)),
         patterns=(PatternCount(text, 1, text, text),),
+        profiles=(ProfileCount(text, 1, 1, 1, 3),),
         signposting=Signposting(
             urls=2,
             reached=1,

@@ -15,6 +15,7 @@ from cdif_harvester.domain.records.validation import (
     RULE_SETS,
     ValidationReport,
     declared_conformance,
+    profile_query,
     rules_for,
     validate_record,
 )
@@ -631,3 +632,37 @@ def test_discovery_nil_items_are_not_checked_under_core_rules() -> None:
     record = _with("schema:spatialCoverage", [PLACE, "nil:notapplicable"])
     assert validate_record(record).valid is True
     assert validate_record(record, rules="cdif-discovery-1.0").valid is False
+
+
+@pytest.mark.parametrize(
+    ("profile", "verdict", "expected"),
+    [
+        ("discovery/1.1", "invalid", ("discovery", "1.1", "invalid")),
+        ("discovery 1.1", None, ("discovery", "1.1", None)),
+        ("Discovery", "valid", ("discovery", None, "valid")),
+        ("https://w3id.org/cdif/data_description/1.1/", None, ("data_description", "1.1", None)),
+        ("datadescription/1.0", None, ("data_description", "1.0", None)),
+        (None, "valid", (None, None, "valid")),
+    ],
+)
+def test_profile_queries_are_read_in_every_spelling(
+    profile: str | None, verdict: str | None, expected: tuple[str | None, ...]
+) -> None:
+    query = profile_query(profile, verdict)
+    assert (query.profile, query.version, query.verdict) == expected
+
+
+@pytest.mark.parametrize(
+    ("profile", "verdict", "message"),
+    [
+        ("discovery/one", None, "unknown profile 'discovery/one'"),
+        ("https://example.org/profile", None, "unknown profile"),
+        ("discovery", "broken", "unknown verdict 'broken': use one of valid, invalid, unknown"),
+        (None, "unknown", "verdict 'unknown' needs a profile"),
+    ],
+)
+def test_bad_profile_queries_are_refused_with_what_is_accepted(
+    profile: str | None, verdict: str | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        profile_query(profile, verdict)

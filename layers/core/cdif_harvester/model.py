@@ -16,7 +16,9 @@ __all__ = [
     "HTML_MEDIA_TYPES",
     "JSONLD_MEDIA_TYPES",
     "QUEUED",
+    "VERDICTS",
     "CatalogEntry",
+    "ProfileQuery",
     "FetchResponse",
     "Outcome",
     "RecordRef",
@@ -163,6 +165,8 @@ class RecordRef:
     record_key: str | None  # None when normalisation failed and only the raw document is kept
     report_key: str
     view_keys: dict[str, str] = field(default_factory=dict)
+    # "core 1.1 valid", "discovery 1.1: 3 errors": the record's verdict per CDIF profile
+    profiles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,7 @@ def outcome_to_dict(outcome: UrlOutcome) -> dict[str, Any]:
                 "record": r.record_key,
                 "report": r.report_key,
                 "views": dict(r.view_keys),
+                **({"profiles": list(r.profiles)} if r.profiles else {}),
             }
             for r in outcome.records
         ],
@@ -293,6 +298,7 @@ def outcome_from_dict(data: dict[str, Any]) -> UrlOutcome:
                 record_key=r.get("record"),
                 report_key=r["report"],
                 view_keys=dict(r.get("views") or {}),
+                profiles=tuple(str(p) for p in r.get("profiles") or ()),
             )
             for r in data.get("records") or []
         ),
@@ -308,6 +314,36 @@ def entry_to_dict(entry: CatalogEntry) -> dict[str, Any]:
 def entry_from_dict(data: dict[str, Any]) -> CatalogEntry:
     """Inverse of :func:`entry_to_dict`. Raises TypeError on unknown or missing fields."""
     return CatalogEntry(**data)
+
+
+VERDICTS = ("valid", "invalid", "unknown")
+
+
+@dataclass(frozen=True)
+class ProfileQuery:
+    """Which records a catalogue query keeps, by their profile verdicts.
+
+    ``profile`` (``discovery``) and ``version`` (``1.1``, or None for any version) select the
+    records judged by that profile, with the verdict ``verdict`` when given; ``verdict`` alone
+    is the record's own verdict (core's at its version: ``valid`` or ``invalid``).
+    """
+
+    profile: str | None = None
+    version: str | None = None
+    verdict: str | None = None
+
+    def matches(self, entry: CatalogEntry) -> bool:
+        """True when ``entry`` is one of the records this query keeps."""
+        if self.profile is None:
+            wanted = self.verdict
+            return wanted is None or wanted == ("valid" if entry.valid else "invalid")
+        for key, status in entry.profiles.items():
+            profile, _, version = key.partition("/")
+            if profile != self.profile or self.version not in (None, version):
+                continue
+            if self.verdict is None or status == self.verdict:
+                return True
+        return False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from cdif_harvester.domain.discovery.robots import RobotsPolicy
 from cdif_harvester.model import (
     CatalogEntry,
     FetchResponse,
+    ProfileQuery,
     RunState,
     RunStatus,
     Source,
@@ -142,9 +143,16 @@ class CatalogIndex(Protocol):
         when given), ordered by URL."""
         ...
 
-    def records(self, source: str, *, changed_since: str | None = None) -> Iterable[CatalogEntry]:
+    def records(
+        self,
+        source: str,
+        *,
+        changed_since: str | None = None,
+        query: ProfileQuery | None = None,
+    ) -> Iterable[CatalogEntry]:
         """Yield the entries of ``source`` (changed at or after the ISO date or datetime
-        ``changed_since``, when given), ordered by record id."""
+        ``changed_since``, and kept by the profile ``query``, when given), ordered by record
+        id."""
         ...
 
     def start_run(self, run: RunStatus) -> None:

@@ -23,6 +23,7 @@ from cdif_harvester.errors import StorageError
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
+    ProfileQuery,
     RunState,
     RunStatus,
     Source,
@@ -310,10 +311,14 @@ class SqliteCatalog:
         return entry_from_dict(json.loads(rows[0][0])) if rows else None
 
     def records(
-        self, source: str | None = None, *, changed_since: str | None = None
+        self,
+        source: str | None = None,
+        *,
+        changed_since: str | None = None,
+        query: ProfileQuery | None = None,
     ) -> list[CatalogEntry]:
         """Return the entries of ``source`` (every source when None), changed at or after
-        ``changed_since`` when given, ordered by record id."""
+        ``changed_since`` and kept by the profile ``query`` when given, ordered by record id."""
         sql = "SELECT body FROM records WHERE 1 = 1"
         params: list[object] = []
         if source is not None:
@@ -323,7 +328,8 @@ class SqliteCatalog:
             sql += " AND changed_at >= ?"
             params.append(changed_since)
         rows = self._query(sql + " ORDER BY record_id", tuple(params))
-        return [entry_from_dict(json.loads(row[0])) for row in rows]
+        entries = (entry_from_dict(json.loads(row[0])) for row in rows)
+        return [entry for entry in entries if query is None or query.matches(entry)]
 
     def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome; move the

@@ -25,6 +25,7 @@ __all__ = [
     "OutcomesPage",
     "RecordRefView",
     "RecordView",
+    "RecordsPage",
     "RunView",
     "SourceHarvestRequest",
     "SourceList",
@@ -283,3 +284,15 @@ class RecordView(BaseModel):
     links: dict[str, str] = Field(
         description="Paths of the record's report and (valid records only) views."
     )
+
+
+class RecordsPage(BaseModel):
+    """Body of ``GET /sources/{source_id}/records``: one page of catalogue entries."""
+
+    model_config = _RESPONSE
+
+    source_id: str
+    records: list[RecordView]
+    count: int
+    truncated: bool
+    next_cursor: str | None = Field(description="The cursor of the next page, when truncated.")

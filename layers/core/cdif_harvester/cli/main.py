@@ -45,9 +45,10 @@ from cdif_harvester.cli.sources import run_command as run_source_command
 from cdif_harvester.cli.sources import source_harvest_settings
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.domain.records.shacl import ShaclUnavailable
+from cdif_harvester.domain.records.validation import profile_query
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.local_runtime import CATALOG_FILE
-from cdif_harvester.model import Outcome, entry_to_dict, url_state_to_dict
+from cdif_harvester.model import VERDICTS, Outcome, entry_to_dict, url_state_to_dict
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions
 
@@ -149,10 +150,23 @@ def _parser() -> argparse.ArgumentParser:
     queries = catalog.add_subparsers(dest="query", required=True)
     record = queries.add_parser("record", help="one record's entry, by metadata record id")
     record.add_argument("record_id")
-    records = queries.add_parser("records", help="record entries, by source and change date")
+    records = queries.add_parser(
+        "records", help="record entries, by source, change date, CDIF profile and verdict"
+    )
     records.add_argument("--source", help="only this source (host, or host_port)")
     records.add_argument(
         "--changed-since", metavar="DATE", help="only records changed at or after this ISO date"
+    )
+    records.add_argument(
+        "--profile",
+        metavar="PROFILE",
+        help="only records judged by this CDIF profile: discovery/1.1, discovery (any version) "
+        "or a conformance URI",
+    )
+    records.add_argument(
+        "--verdict",
+        choices=VERDICTS,
+        help="only records with this verdict (of --profile when given, else the record's own)",
     )
     urls = queries.add_parser("urls", help="harvested URLs of a source, by latest outcome")
     urls.add_argument("--source", required=True, help="the source (host, or host_port)")
@@ -321,9 +335,14 @@ def _query_catalog(args: argparse.Namespace) -> int:
                 return 1
             rows: list[dict[str, Any]] = [entry_to_dict(entry)]
         elif args.query == "records":
+            try:
+                query = profile_query(args.profile, args.verdict)
+            except ValueError as exc:
+                print(f"cdif-harvest: {exc}", file=sys.stderr)
+                return 2
             rows = [
                 entry_to_dict(e)
-                for e in catalog.records(args.source, changed_since=args.changed_since)
+                for e in catalog.records(args.source, changed_since=args.changed_since, query=query)
             ]
         else:
             rows = [url_state_to_dict(s) for s in catalog.urls(args.source, outcome=args.outcome)]

@@ -32,6 +32,7 @@ __all__ = [
     "LevelCount",
     "OutcomeCount",
     "PatternCount",
+    "ProfileCount",
     "Problem",
     "ProblemKind",
     "Report",
@@ -824,6 +825,46 @@ class PatternCount:
 
 
 @dataclass(frozen=True)
+class ProfileCount:
+    """How the records of the run fared under one CDIF profile and version ("discovery 1.1")."""
+
+    profile: str
+    valid: int
+    invalid: int
+    unknown: int
+    errors: int  # the errors of the invalid ones
+
+
+_PROFILE_ERRORS = re.compile(r"^(.+): (\d+) errors?$")
+
+
+def _profile_counts(outcomes: Sequence[Mapping[str, Any]]) -> list[ProfileCount]:
+    """The records' verdicts per CDIF profile (as the outcomes list them: "core 1.1 valid",
+    "discovery 1.1: 3 errors", "x 1.1: profile unknown"), core first, then by name."""
+    counts: dict[str, list[int]] = {}
+    for outcome in outcomes:
+        for record in _records(outcome):
+            for line in record.get("profiles") or ():
+                text = str(line)
+                errors = _PROFILE_ERRORS.match(text)
+                if errors:
+                    name, column, found = errors[1], 1, int(errors[2])
+                elif text.endswith(": profile unknown"):
+                    name, column, found = text.removesuffix(": profile unknown"), 2, 0
+                else:
+                    name, column, found = text.removesuffix(" valid"), 0, 0
+                row = counts.setdefault(name, [0, 0, 0, 0])
+                row[column] += 1
+                row[3] += found
+    return [
+        ProfileCount(name, *row)
+        for name, row in sorted(
+            counts.items(), key=lambda kv: (not kv[0].startswith("core "), kv[0])
+        )
+    ]
+
+
+@dataclass(frozen=True)
 class LevelCount:
     """How many URLs with metadata reached one FAIR Signposting level."""
 
@@ -888,6 +929,7 @@ class Report:
     urls_without_valid_record: int  # URLs that yielded no record or an invalid one
     outcomes: tuple[OutcomeCount, ...]  # the known outcomes in the README's order, then others
     patterns: tuple[PatternCount, ...]  # by pattern name
+    profiles: tuple[ProfileCount, ...]  # the records' verdicts per CDIF profile, core first
     signposting: Signposting
     problems: tuple[Problem, ...]  # the first MAX_PROBLEM_KINDS, most hits first
     problem_kinds: int  # every kind met
@@ -1004,6 +1046,7 @@ def build_report(
             )
             for pattern, value in counts.patterns.items()
         ),
+        profiles=tuple(_profile_counts(listed)),
         signposting=_signposting(listed),
         problems=tuple(
             Problem(

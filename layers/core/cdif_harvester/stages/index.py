@@ -32,6 +32,7 @@ from cdif_harvester.contracts import (
     decode_staged,
 )
 from cdif_harvester.domain.discovery.incremental import fingerprint, record_digest
+from cdif_harvester.domain.records.validation import profile_summary
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
     normalised_record_key,
@@ -310,6 +311,10 @@ def _ref(
         record_key=rec_key,
         report_key=rep_key,
         view_keys=view_keys(job.source, record_hash(item.record_id)) if valid else {},
+        profiles=tuple(
+            profile_summary(p.profile, p.version, p.status, len(p.errors))
+            for p in item.report.profiles
+        ),
     )
 
 

@@ -6,34 +6,43 @@ The record id is a URL, percent-encoded into one path segment (every ``/`` as ``
 * ``GET /records/{record_id}/report``: its validation report (JSON);
 * ``GET /records/{record_id}/pid-kernel``: its PID Kernel view (JSON);
 * ``GET /records/{record_id}/linkset``: its Signposting linkset, by ``Accept``
-  ``application/linkset+json`` (the default) or ``application/linkset`` (RFC 9264).
+  ``application/linkset+json`` (the default) or ``application/linkset`` (RFC 9264);
+* ``GET /sources/{source_id}/records``: a source's records, by CDIF profile and verdict
+  (docs/decisions/0063-per-profile-verdicts.md), one page at a time.
 
 A record that is not valid has a report but no views.
 """
 
 from http import HTTPStatus
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from cdif_harvester.api.access import publisher_may_read_record
-from cdif_harvester.api.errors import Forbidden, NotAcceptable, NotFound
-from cdif_harvester.api.models import MAX_URL_LENGTH, RecordView
+from cdif_harvester.api.access import publisher_may_read_record, require_source_access
+from cdif_harvester.api.errors import ApiError, Forbidden, NotAcceptable, NotFound
+from cdif_harvester.api.models import MAX_URL_LENGTH, RecordsPage, RecordView
 from cdif_harvester.api.negotiation import negotiate
 from cdif_harvester.api.routes.context import RouteContext, new_router
 from cdif_harvester.api.routes.responses import JSON, document_response, documented, json_response
-from cdif_harvester.keys import record_hash, view_key
-from cdif_harvester.model import CatalogEntry, entry_to_dict
+from cdif_harvester.api.routes.sources import SourceIdParam
+from cdif_harvester.domain.records.validation import profile_query
+from cdif_harvester.keys import record_hash, source_of, view_key
+from cdif_harvester.model import CatalogEntry, Source, entry_to_dict
 
-__all__ = ["LINKSET_MEDIA_TYPES", "router"]
+__all__ = ["LINKSET_MEDIA_TYPES", "MAX_RECORDS_PAGE", "RECORDS_PAGE", "router"]
 
 #: The linkset's representations (RFC 9264), the first the default.
 LINKSET_MEDIA_TYPES = ("application/linkset+json", "application/linkset")
 # The longest path segment of a record id: a URL, every character percent-encoded.
 _MAX_ENCODED_ID = 3 * MAX_URL_LENGTH
+RECORDS_PAGE = 100
+MAX_RECORDS_PAGE = 1000
+_VERDICT_PATTERN = r"^(valid|invalid|unknown)$"
+_DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+Z-]{2,40})?$"
+_HOST_PATTERN = r"^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$"
 
 RecordIdParam = Annotated[
     str,
@@ -71,6 +80,23 @@ def _view_of(ctx: RouteContext, entry: CatalogEntry, view: str) -> bytes:
     return ctx.stored(key, f"the {view} view of record {entry.record_id!r} is not written yet")
 
 
+def _entry_view(ctx: RouteContext, entry: CatalogEntry) -> dict[str, Any]:
+    """The catalogue entry with the paths of its report and (valid records) views."""
+    links = {"report": ctx.link("records", entry.record_id, "report")}
+    if entry.valid:
+        links["pid-kernel"] = ctx.link("records", entry.record_id, "pid-kernel")
+        links["linkset"] = ctx.link("records", entry.record_id, "linkset")
+    return {**entry_to_dict(entry), "links": links}
+
+
+def _catalogue_sources(source: Source, host: str | None) -> list[str]:
+    """The catalogue's names (host and port) of the source's hosts, or of ``host`` alone."""
+    if host is not None:
+        return [source_of(f"https://{host.lower()}/")]
+    urls = [source.entry_url, *(f"https://{name}/" for name in source.hosts)]
+    return sorted({source_of(url) for url in urls})
+
+
 def router(ctx: RouteContext) -> APIGatewayRouter:
     """Return the router of ``/records/{record_id}`` and its report and views, answering
     through ``ctx``."""
@@ -85,11 +111,78 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
     )
     def get_record(record_id: RecordIdParam) -> Response[str]:
         entry = _visible_record(ctx, record_id)
-        links = {"report": ctx.link("records", entry.record_id, "report")}
-        if entry.valid:
-            links["pid-kernel"] = ctx.link("records", entry.record_id, "pid-kernel")
-            links["linkset"] = ctx.link("records", entry.record_id, "linkset")
-        return json_response(HTTPStatus.OK, {**entry_to_dict(entry), "links": links})
+        return json_response(HTTPStatus.OK, _entry_view(ctx, entry))
+
+    @routes.get(
+        "/sources/<source_id>/records",
+        summary="The records of a source, by CDIF profile and verdict (operators, its publisher)",
+        description=f"One page of at most limit catalogue entries (default {RECORDS_PAGE}, at "
+        f"most {MAX_RECORDS_PAGE}), ordered by record id, of the source's hosts (or of one, "
+        "host): only those judged by profile (discovery/1.1, discovery for any version, or a "
+        "conformance URI) with verdict (valid, invalid, unknown; without profile: the record's "
+        "own verdict), changed at or after changed_since. When truncated is true, ask again "
+        "with cursor=next_cursor.",
+        operation_id="listSourceRecords",
+        tags=["sources"],
+        responses=documented({200: ("One page of records.", RecordsPage, JSON)}, 400, 403, 404),
+    )
+    def list_source_records(  # noqa: PLR0913 - the route's query parameters
+        source_id: SourceIdParam,
+        *,
+        profile: Annotated[
+            str | None, Query(max_length=200, description="A CDIF profile, e.g. discovery/1.1.")
+        ] = None,
+        verdict: Annotated[
+            str | None, Query(pattern=_VERDICT_PATTERN, description="valid, invalid or unknown.")
+        ] = None,
+        changed_since: Annotated[
+            str | None, Query(pattern=_DATE_PATTERN, description="An ISO date or datetime.")
+        ] = None,
+        host: Annotated[
+            str | None, Query(pattern=_HOST_PATTERN, description="One of the source's hosts.")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_RECORDS_PAGE)] = RECORDS_PAGE,
+        cursor: Annotated[
+            str | None,
+            Query(max_length=_MAX_ENCODED_ID, description="next_cursor of a page."),
+        ] = None,
+    ) -> Response[str]:
+        who = ctx.caller()
+        source = ctx.registered(source_id)
+        require_source_access(who, source, "listing this source's records")
+        try:
+            query = profile_query(profile, verdict)
+        except ValueError as exc:
+            raise ApiError(str(exc), error="invalid-request") from exc
+        if host is not None and host.lower() not in source.hosts:
+            raise ApiError(
+                f"{host} is not a host of source {source_id!r} "
+                f"(its hosts: {', '.join(source.hosts)})",
+                error="invalid-request",
+            )
+        names = _catalogue_sources(source, host)
+        catalog = ctx.wiring().catalog
+        entries = sorted(
+            (
+                entry
+                for name in names
+                for entry in catalog.records(name, changed_since=changed_since, query=query)
+                if cursor is None or entry.record_id > cursor
+            ),
+            key=lambda entry: entry.record_id,
+        )
+        page = entries[:limit]
+        truncated = len(entries) > limit
+        return json_response(
+            HTTPStatus.OK,
+            {
+                "source_id": source_id,
+                "records": [_entry_view(ctx, entry) for entry in page],
+                "count": len(page),
+                "truncated": truncated,
+                "next_cursor": page[-1].record_id if truncated else None,
+            },
+        )
 
     @routes.get(
         "/records/<record_id>/report",

@@ -26,6 +26,8 @@ from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from cdif_harvester.model import VERDICTS, ProfileQuery
+
 __all__ = [
     "DEFAULT_RULES",
     "KNOWN_CONFORMANCE",
@@ -41,6 +43,8 @@ __all__ = [
     "declared_conformance",
     "declared_profiles",
     "engine_verdicts",
+    "profile_query",
+    "profile_summary",
     "rules_for",
     "rules_of_profile",
     "validate_record",
@@ -212,6 +216,15 @@ INVALID = "invalid"
 UNKNOWN = "unknown"
 
 
+def profile_summary(profile: str, version: str, status: str, errors: int) -> str:
+    """One line for people: "core 1.1 valid", "discovery 1.1: 3 errors", "x 1.1: profile
+    unknown"."""
+    name = f"{profile} {version}"
+    if status == INVALID:
+        return f"{name}: {errors} error{'s' if errors != 1 else ''}"
+    return f"{name}: profile unknown" if status == UNKNOWN else f"{name} valid"
+
+
 class DeclaredProfile(NamedTuple):
     """A CDIF profile a record claims: its path segment (canonical spelling) and version."""
 
@@ -247,11 +260,7 @@ class ProfileVerdict:
 
     def summary(self) -> str:
         """One line for people: "core 1.1 valid", "discovery 1.1: 3 errors"."""
-        name = f"{self.profile} {self.version}"
-        if self.status == INVALID:
-            count = len(self.errors)
-            return f"{name}: {count} error{'s' if count != 1 else ''}"
-        return f"{name}: profile unknown" if self.status == UNKNOWN else f"{name} valid"
+        return profile_summary(self.profile, self.version, self.status, len(self.errors))
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
@@ -619,6 +628,35 @@ def _claimed_version(declared: Iterable[DeclaredProfile]) -> str:
     1.0 (the released version)."""
     known = [each.version for each in declared if each.version in VERSIONS]
     return max(known, key=VERSIONS.index) if known else VERSIONS[0]
+
+
+_PROFILE_TEXT = re.compile(r"^([A-Za-z_]+)(?:[/ ](\d+\.\d+))?$", re.ASCII)
+
+
+def profile_query(profile: str | None = None, verdict: str | None = None) -> ProfileQuery:
+    """The catalogue query for records judged by ``profile`` with ``verdict``.
+
+    ``profile`` is ``discovery/1.1``, ``discovery 1.1``, ``discovery`` (any version) or a
+    conformance URI (``https://w3id.org/cdif/discovery/1.1``); ``verdict`` is ``valid``,
+    ``invalid`` or ``unknown`` (alone: the record's own verdict, ``valid`` or ``invalid``).
+    Raises ValueError, naming what is accepted, for anything else.
+    """
+    if verdict is not None and verdict not in VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}: use one of {', '.join(VERDICTS)}")
+    if profile is None:
+        if verdict == UNKNOWN:
+            raise ValueError("verdict 'unknown' needs a profile (a record is valid or invalid)")
+        return ProfileQuery(verdict=verdict)
+    text = profile.strip()
+    uri = _PROFILE_IRI.match(text)
+    match = uri or _PROFILE_TEXT.match(text)
+    if match is None:
+        raise ValueError(
+            f"unknown profile {profile!r}: use <profile>[/<version>] (e.g. discovery/1.1) "
+            f"or a conformance URI; profiles: {', '.join(PROFILES)}"
+        )
+    name = match[1].lower()
+    return ProfileQuery(_PROFILE_ALIASES.get(name, name), match[2], verdict)
 
 
 def rules_of_profile(profile: str, version: str) -> RuleSet | None:
