@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,6 +26,7 @@ from cdif_harvester.api.models import (
     ErrorBody,
     HarvestStarted,
     OutcomesPage,
+    RecordsPage,
     RecordView,
     RunView,
     SourceList,
@@ -375,6 +377,7 @@ ROUTES = [
     ("DELETE", "/sources/data-example-org", None),
     ("POST", "/sources/data-example-org/harvests", {"url": "https://data.example.org/s.xml"}),
     ("GET", "/sources/data-example-org/signmap", None),
+    ("GET", "/sources/data-example-org/records", None),
     ("POST", "/harvests", {"url": "https://data.example.org/robots.txt"}),
     ("GET", "/runs/20260101T000000Z-00000000", None),
     ("GET", "/runs/20260101T000000Z-00000000/report", None),
@@ -686,6 +689,8 @@ def records(api_stack: ProvisionedStack) -> ProvisionedStack:
         (FOREIGN_RECORD_ID, "https://repo.example.net/d/1", True),
     ):
         entry = _entry(record_id, url, valid=valid)
+        verdict = "valid" if valid else "invalid"
+        entry = replace(entry, profiles={"core/1.1": "valid", "discovery/1.1": verdict})
         table.put_record(entry)
         rkey = record_hash(record_id)
         put_object(api_stack, entry.report_key, json.dumps({"valid": valid}), "application/json")
@@ -730,6 +735,34 @@ def test_a_publisher_reads_the_records_of_its_hosts_only(records: ProvisionedSta
     }
     assert call(records, "GET", f"{draft}/report", key=PUBLISHER).json == {"valid": False}
     assert "not valid" in call(records, "GET", f"{draft}/pid-kernel").error(404, "not-found")
+
+
+def test_a_source_s_records_are_listed_by_profile_and_verdict(records: ProvisionedStack) -> None:
+    path = "/sources/data-example-org/records"
+
+    def ids(key: str | None = PUBLISHER, **query: str) -> list[str]:
+        page = call(records, "GET", path, key=key, query=query or None).shaped(RecordsPage)
+        assert page["count"] == len(page["records"])
+        return [row["record_id"] for row in page["records"]]
+
+    assert ids() == sorted([RECORD_ID, INVALID_RECORD_ID])
+    assert ids(profile="discovery/1.1", verdict="invalid") == [INVALID_RECORD_ID]
+    assert ids(profile="discovery", verdict="valid") == [RECORD_ID]
+    assert ids(profile="core/1.1", verdict="invalid") == []
+    assert ids(key=OPERATOR, verdict="valid") == [RECORD_ID]
+    # one page at a time, in record id order
+    first = call(records, "GET", path, key=PUBLISHER, query={"limit": "1"}).json
+    assert (first["count"], first["truncated"]) == (1, True)
+    query = {"limit": "1", "cursor": first["next_cursor"]}
+    second = call(records, "GET", path, key=PUBLISHER, query=query).json
+    assert [r["record_id"] for r in first["records"] + second["records"]] == ids()
+    assert second["truncated"] is False
+    # bad queries are refused saying what is accepted; others' sources are not listed
+    wrong = call(records, "GET", path, query={"profile": "discovery/one"})
+    assert "unknown profile 'discovery/one'" in wrong.error(400, "invalid-request")
+    call(records, "GET", path, query={"verdict": "maybe"}).error(400, "invalid-request")
+    call(records, "GET", path, key=OTHER_PUBLISHER).error(403, "forbidden")
+    call(records, "GET", "/sources/nobody/records").error(404, "unknown-source")
 
 
 @pytest.mark.parametrize(
