@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urldefrag
+from urllib.parse import quote, urldefrag
 
 from pyld import jsonld
 
@@ -117,6 +117,7 @@ class NormalisedRecord:
     identity_fallback: bool
     notes: tuple[str, ...]
     item_list: dict[str, Any] | None = None
+    resource_fallback: bool = False
 
 
 # --- small helpers on expanded JSON-LD ---------------------------------------------------
@@ -849,6 +850,7 @@ def normalise(
     document_url: str,
     fast_path: bool = True,
     contexts: JsonLdContexts | None = None,
+    block: int | None = None,
 ) -> list[NormalisedRecord]:
     """Normalise a parsed JSON-LD document to CDIF 1.0 records, one per Dataset it holds.
 
@@ -859,6 +861,11 @@ def normalise(
     :mod:`cdif_harvester.domain.records.jsonld_fast`). ``contexts`` serves the remote contexts
     the document names (the shipped contexts alone when None); other remote contexts are
     dropped with a note.
+
+    ``block`` is given when the document is one of several on a page that together describe
+    several Datasets (its 1-based position there): each Dataset is then one of several, and the
+    made-up ids that can only be positional name the block (``#record-<block>-<n>``). See
+    docs/decisions/0061-json-ld-glitches-and-several-datasets.md.
 
     Raises :class:`NormalisationError` with reason ``no-dataset`` when no Dataset node is
     found, or ``normalisation-failed`` when the input is not JSON-LD that pyld can process.
@@ -900,7 +907,7 @@ def normalise(
         raise NormalisationError(
             f"no schema:Dataset node found in the document{hint}", reason="no-dataset"
         )
-    several = len(candidates) > 1
+    several = len(candidates) > 1 or block is not None
     results: list[NormalisedRecord] = []
     for number, candidate in enumerate(candidates, start=1):
         notes = list(doc_notes)
@@ -909,7 +916,7 @@ def normalise(
                 candidate,
                 index=index,
                 base=base,
-                number=number,
+                position=f"{block}-{number}" if block is not None else str(number),
                 several=several,
                 notes=notes,
                 fast_path=fast_path,
@@ -923,7 +930,7 @@ def _normalise_one(
     *,
     index: dict[str, dict[str, Any]],
     base: str,
-    number: int,
+    position: str,
     several: bool,
     notes: list[str],
     fast_path: bool,
@@ -941,11 +948,12 @@ def _normalise_one(
             resource_id = identifier
             notes.append(f"resource @id taken from schema:identifier: {identifier}")
         else:
-            resource_id = f"{base}#resource-{number}"
+            resource_id = f"{base}#resource-{position}"
             fallback = True
             notes.append(f"resource has no usable @id or identifier; fallback {resource_id}")
     assert isinstance(resource_id, str)
     resource["@id"] = resource_id
+    resource_fallback = fallback
 
     if candidate.record is not None:
         record: dict[str, Any] | None = candidate.record
@@ -953,7 +961,9 @@ def _normalise_one(
             notes.append(candidate.how)
     else:
         record = _choose_record(candidate.node, index, notes)
-    record_fallback_id = f"{base}#record-{number}" if several else f"{base}#record"
+    record_fallback_id = _record_fallback_id(
+        base, resource_id, resource_fallback, position, several
+    )
     if record is None:
         record = {}
         notes.append(f"no metadata record found; created an empty one, {record_fallback_id}")
@@ -980,4 +990,27 @@ def _normalise_one(
         identity_fallback=fallback,
         notes=tuple(notes),
         item_list=candidate.item_list,
+        resource_fallback=resource_fallback,
     )
+
+
+# What a fragment may hold as it is (RFC 3986 pchar, "/", "?"), and "%": a resource id already
+# percent-encoded keeps its escapes. "#" and whatever else an IRI's fragment cannot hold is
+# percent-encoded (UTF-8).
+_FRAGMENT_SAFE = "!$&'()*+,;=:@/?-._~%"
+
+
+def _record_fallback_id(
+    base: str, resource_id: str, resource_fallback: bool, position: str, several: bool
+) -> str:
+    """The made-up id of a Dataset's metadata record (when the publisher gave none).
+
+    One Dataset: ``<document>#record``. One of several: ``<document>#record:<resource id>``
+    when the resource is identified (stable, whatever the order of the Datasets), else
+    ``<document>#record-<position>``.
+    """
+    if not several:
+        return f"{base}#record"
+    if resource_fallback:
+        return f"{base}#record-{position}"
+    return f"{base}#record:{quote(resource_id, safe=_FRAGMENT_SAFE)}"
