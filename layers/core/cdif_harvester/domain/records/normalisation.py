@@ -22,6 +22,7 @@ from urllib.parse import quote, urldefrag
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
+from cdif_harvester.domain.records.context_repair import drop_refused_terms, trim_context
 from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.errors import PermanentError
 
@@ -301,7 +302,8 @@ def _prepare(
     document: Any, notes: list[str], contexts: JsonLdContexts | None = None
 ) -> tuple[Any, bool]:
     """Drop remote contexts not served (by ``contexts``, the shipped ones alone when None) and
-    unusable ``@id`` values; tell whether a context exists."""
+    unusable ``@id`` values, trim the white space around a context's IRIs; tell whether a
+    context exists."""
     served = contexts if contexts is not None else shipped_contexts()
     found_context = False
 
@@ -312,7 +314,7 @@ def _prepare(
             if isinstance(entry, str) and not served.is_served(entry):
                 notes.append(f"remote context {entry} not loaded")
                 continue
-            kept.append(entry)
+            kept.append(trim_context(entry, notes) if isinstance(entry, dict) else entry)
         if not kept:
             return None
         return kept if isinstance(ctx, list) else kept[0]
@@ -876,10 +878,30 @@ def normalise(
             reason="no-dataset",
         )
     served = contexts if contexts is not None else shipped_contexts()
+    try:
+        return _normalise(document, document_url, fast_path, served, block, None)
+    except NormalisationError as exc:
+        if not isinstance(exc.__cause__, jsonld.JsonLdError):
+            raise
+        # A context term pyld refuses, or whose IRI compaction refuses: every such term is
+        # dropped in one pass, and the document is read once more.
+        return _normalise(document, document_url, fast_path, served, block, exc)
+
+
+def _normalise(  # noqa: PLR0913, PLR0917 - private: normalise names each argument
+    document: Any,
+    document_url: str,
+    fast_path: bool,
+    served: JsonLdContexts,
+    block: int | None,
+    refused: NormalisationError | None,
+) -> list[NormalisedRecord]:
+    """normalise's work; with ``refused`` (what the first reading raised), the refused context
+    terms are dropped first (``refused`` is raised again when there are none)."""
     doc_notes: list[str] = []
     base = _strip_fragment(document_url)
     expansion: jsonld_fast.Expansion | None = None
-    if fast_path:
+    if fast_path and refused is None:
         # The fast path reads the document as it is, and declines where preparing it would
         # change anything; the document is then prepared and expanded again.
         has_context = _declares_context(document)
@@ -892,6 +914,17 @@ def normalise(
         )
     if expansion is None:
         prepared, has_context = _prepare(document, doc_notes, served)
+        if refused is not None:
+            repaired = drop_refused_terms(
+                prepared,
+                base=base,
+                default_context=not has_context,
+                contexts=served,
+                notes=doc_notes,
+            )
+            if repaired is None:
+                raise refused
+            prepared = repaired
         expansion = _expand(prepared, base, has_context, fast_path, served)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
