@@ -21,6 +21,7 @@ import json
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar, TypeVar, Union
 
 from cdif_harvester.errors import ContractError
@@ -364,10 +365,17 @@ def _check_version(version: Any, readable: frozenset[int], current: int, what: s
         )
 
 
+@cache
+def _type_hints(cls: type[Any]) -> dict[str, Any]:
+    # Resolved once per class: resolving them for each object built was a third of the time
+    # a hand-over of 10,000 records took to read.
+    return typing.get_type_hints(cls)
+
+
 def _build(cls: type[Any], data: Any, where: str) -> Any:
     if not isinstance(data, dict):
         raise ContractError(f"{where}: expected an object")
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     known = {f.name for f in fields(cls)}
     unknown = set(data) - known
     if unknown:

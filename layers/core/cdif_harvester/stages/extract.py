@@ -108,12 +108,12 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
 
     seen = _Seen()
     for ref in job.documents:
-        blocks = [
+        found = [
             _Block(where, parsed, digest)
             for (where, parsed), digest in zip(parsed_blocks, block_hashes, strict=True)
             if where.document == ref.key
         ]
-        for block in _normalise_blocks(wiring, ref, blocks):
+        for block in _normalise_blocks(wiring, ref, found):
             _stage_block(wiring, ref, block, records, skipped, seen)
 
     if not records:

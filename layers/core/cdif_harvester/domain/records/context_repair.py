@@ -142,7 +142,7 @@ class _Checker:
 
     def active(self, chain: list[Any]) -> dict[str, Any] | None:
         """The active context the contexts of ``chain`` make, or None when pyld refuses it."""
-        initial = self.processor._get_initial_context(self.options)  # noqa: SLF001
+        initial: dict[str, Any] = self.processor._get_initial_context(self.options)  # noqa: SLF001
         if not chain:
             return initial
         try:

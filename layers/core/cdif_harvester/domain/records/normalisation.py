@@ -935,8 +935,8 @@ def _normalise(  # noqa: PLR0913, PLR0917 - private: normalise names each argume
     index = _build_index(tops, expansion.identified)
     candidates = _find_candidates(tops, index)
     if not candidates:
-        refused = [n for n in doc_notes if n.startswith("remote context")]
-        hint = f" ({'; '.join(refused)})" if refused else ""
+        not_loaded = [n for n in doc_notes if n.startswith("remote context")]
+        hint = f" ({'; '.join(not_loaded)})" if not_loaded else ""
         raise NormalisationError(
             f"no schema:Dataset node found in the document{hint}", reason="no-dataset"
         )
