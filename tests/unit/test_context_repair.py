@@ -181,4 +181,3 @@ def test_five_thousand_refused_terms_cost_a_bounded_number_of_pyld_calls(
     assert (
         dropped[-1] == f"{bad - MAX_CONTEXT_NOTES} more refused context terms dropped (not listed)"
     )
-
