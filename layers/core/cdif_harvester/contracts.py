@@ -21,7 +21,6 @@ import json
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
-from functools import cache
 from typing import Any, ClassVar, TypeVar, Union
 
 from cdif_harvester.errors import ContractError
@@ -365,11 +364,16 @@ def _check_version(version: Any, readable: frozenset[int], current: int, what: s
         )
 
 
-@cache
+_TYPE_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
 def _type_hints(cls: type[Any]) -> dict[str, Any]:
-    # Resolved once per class: resolving them for each object built was a third of the time
-    # a hand-over of 10,000 records took to read.
-    return typing.get_type_hints(cls)
+    # Resolved once per class (a handful of contract classes): resolving them for each object
+    # built was a third of the time a hand-over of 10,000 records took to read.
+    hints = _TYPE_HINTS.get(cls)
+    if hints is None:
+        hints = _TYPE_HINTS[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 def _build(cls: type[Any], data: Any, where: str) -> Any:
