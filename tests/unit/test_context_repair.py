@@ -181,3 +181,25 @@ def test_five_thousand_refused_terms_cost_a_bounded_number_of_pyld_calls(
     assert (
         dropped[-1] == f"{bad - MAX_CONTEXT_NOTES} more refused context terms dropped (not listed)"
     )
+
+
+def test_a_property_and_a_type_written_with_an_undefined_cdif_prefix_are_dropped() -> None:
+    # Under a bare @vocab, "schema:description" is no schema.org IRI but the text itself, which
+    # CDIF compaction refuses ("Absolute IRI confused with prefix").
+    document = {
+        "@context": {"@vocab": "https://schema.org/"},
+        **DATASET,
+        "@type": ["Dataset", "schema:Thing"],
+        "schema:description": "lost",
+        "description": "kept",
+    }
+    result = _both(document)
+    assert result.record["@type"] == ["schema:Dataset"]
+    assert result.record["schema:description"] == "kept"
+    dropped = [note for note in result.notes if "dropped" in note]
+    assert sorted(dropped) == [
+        "property schema:description dropped: written with the prefix schema, which the context "
+        "does not define",
+        "type schema:Thing dropped: written with the prefix schema, which the context does not "
+        "define",
+    ]

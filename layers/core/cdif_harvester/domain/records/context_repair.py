@@ -4,8 +4,10 @@
 ``@base``, a term's IRI, its ``@id``, ``@type`` or ``@reverse``): the one unambiguous repair.
 :func:`drop_refused_terms` finds, in one pass over every inline context object, each term
 definition pyld refuses (or whose IRI CDIF compaction would confuse with one of its prefixes)
-and drops it. Both say what they did in notes (at most :data:`MAX_CONTEXT_NOTES` of each kind).
-Pure: contexts are served by a :class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`.
+and drops it; :func:`drop_confused_iris` drops, from the expanded document, the properties and
+types written with a CDIF prefix the context did not define. Each says what it did in notes (at
+most :data:`MAX_CONTEXT_NOTES` of each kind). Pure: contexts are served by a
+:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`.
 
 See docs/decisions/0061-json-ld-glitches-and-several-datasets.md.
 """
@@ -22,7 +24,7 @@ from pyld import jsonld
 from cdif_harvester.domain.records import jsonld_loader
 from cdif_harvester.domain.records.contexts import JsonLdContexts
 
-__all__ = ["MAX_CONTEXT_NOTES", "drop_refused_terms", "trim_context"]
+__all__ = ["MAX_CONTEXT_NOTES", "drop_confused_iris", "drop_refused_terms", "trim_context"]
 
 # Notes listed per kind and document; the rest are counted. A context of thousands of bad terms
 # must not make a record's notes thousands long.
@@ -286,3 +288,45 @@ def drop_refused_terms(
     repaired = walk(document, root)
     dropped.close()
     return repaired if dropped.count else None
+
+
+def drop_confused_iris(nodes: list[Any], notes: list[str]) -> list[Any] | None:
+    """Expanded ``nodes`` without what CDIF compaction would confuse with a CDIF prefix.
+
+    A property, a ``@type`` or a value's ``@type`` written ``schema:...`` where the context
+    defines no ``schema`` prefix expands to that text unchanged, which compaction refuses
+    ("Absolute IRI confused with prefix"); each is dropped and noted (a node ``@id`` so written
+    is dropped too: the node is then read as unidentified). Returns None when nothing was.
+    """
+    dropped = _Notes(notes, "IRIs confused with a CDIF prefix dropped")
+
+    def why(iri: str) -> str:
+        return f"written with the prefix {iri.split(':', 1)[0]}, which the context does not define"
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, list):
+            return [walk(child) for child in item]
+        if not isinstance(item, dict):
+            return item
+        if "@value" in item:
+            if _confused(item.get("@type")):
+                dropped.add(f"value type {item['@type']} dropped: {why(item['@type'])}")
+                return {k: v for k, v in item.items() if k != "@type"}
+            return item
+        out: dict[str, Any] = {}
+        for key, value in item.items():
+            if key == "@type" and isinstance(value, list):
+                for iri in (t for t in value if _confused(t)):
+                    dropped.add(f"type {iri} dropped: {why(iri)}")
+                out[key] = [t for t in value if not _confused(t)]
+            elif key == "@id" and _confused(value):
+                dropped.add(f"@id {value} dropped: {why(value)}")
+            elif not key.startswith("@") and _confused(key):
+                dropped.add(f"property {key} dropped: {why(key)}")
+            else:
+                out[key] = walk(value)
+        return out
+
+    cleaned = walk(nodes)
+    dropped.close()
+    return cleaned if dropped.count else None

@@ -22,7 +22,11 @@ from urllib.parse import quote, urldefrag
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
-from cdif_harvester.domain.records.context_repair import drop_refused_terms, trim_context
+from cdif_harvester.domain.records.context_repair import (
+    drop_confused_iris,
+    drop_refused_terms,
+    trim_context,
+)
 from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.errors import PermanentError
 
@@ -914,6 +918,7 @@ def _normalise(  # noqa: PLR0913, PLR0917 - private: normalise names each argume
         )
     if expansion is None:
         prepared, has_context = _prepare(document, doc_notes, served)
+        repaired = None
         if refused is not None:
             repaired = drop_refused_terms(
                 prepared,
@@ -922,10 +927,13 @@ def _normalise(  # noqa: PLR0913, PLR0917 - private: normalise names each argume
                 contexts=served,
                 notes=doc_notes,
             )
-            if repaired is None:
+        expansion = _expand(repaired or prepared, base, has_context, fast_path, served)
+        if refused is not None:
+            cleaned = drop_confused_iris(expansion.nodes, doc_notes)
+            if repaired is None and cleaned is None:
                 raise refused
-            prepared = repaired
-        expansion = _expand(prepared, base, has_context, fast_path, served)
+            if cleaned is not None:
+                expansion = jsonld_fast.Expansion(cleaned, expansion.mapped, None)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
     expanded = expansion.nodes
