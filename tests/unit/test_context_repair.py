@@ -203,3 +203,16 @@ def test_a_property_and_a_type_written_with_an_undefined_cdif_prefix_are_dropped
         "type schema:Thing dropped: written with the prefix schema, which the context does not "
         "define",
     ]
+
+
+def test_a_term_with_a_scoped_context_is_kept_or_dropped_as_pyld_judges_it() -> None:
+    good = {"@id": "http://a.example/x", "@context": {"bar": "http://a.example/bar"}}
+    bad = {"@id": "http://a.example/y", "@context": {"oops": 5}}
+    context = ["https://schema.org/", {"good": good, "bad": bad, "worse": 5}]
+    document = {"@context": context, **DATASET, "good": {"bar": "b"}, "bad": {"name": "n"}}
+    result = _both(document)
+    assert result.record["http://a.example/x"] == {"http://a.example/bar": "b"}
+    assert result.record["schema:bad"] == {"schema:name": "n"}  # read with @vocab instead
+    dropped = sorted(note.split(" dropped")[0] for note in result.notes if "dropped" in note)
+    assert dropped == ['context term "bad"', 'context term "worse"']
+    assert any("invalid scoped context" in note for note in result.notes)

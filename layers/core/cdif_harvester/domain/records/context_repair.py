@@ -162,6 +162,14 @@ class _Checker:
             return None
         return found
 
+    def clone(self, active: dict[str, Any]) -> dict[str, Any]:
+        """A copy of ``active`` to define terms on, as pyld's context processing makes one (its
+        clone leaves out the processing mode, which pyld then sets again: without it a JSON-LD
+        1.1 term definition, a scoped ``@context`` say, would be refused)."""
+        clone: dict[str, Any] = self.processor._clone_active_context(active)  # noqa: SLF001
+        clone["processingMode"] = active.get("processingMode", "json-ld-1.1")
+        return clone
+
     def define(
         self, active: dict[str, Any], local: dict[str, Any], term: str, defined: dict[str, bool]
     ) -> str | None:
@@ -177,6 +185,17 @@ class _Checker:
         except RecursionError:
             _forget_since(defined, size)
             return "term definition nested too deeply"
+        value = local.get(term)
+        if isinstance(value, dict) and "@context" in value:
+            # pyld's context processing checks a scoped context right after its term's
+            # definition, on the context being built, and refuses the whole context if it fails.
+            try:
+                self.processor._process_context(  # noqa: SLF001
+                    active, value["@context"], self.options, override_protected=True
+                )
+            except Exception as exc:  # noqa: BLE001 - whatever pyld's own check catches
+                inner = _reason(exc) if isinstance(exc, jsonld.JsonLdError) else repr(exc)
+                return f"invalid scoped context: {inner}"
         mapping = active["mappings"].get(term)
         if mapping is not None and _confused(mapping.get("@id")):
             return (
@@ -204,7 +223,7 @@ class _Checker:
         blamed: dict[str, str] = {}
         defined: dict[str, bool] = {key: True for key in local if key in _CONTEXT_KEYWORDS}
         defined["_uuid"] = True
-        first = self.processor._clone_active_context(start)  # noqa: SLF001
+        first = self.clone(start)
         for term in terms:
             if defined.get(term) is True:
                 continue
@@ -216,7 +235,7 @@ class _Checker:
         # A term is blamed for a refused term its IRI uses as a prefix: tried again with the
         # refused ones out of the context, it is kept when pyld then accepts it.
         kept = {k: v for k, v in local.items() if k not in blamed}
-        second = self.processor._clone_active_context(start)  # noqa: SLF001
+        second = self.clone(start)
         defined = {key: True for key in local if key in _CONTEXT_KEYWORDS}
         defined["_uuid"] = True
         for term in kept:
@@ -242,7 +261,8 @@ def drop_refused_terms(
     dropped: a term whose IRI CDIF compaction would confuse with a CDIF prefix. Each drop is
     noted. Returns None when nothing was dropped (the document is then as it was).
     """
-    checker = _Checker(contexts.pyld_options(base=base))
+    # (pyld's expand sets JSON-LD 1.1 among its defaults; its context processing does not)
+    checker = _Checker(contexts.pyld_options(base=base, processingMode="json-ld-1.1"))
     dropped = _Notes(notes, "refused context terms dropped")
     root: list[Any] = [jsonld_loader.schema_org_context()] if default_context else []
 
