@@ -142,7 +142,7 @@ CASES: dict[str, str] = {
         )
         report(harvest(f"<html><head>{links}</head><body></body></html>".encode()))
     """,
-    # The 4.7 MiB malformed block, and 10,000 blocks, through the resolver and the extractor.
+    # The 4.7 MiB malformed block, and 100,000 blocks, through the resolver and the extractor.
     "malformed-block-stages": _STAGES
     + f"""
         block = '{_DATASET_HEAD}"keywords": [' + '"k", ' * (47 * 1024 * 1024 // 50)
@@ -154,7 +154,7 @@ CASES: dict[str, str] = {
     + f"""
         good = '<script type="application/ld+json">{_DATASET_HEAD}"description": "d"}}</script>'
         bad = '<script type="application/ld+json">{{"broken": </script>'
-        report(harvest(("<html><head>" + bad * 10_000 + good + "</head></html>").encode()))
+        report(harvest(("<html><head>" + bad * 100_000 + good + "</head></html>").encode()))
     """,
     # 70,000 <meta> elements.
     "many-meta": """
@@ -168,10 +168,10 @@ CASES: dict[str, str] = {
         text = '{_DATASET_HEAD}"a": 1}}' + "/*x" * (1_460_000 // 3)
         report(outcome_of_parse(text))
     """,
-    # 10,000 JSON-LD blocks in one page, none of them JSON.
+    # 100,000 JSON-LD blocks in one page, none of them JSON.
     "many-scripts": """
         page = ("<html><head>" + '<script type="application/ld+json">{"broken": </script>'
-                * 10_000 + "</head></html>").encode()
+                * 100_000 + "</head></html>").encode()
         scripts = read_jsonld_scripts(page)
         outcomes = {json.dumps(outcome_of_parse(b.text)) for b in scripts.blocks}
         report({"read": len(scripts.blocks), "note": scripts.note(), "outcomes": len(outcomes)})
@@ -303,8 +303,8 @@ def test_many_scripts_through_the_stages() -> None:
     outcome = _bounded("many-scripts-stages")
     assert outcome["outcome"] == "no-metadata"
     assert (
-        "tried: embedded script (too-many-scripts: the page has 10001 JSON-LD blocks; only the "
-        "first 1000 were read; 1000 of 1000 unreadable: malformed-json)" in outcome["reason"]
+        "tried: embedded script (too-many-scripts: the page has 100001 JSON-LD blocks; only the "
+        "first 10000 were read; 10000 of 10000 unreadable: malformed-json)" in outcome["reason"]
     )
 
 
@@ -325,8 +325,8 @@ def test_unterminated_comments_are_removed_in_linear_time() -> None:
 def test_many_scripts_are_read_up_to_the_cap_and_the_cut_is_noted() -> None:
     outcome = _bounded("many-scripts")
     assert outcome == {
-        "read": 1000,
-        "note": "too-many-scripts: the page has 10000 JSON-LD blocks; only the first 1000 "
+        "read": 10_000,
+        "note": "too-many-scripts: the page has 100000 JSON-LD blocks; only the first 10000 "
         "were read",
         "outcomes": 1,
     }

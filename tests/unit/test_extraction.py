@@ -331,7 +331,8 @@ def test_blocks_past_the_cap_are_counted_not_read() -> None:
     scripts = read_jsonld_scripts(page)
     assert len(scripts.blocks) == MAX_SCRIPTS and scripts.unread == 2
     assert scripts.note() == (
-        "too-many-scripts: the page has 1002 JSON-LD blocks; only the first 1000 were read"
+        f"too-many-scripts: the page has {MAX_SCRIPTS + 2} JSON-LD blocks; only the first "
+        f"{MAX_SCRIPTS} were read"
     )
     assert find_jsonld_scripts(page) == list(scripts.blocks)
     assert read_jsonld_scripts(page[: len(page) // (MAX_SCRIPTS + 2)]).note() is None

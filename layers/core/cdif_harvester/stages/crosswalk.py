@@ -61,8 +61,9 @@ __all__ = [
 
 # Discovery patterns whose harvested URL is a metadata document, not the resource's page.
 _METADATA_PATTERNS = frozenset({"content-type", "item-list", "format-parameter"})
-# The normaliser's fallback identities (normalisation: "<document>#resource-N", "#record").
-_FALLBACK_ID = re.compile(r"#(?:resource|record)(?:-\d+)?$")
+# The normaliser's fallback identities (normalisation: "<document>#resource-N", "#record",
+# "#record-N", "#record-B-N", "#record:<resource id>").
+_FALLBACK_ID = re.compile(r"#(?:(?:resource|record)(?:-\d+)*|record:[^#]*)$")
 _LINK_FIELDS = frozenset(field.name for field in dataclasses.fields(TypedLink))
 
 

@@ -10,7 +10,7 @@ reports wait in the object store (claim check) for the indexer, as a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdif_harvester.contracts import (
@@ -35,7 +35,11 @@ from cdif_harvester.domain.records.extraction import (
     parse_jsonld,
     read_jsonld_scripts,
 )
-from cdif_harvester.domain.records.normalisation import NormalisationError, normalise
+from cdif_harvester.domain.records.normalisation import (
+    NormalisationError,
+    NormalisedRecord,
+    normalise,
+)
 from cdif_harvester.domain.records.shacl import shacl_issues
 from cdif_harvester.domain.records.validation import (
     ProfileVerdict,
@@ -100,16 +104,22 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
                 continue
             parsed_blocks.append((where, parsed))
 
-    hashes = tuple(sorted({block_hash(parsed.data) for _, parsed in parsed_blocks}))
+    block_hashes = [block_hash(parsed.data) for _, parsed in parsed_blocks]
+    hashes = tuple(sorted(set(block_hashes)))
     dates = tuple(sorted({d for _, parsed in parsed_blocks for d in sd_dates(parsed.data)}))
     unchanged = _unchanged_reason(wiring, job, parsed_blocks, hashes, dates)
     if unchanged is not None:
         return unchanged
 
-    seen_ids: set[str] = set()
-    by_ref = {ref.key: ref for ref in job.documents}
-    for where, parsed in parsed_blocks:
-        _extract_block(wiring, by_ref[where.document], where, parsed, records, skipped, seen_ids)
+    seen = _Seen()
+    for ref in job.documents:
+        found = [
+            _Block(where, parsed, digest)
+            for (where, parsed), digest in zip(parsed_blocks, block_hashes, strict=True)
+            if where.document == ref.key
+        ]
+        for block in _normalise_blocks(wiring, ref, found):
+            _stage_block(wiring, ref, block, records, skipped, seen)
 
     if not records:
         if skipped and all(item.reason.startswith(_UNREADABLE) for item in skipped):
@@ -212,20 +222,79 @@ def _blocks(wiring: Wiring, ref: DocumentRef) -> tuple[list[tuple[int, str | byt
     return [(0, body)], None
 
 
-def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumulators
+@dataclass
+class _Block:
+    """A Dataset block of a document, and what normalising it gave (records, or why none)."""
+
+    where: _Where
+    parsed: ParsedJson
+    digest: str  # its block_hash: what tells two identical blocks
+    context_notes: tuple[str, ...] = ()
+    result: list[NormalisedRecord] | NormalisationError | None = None
+
+    def identities(self) -> list[str]:
+        """What each record of the block describes: the resource's id, or for a resource
+        that nothing identifies, the block's content and the Dataset's place in it."""
+        if not isinstance(self.result, list):
+            return []
+        return [
+            f"{self.digest}:{number}" if item.resource_fallback else item.resource_id
+            for number, item in enumerate(self.result, start=1)
+        ]
+
+
+@dataclass
+class _Seen:
+    """The records of a URL staged so far: their ids, and what each describes where nothing
+    identifies the resource (see :meth:`_Block.identities`) with the record kept for it."""
+
+    record_ids: set[str] = field(default_factory=set)
+    unidentified: dict[str, str] = field(default_factory=dict)
+
+
+def _normalise(wiring: Wiring, ref: DocumentRef, block: _Block, position: int | None) -> None:
+    try:
+        block.result = normalise(
+            block.parsed.data, document_url=ref.url, contexts=wiring.contexts, block=position
+        )
+    except NormalisationError as exc:
+        block.result = exc
+
+
+def _normalise_blocks(wiring: Wiring, ref: DocumentRef, blocks: list[_Block]) -> list[_Block]:
+    """Normalise the Dataset blocks of one document.
+
+    When the blocks describe several Datasets, each is normalised as one of several (its record
+    id, when made up, is then derived from its resource; see ``normalise``'s ``block``); when
+    they describe one Dataset, as the page's only one (ids as for a page of one block).
+    """
+    several = len(blocks) > 1
+    for block in blocks:
+        block.context_notes = tuple(load_trusted_contexts(wiring, block.parsed.data))
+        _normalise(wiring, ref, block, block.where.block + 1 if several else None)
+    if several and len({i for block in blocks for i in block.identities()}) <= 1:
+        # Several blocks, one Dataset (a CDIF block and a schema.org one, say): the page's
+        # record keeps the id of a page of one block. Normalising a small block
+        # again costs some tens of microseconds.
+        for block in blocks:
+            if isinstance(block.result, list):
+                _normalise(wiring, ref, block, None)
+    return blocks
+
+
+def _stage_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumulators
     wiring: Wiring,
     ref: DocumentRef,
-    where: _Where,
-    parsed: ParsedJson,
+    block: _Block,
     records: list[StagedRecord],
     skipped: list[SkippedBlock],
-    seen_ids: set[str],
+    seen: _Seen,
 ) -> None:
+    where, parsed, context_notes = block.where, block.parsed, block.context_notes
     index = where.block
-    context_notes = load_trusted_contexts(wiring, parsed.data)
-    try:
-        normalised = normalise(parsed.data, document_url=ref.url, contexts=wiring.contexts)
-    except NormalisationError as exc:
+    if not isinstance(block.result, list):
+        exc = block.result
+        assert exc is not None
         # The raw document is kept; the record is listed, unnormalised, with why.
         records.append(
             StagedRecord(
@@ -244,16 +313,23 @@ def _extract_block(  # noqa: PLR0913, PLR0917 - private helper filling two accum
                     warnings=(),
                 ),
                 repairs=parsed.repairs,
-                notes=tuple(context_notes),
+                notes=context_notes,
                 identity_fallback=True,
             )
         )
         return
-    for item in normalised:
-        if item.record_id in seen_ids:
-            skipped.append(where.skipped(f"duplicate of record {item.record_id}"))
+    for item, identity in zip(block.result, block.identities(), strict=True):
+        # The same record id twice is one catalogue entry; a resource nothing identifies is
+        # the same resource when its block is the same, whatever id its position gave it.
+        first = item.record_id if item.record_id in seen.record_ids else None
+        if item.resource_fallback:
+            first = first or seen.unidentified.get(identity)
+        if first is not None:
+            skipped.append(where.skipped(f"duplicate of record {first}"))
             continue
-        seen_ids.add(item.record_id)
+        seen.record_ids.add(item.record_id)
+        if item.resource_fallback:
+            seen.unidentified[identity] = item.record_id
         records.append(
             StagedRecord(
                 document=where.document,

@@ -20,11 +20,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urldefrag
+from urllib.parse import quote, urldefrag
 
 from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
+from cdif_harvester.domain.records.context_repair import (
+    drop_confused_iris,
+    drop_refused_terms,
+    trim_context,
+)
 from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.errors import PermanentError
 
@@ -175,6 +180,7 @@ class NormalisedRecord:
     identity_fallback: bool
     notes: tuple[str, ...]
     item_list: dict[str, Any] | None = None
+    resource_fallback: bool = False
 
 
 # --- small helpers on expanded JSON-LD ---------------------------------------------------
@@ -358,7 +364,8 @@ def _prepare(
     document: Any, notes: list[str], contexts: JsonLdContexts | None = None
 ) -> tuple[Any, bool]:
     """Drop remote contexts not served (by ``contexts``, the shipped ones alone when None) and
-    unusable ``@id`` values; tell whether a context exists."""
+    unusable ``@id`` values, trim the white space around a context's IRIs; tell whether a
+    context exists."""
     served = contexts if contexts is not None else shipped_contexts()
     found_context = False
 
@@ -369,7 +376,7 @@ def _prepare(
             if isinstance(entry, str) and not served.is_served(entry):
                 notes.append(f"remote context {entry} not loaded")
                 continue
-            kept.append(entry)
+            kept.append(trim_context(entry, notes) if isinstance(entry, dict) else entry)
         if not kept:
             return None
         return kept if isinstance(ctx, list) else kept[0]
@@ -1025,6 +1032,7 @@ def normalise(
     document_url: str,
     fast_path: bool = True,
     contexts: JsonLdContexts | None = None,
+    block: int | None = None,
 ) -> list[NormalisedRecord]:
     """Normalise a parsed JSON-LD document to CDIF 1.0 records, one per Dataset it holds.
 
@@ -1036,6 +1044,11 @@ def normalise(
     the document names (the shipped contexts alone when None); other remote contexts are
     dropped with a note.
 
+    ``block`` is given when the document is one of several on a page that together describe
+    several Datasets (its 1-based position there): each Dataset is then one of several, and the
+    made-up ids that can only be positional name the block (``#record-<block>-<n>``). See
+    docs/decisions/0061-json-ld-glitches-and-several-datasets.md.
+
     Raises :class:`NormalisationError` with reason ``no-dataset`` when no Dataset node is
     found, or ``normalisation-failed`` when the input is not JSON-LD that pyld can process.
     """
@@ -1045,10 +1058,30 @@ def normalise(
             reason="no-dataset",
         )
     served = contexts if contexts is not None else shipped_contexts()
+    try:
+        return _normalise(document, document_url, fast_path, served, block, None)
+    except NormalisationError as exc:
+        if not isinstance(exc.__cause__, jsonld.JsonLdError):
+            raise
+        # A context term pyld refuses, or whose IRI compaction refuses: every such term is
+        # dropped in one pass, and the document is read once more.
+        return _normalise(document, document_url, fast_path, served, block, exc)
+
+
+def _normalise(  # noqa: PLR0913, PLR0917 - private: normalise names each argument
+    document: Any,
+    document_url: str,
+    fast_path: bool,
+    served: JsonLdContexts,
+    block: int | None,
+    refused: NormalisationError | None,
+) -> list[NormalisedRecord]:
+    """normalise's work; with ``refused`` (what the first reading raised), the refused context
+    terms are dropped first (``refused`` is raised again when there are none)."""
     doc_notes: list[str] = []
     base = _strip_fragment(document_url)
     expansion: jsonld_fast.Expansion | None = None
-    if fast_path:
+    if fast_path and refused is None:
         # The fast path reads the document as it is, and declines where preparing it would
         # change anything; the document is then prepared and expanded again.
         has_context = _declares_context(document)
@@ -1061,7 +1094,22 @@ def normalise(
         )
     if expansion is None:
         prepared, has_context = _prepare(document, doc_notes, served)
-        expansion = _expand(prepared, base, has_context, fast_path, served)
+        repaired = None
+        if refused is not None:
+            repaired = drop_refused_terms(
+                prepared,
+                base=base,
+                default_context=not has_context,
+                contexts=served,
+                notes=doc_notes,
+            )
+        expansion = _expand(repaired or prepared, base, has_context, fast_path, served)
+        if refused is not None:
+            cleaned = drop_confused_iris(expansion.nodes, doc_notes)
+            if repaired is None and cleaned is None:
+                raise refused
+            if cleaned is not None:
+                expansion = jsonld_fast.Expansion(cleaned, expansion.mapped, None)
     if not has_context:
         doc_notes.append("no @context: read with the schema.org context")
     expanded = expansion.nodes
@@ -1071,12 +1119,15 @@ def normalise(
     index = _build_index(tops, expansion.identified)
     candidates = _find_candidates(tops, index)
     if not candidates:
-        refused = [n for n in doc_notes if n.startswith("remote context")]
-        hint = f" ({'; '.join(refused)})" if refused else ""
+        # What was left out of the reading may be why: contexts not loaded, terms dropped.
+        left_out = [n for n in doc_notes if n.startswith("remote context")]
+        if refused is not None:
+            left_out = [*left_out, *(n for n in doc_notes if n not in left_out)]
+        hint = f" ({'; '.join(left_out)})" if left_out else ""
         raise NormalisationError(
             f"no schema:Dataset node found in the document{hint}", reason="no-dataset"
         )
-    several = len(candidates) > 1
+    several = len(candidates) > 1 or block is not None
     results: list[NormalisedRecord] = []
     for number, candidate in enumerate(candidates, start=1):
         notes = list(doc_notes)
@@ -1085,7 +1136,7 @@ def normalise(
                 candidate,
                 index=index,
                 base=base,
-                number=number,
+                position=f"{block}-{number}" if block is not None else str(number),
                 several=several,
                 notes=notes,
                 fast_path=fast_path,
@@ -1099,7 +1150,7 @@ def _normalise_one(
     *,
     index: dict[str, dict[str, Any]],
     base: str,
-    number: int,
+    position: str,
     several: bool,
     notes: list[str],
     fast_path: bool,
@@ -1117,11 +1168,12 @@ def _normalise_one(
             resource_id = identifier
             notes.append(f"resource @id taken from schema:identifier: {identifier}")
         else:
-            resource_id = f"{base}#resource-{number}"
+            resource_id = f"{base}#resource-{position}"
             fallback = True
             notes.append(f"resource has no usable @id or identifier; fallback {resource_id}")
     assert isinstance(resource_id, str)
     resource["@id"] = resource_id
+    resource_fallback = fallback
 
     if candidate.record is not None:
         record: dict[str, Any] | None = candidate.record
@@ -1129,7 +1181,9 @@ def _normalise_one(
             notes.append(candidate.how)
     else:
         record = _choose_record(candidate.node, index, notes)
-    record_fallback_id = f"{base}#record-{number}" if several else f"{base}#record"
+    record_fallback_id = _record_fallback_id(
+        base, resource_id, resource_fallback, position, several
+    )
     if record is None:
         record = {}
         notes.append(f"no metadata record found; created an empty one, {record_fallback_id}")
@@ -1170,4 +1224,27 @@ def _normalise_one(
         identity_fallback=fallback,
         notes=tuple(notes),
         item_list=candidate.item_list,
+        resource_fallback=resource_fallback,
     )
+
+
+# What a fragment may hold as it is (RFC 3986 pchar, "/", "?"), and "%": a resource id already
+# percent-encoded keeps its escapes. "#" and whatever else an IRI's fragment cannot hold is
+# percent-encoded (UTF-8).
+_FRAGMENT_SAFE = "!$&'()*+,;=:@/?-._~%"
+
+
+def _record_fallback_id(
+    base: str, resource_id: str, resource_fallback: bool, position: str, several: bool
+) -> str:
+    """The made-up id of a Dataset's metadata record (when the publisher gave none).
+
+    One Dataset: ``<document>#record``. One of several: ``<document>#record:<resource id>``
+    when the resource is identified (stable, whatever the order of the Datasets), else
+    ``<document>#record-<position>``.
+    """
+    if not several:
+        return f"{base}#record"
+    if resource_fallback:
+        return f"{base}#record-{position}"
+    return f"{base}#record:{quote(resource_id, safe=_FRAGMENT_SAFE)}"
