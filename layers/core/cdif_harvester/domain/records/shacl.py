@@ -37,9 +37,26 @@ __all__ = [
     "ShaclUnavailable",
     "check_shacl_available",
     "shacl_issues",
+    "shapes_file",
 ]
 
 SHAPES_FILE = "cdif-core-1.0.shapes.ttl"
+# The profiles and versions we hold shapes for (package data under shapes/).
+_SHAPES_FILES = {
+    ("core", "1.0"): SHAPES_FILE,
+    **{
+        (profile, "1.1"): f"cdif-{profile}-1.1.shapes.ttl"
+        for profile in (
+            "core",
+            "discovery",
+            "data_description",
+            "data_structure",
+            "manifest",
+            "provenance",
+            "codelist",
+        )
+    },
+}
 
 _CDIFH = "urn:cdif-harvester:shapes:"
 _RECORD_ROOT = _CDIFH + "RecordRoot"
@@ -76,12 +93,17 @@ def check_shacl_available() -> None:
     _pyshacl_validate()
 
 
+def shapes_file(profile: str, version: str) -> str | None:
+    """The name of our shapes file for a CDIF profile at a version, or None when we hold none."""
+    return _SHAPES_FILES.get((profile, version))
+
+
 @cache
-def _shapes_graph() -> Graph:
-    """Our shapes (package data), parsed once per process."""
+def _shapes_graph(name: str = SHAPES_FILE) -> Graph:
+    """One of our shapes files (package data), parsed once per process."""
     from rdflib import Graph  # noqa: PLC0415 - rdflib comes with the optional pyshacl
 
-    text = resources.files("cdif_harvester").joinpath("shapes").joinpath(SHAPES_FILE)
+    text = resources.files("cdif_harvester").joinpath("shapes").joinpath(name)
     return Graph().parse(data=text.read_text(encoding="utf-8"), format="turtle")
 
 
@@ -302,7 +324,11 @@ def _constraint_name(component: Node | None) -> str:
 
 
 def _issues(
-    report: Graph, data: Graph, record: Mapping[str, Any], marked: dict[str, str]
+    report: Graph,
+    data: Graph,
+    record: Mapping[str, Any],
+    marked: dict[str, str],
+    shapes: Graph,
 ) -> list[ValidationIssue]:
     from rdflib import URIRef  # noqa: PLC0415 - rdflib comes with the optional pyshacl
 
@@ -310,7 +336,6 @@ def _issues(
         return URIRef(_SH + name)
 
     locator = _Locator(record, data, marked)
-    shapes = _shapes_graph()
     issues: set[ValidationIssue] = set()
     for result in report.objects(None, sh("result")):
         if report.value(result, sh("resultSeverity")) != sh("Violation"):
@@ -340,9 +365,16 @@ def _issues(
 
 
 def shacl_issues(
-    record: Mapping[str, Any], *, contexts: JsonLdContexts | None = None
+    record: Mapping[str, Any],
+    *,
+    profile: str = "core",
+    version: str = "1.0",
+    contexts: JsonLdContexts | None = None,
 ) -> list[ValidationIssue]:
-    """Check a normalised CDIF record against our SHACL shapes; return the violations.
+    """Check a normalised CDIF record against our SHACL shapes of one profile and version.
+
+    ``profile`` and ``version`` name the shapes (core 1.0 unless told otherwise); a profile and
+    version we hold no shapes for (:func:`shapes_file` is None) gives no issues.
 
     Returns one :class:`~cdif_harvester.domain.records.validation.ValidationIssue` per violation
     (JSON Pointer into the record, a message saying what to change, keyword
@@ -358,6 +390,9 @@ def shacl_issues(
     Raises :class:`ShaclUnavailable` when pyshacl (the ``shacl`` extra) is not installed.
     """
     validate = _pyshacl_validate()
+    name = shapes_file(profile, version)
+    if name is None:
+        return []
     if not isinstance(record, Mapping):
         return [ValidationIssue("", "the record must be a JSON object", "shacl:jsonld")]
     prepared, marked = _prepared(record)
@@ -378,7 +413,11 @@ def shacl_issues(
     # names, that is N-Triples, which rdflib parses without its deprecated dataset plumbing.
     triples = jsonld.JsonLdProcessor.to_nquads({"@default": dataset.get("@default", [])})
     data = _data_graph_class()().parse(data=triples, format="nt")
-    conforms, report, _ = validate(data, shacl_graph=_shapes_graph(), inference="none")
+    shapes = _shapes_graph(name)
+    # advanced (SHACL advanced features): the 1.1 shapes pick their targets with SPARQL;
+    # core 1.0's need none, and keep the plain mode, where their queries are parsed once
+    advanced = name != SHAPES_FILE
+    conforms, report, _ = validate(data, shacl_graph=shapes, inference="none", advanced=advanced)
     if conforms:
         return []
-    return _issues(report, data, record, marked)
+    return _issues(report, data, record, marked, shapes)
