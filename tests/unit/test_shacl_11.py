@@ -362,7 +362,7 @@ def test_breaking_an_example_breaks_both(cdif_11: Path, profile: str) -> None:
         "discovery": ("schema:relatedLink", [{"@type": ["schema:LinkRole"]}]),
         "data_description": ("schema:variableMeasured", None),
     }
-    for name, record in documents(cdif_11):
+    for name, record in documents(cdif_11):  # noqa: B007 - named in the asserts below
         if (profile, "1.1") in claimed(record) and official_conforms(cdif_11, profile, record):
             break
     else:

@@ -1,15 +1,17 @@
-"""Optional SHACL validation of a normalised record, for what JSON Schema cannot express.
+"""Optional SHACL validation of a normalised record, per CDIF profile and version.
 
-:func:`shacl_issues` checks, offline, the rules of CDIF core 1.0 that concern the record read as
-RDF (identifiers are IRIs and distinct, ``about`` points back, agents given by ``@id`` are
-described, temporal coverage in order) and returns
+:func:`shacl_issues` runs, offline, our shapes for one profile and version (core 1.0 unless
+told otherwise; :func:`shapes_file` names the shapes we hold: core 1.0, and core, discovery,
+data_description, data_structure, manifest, provenance and codelist 1.1) and returns
 :class:`~cdif_harvester.domain.records.validation.ValidationIssue` values pointing into the
-record. Remote contexts are served by the contexts given
-(:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
-default). Needs the ``shacl`` extra (pyshacl); without it raises :class:`ShaclUnavailable`.
+record. Core 1.0's shapes check what JSON Schema cannot (identifiers are IRIs and distinct,
+``about`` points back, agents given by ``@id`` are described, temporal coverage in order); the
+1.1 shapes hold the violations of the CDIF 1.1 building blocks' rules, in our words. Remote
+contexts are served by the contexts given (the shipped ones by default). Needs the ``shacl``
+extra (pyshacl); without it raises :class:`ShaclUnavailable`.
 
-See docs/decisions/0033-shacl-for-what-json-schema-cannot-say.md and
-docs/decisions/0034-running-shacl-offline.md.
+See docs/decisions/0033-shacl-for-what-json-schema-cannot-say.md,
+docs/decisions/0034-running-shacl-offline.md and docs/decisions/0062-shacl-per-profile.md.
 """
 
 from __future__ import annotations
