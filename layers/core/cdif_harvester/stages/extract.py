@@ -349,18 +349,24 @@ def _stage_block(  # noqa: PLR0913, PLR0917 - private helper filling two accumul
 
 
 def _judge(wiring: Wiring, record: dict[str, Any]) -> StagedReport:
-    """The record's validation report: JSON Schema, plus SHACL when the settings ask for it
-    (its violations are errors: an operator who turns SHACL on wants them to count)."""
+    """The record's validation report: JSON Schema, plus SHACL when the settings ask for it.
+
+    Each profile verdict gets the violations of that profile's shapes (and becomes invalid with
+    any); core's also count against the record (an operator who turns SHACL on wants them to).
+    """
     report = validate_record(record)
     profiles = [_profile(verdict) for verdict in report.profiles]
     errors = tuple(_issue(issue) for issue in report.errors)
     shacl = wiring.settings.shacl
     if shacl:
-        issues = tuple(_issue(issue) for issue in shacl_issues(record, contexts=wiring.contexts))
-        errors = (*errors, *issues)
-        if issues and profiles:
-            core = profiles[0]
-            profiles[0] = replace(core, status="invalid", errors=(*core.errors, *issues))
+        if not profiles:  # not judged per profile: core 1.0's shapes, as always
+            errors = (*errors, *_shacl(wiring, record, "core", "1.0"))
+        for i, verdict in enumerate(profiles):
+            issues = _shacl(wiring, record, verdict.profile, verdict.version)
+            if issues:
+                profiles[i] = replace(verdict, status="invalid", errors=(*verdict.errors, *issues))
+                if i == 0:  # core, at the record's version: the record's own validity
+                    errors = (*errors, *issues)
     return StagedReport(
         valid=not errors,
         conformance=report.conformance,
@@ -370,6 +376,13 @@ def _judge(wiring: Wiring, record: dict[str, Any]) -> StagedReport:
         shacl=shacl,
         profiles=tuple(profiles),
     )
+
+
+def _shacl(
+    wiring: Wiring, record: dict[str, Any], profile: str, version: str
+) -> tuple[ReportIssue, ...]:
+    issues = shacl_issues(record, profile=profile, version=version, contexts=wiring.contexts)
+    return tuple(_issue(issue) for issue in issues)
 
 
 def _profile(verdict: ProfileVerdict) -> ProfileStatus:

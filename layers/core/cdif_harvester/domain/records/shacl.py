@@ -1,15 +1,17 @@
-"""Optional SHACL validation of a normalised record, for what JSON Schema cannot express.
+"""Optional SHACL validation of a normalised record, per CDIF profile and version.
 
-:func:`shacl_issues` checks, offline, the rules of CDIF core 1.0 that concern the record read as
-RDF (identifiers are IRIs and distinct, ``about`` points back, agents given by ``@id`` are
-described, temporal coverage in order) and returns
+:func:`shacl_issues` runs, offline, our shapes for one profile and version (core 1.0 unless
+told otherwise; :func:`shapes_file` names the shapes we hold: core 1.0, and core, discovery,
+data_description, data_structure, manifest, provenance and codelist 1.1) and returns
 :class:`~cdif_harvester.domain.records.validation.ValidationIssue` values pointing into the
-record. Remote contexts are served by the contexts given
-(:class:`~cdif_harvester.domain.records.contexts.JsonLdContexts`; the shipped ones alone by
-default). Needs the ``shacl`` extra (pyshacl); without it raises :class:`ShaclUnavailable`.
+record. Core 1.0's shapes check what JSON Schema cannot (identifiers are IRIs and distinct,
+``about`` points back, agents given by ``@id`` are described, temporal coverage in order); the
+1.1 shapes hold the violations of the CDIF 1.1 building blocks' rules, in our words. Remote
+contexts are served by the contexts given (the shipped ones by default). Needs the ``shacl``
+extra (pyshacl); without it raises :class:`ShaclUnavailable`.
 
-See docs/decisions/0033-shacl-for-what-json-schema-cannot-say.md and
-docs/decisions/0034-running-shacl-offline.md.
+See docs/decisions/0033-shacl-for-what-json-schema-cannot-say.md,
+docs/decisions/0034-running-shacl-offline.md and docs/decisions/0062-shacl-per-profile.md.
 """
 
 from __future__ import annotations
@@ -37,9 +39,26 @@ __all__ = [
     "ShaclUnavailable",
     "check_shacl_available",
     "shacl_issues",
+    "shapes_file",
 ]
 
 SHAPES_FILE = "cdif-core-1.0.shapes.ttl"
+# The profiles and versions we hold shapes for (package data under shapes/).
+_SHAPES_FILES = {
+    ("core", "1.0"): SHAPES_FILE,
+    **{
+        (profile, "1.1"): f"cdif-{profile}-1.1.shapes.ttl"
+        for profile in (
+            "core",
+            "discovery",
+            "data_description",
+            "data_structure",
+            "manifest",
+            "provenance",
+            "codelist",
+        )
+    },
+}
 
 _CDIFH = "urn:cdif-harvester:shapes:"
 _RECORD_ROOT = _CDIFH + "RecordRoot"
@@ -76,12 +95,17 @@ def check_shacl_available() -> None:
     _pyshacl_validate()
 
 
+def shapes_file(profile: str, version: str) -> str | None:
+    """The name of our shapes file for a CDIF profile at a version, or None when we hold none."""
+    return _SHAPES_FILES.get((profile, version))
+
+
 @cache
-def _shapes_graph() -> Graph:
-    """Our shapes (package data), parsed once per process."""
+def _shapes_graph(name: str = SHAPES_FILE) -> Graph:
+    """One of our shapes files (package data), parsed once per process."""
     from rdflib import Graph  # noqa: PLC0415 - rdflib comes with the optional pyshacl
 
-    text = resources.files("cdif_harvester").joinpath("shapes").joinpath(SHAPES_FILE)
+    text = resources.files("cdif_harvester").joinpath("shapes").joinpath(name)
     return Graph().parse(data=text.read_text(encoding="utf-8"), format="turtle")
 
 
@@ -302,7 +326,11 @@ def _constraint_name(component: Node | None) -> str:
 
 
 def _issues(
-    report: Graph, data: Graph, record: Mapping[str, Any], marked: dict[str, str]
+    report: Graph,
+    data: Graph,
+    record: Mapping[str, Any],
+    marked: dict[str, str],
+    shapes: Graph,
 ) -> list[ValidationIssue]:
     from rdflib import URIRef  # noqa: PLC0415 - rdflib comes with the optional pyshacl
 
@@ -310,7 +338,6 @@ def _issues(
         return URIRef(_SH + name)
 
     locator = _Locator(record, data, marked)
-    shapes = _shapes_graph()
     issues: set[ValidationIssue] = set()
     for result in report.objects(None, sh("result")):
         if report.value(result, sh("resultSeverity")) != sh("Violation"):
@@ -340,9 +367,16 @@ def _issues(
 
 
 def shacl_issues(
-    record: Mapping[str, Any], *, contexts: JsonLdContexts | None = None
+    record: Mapping[str, Any],
+    *,
+    profile: str = "core",
+    version: str = "1.0",
+    contexts: JsonLdContexts | None = None,
 ) -> list[ValidationIssue]:
-    """Check a normalised CDIF record against our SHACL shapes; return the violations.
+    """Check a normalised CDIF record against our SHACL shapes of one profile and version.
+
+    ``profile`` and ``version`` name the shapes (core 1.0 unless told otherwise); a profile and
+    version we hold no shapes for (:func:`shapes_file` is None) gives no issues.
 
     Returns one :class:`~cdif_harvester.domain.records.validation.ValidationIssue` per violation
     (JSON Pointer into the record, a message saying what to change, keyword
@@ -358,6 +392,9 @@ def shacl_issues(
     Raises :class:`ShaclUnavailable` when pyshacl (the ``shacl`` extra) is not installed.
     """
     validate = _pyshacl_validate()
+    name = shapes_file(profile, version)
+    if name is None:
+        return []
     if not isinstance(record, Mapping):
         return [ValidationIssue("", "the record must be a JSON object", "shacl:jsonld")]
     prepared, marked = _prepared(record)
@@ -378,7 +415,11 @@ def shacl_issues(
     # names, that is N-Triples, which rdflib parses without its deprecated dataset plumbing.
     triples = jsonld.JsonLdProcessor.to_nquads({"@default": dataset.get("@default", [])})
     data = _data_graph_class()().parse(data=triples, format="nt")
-    conforms, report, _ = validate(data, shacl_graph=_shapes_graph(), inference="none")
+    shapes = _shapes_graph(name)
+    # advanced (SHACL advanced features): the 1.1 shapes pick their targets with SPARQL;
+    # core 1.0's need none, and keep the plain mode, where their queries are parsed once
+    advanced = name != SHAPES_FILE
+    conforms, report, _ = validate(data, shacl_graph=shapes, inference="none", advanced=advanced)
     if conforms:
         return []
-    return _issues(report, data, record, marked)
+    return _issues(report, data, record, marked, shapes)
