@@ -120,6 +120,7 @@ _ARRAY_KEYS_11_EVERYWHERE = frozenset(
         "cdi:statistic",
         "cdi:takesSentinelValuesFrom",
         "cdif:appliesTo",
+        "cdif:displayLabel",
         "cdif:hasPhysicalMapping",
         "cdif:has_CategoryStatistics",
         "cdif:has_Statistics",
@@ -137,7 +138,14 @@ _ARRAY_KEYS_11: dict[str, frozenset[str]] = {
     "result": frozenset({"schema:encodingFormat"}),
     "instrument": frozenset({"schema:alternateName"}),
     "activity": frozenset({"schema:result"}),
+    # an attribute component qualifies a list of components (a variable qualifies one)
+    "component": frozenset({"cdi:qualifies"}),
+    # a descriptor variable's value domain (cdif:hasValuesFrom) lists its entries
+    "descriptor_domain": frozenset({"cdif:takesValuesFrom"}),
 }
+# Keys of the table above that one place wants as a single value: an enumeration value domain
+# (cdi:takesSentinelValuesFrom, cdi:takesSubstantiveValuesFrom) has one display label, a string.
+_NOT_ARRAY_KEYS_11: dict[str, frozenset[str]] = {"domain": frozenset({"cdif:displayLabel"})}
 # The data description profile (1.1) wants a variable's propertyID as an array.
 _ARRAY_KEYS_DATA_DESCRIPTION = {"variable": frozenset({"schema:propertyID"})}
 _CHILD_WHERE_11 = {
@@ -146,6 +154,10 @@ _CHILD_WHERE_11 = {
     "schema:instrument": "instrument",
     "schema:additionalProperty": "variable",
     "prov:wasGeneratedBy": "activity",
+    "cdi:has_DataStructureComponent": "component",
+    "cdi:takesSentinelValuesFrom": "domain",
+    "cdi:takesSubstantiveValuesFrom": "domain",
+    "cdif:hasValuesFrom": "descriptor_domain",
 }
 _STRING_VALUED_KEYS = frozenset(
     {"schema:url", "schema:contentUrl", "schema:urlTemplate", "schema:additionalType"}
@@ -760,7 +772,11 @@ def _wants_array(key: str, where: str) -> bool:
         or (place == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
         or (discovery and key in _ARRAY_KEYS_DISCOVERY.get(place, ()))
         or (data_description and key in _ARRAY_KEYS_DATA_DESCRIPTION.get(place, ()))
-        or (v11 and (key in _ARRAY_KEYS_11_EVERYWHERE or key in _ARRAY_KEYS_11.get(place, ())))
+        or (
+            v11
+            and (key in _ARRAY_KEYS_11_EVERYWHERE or key in _ARRAY_KEYS_11.get(place, ()))
+            and key not in _NOT_ARRAY_KEYS_11.get(place, ())
+        )
     )
 
 
