@@ -446,6 +446,23 @@ def _declares_context(document: Any) -> bool:
     )
 
 
+# The prefixes CDIF core (1.0 and 1.1) wants a record's @context to bind.
+_CORE_PREFIXES = ("schema", "dcterms", "dcat", "prov")
+
+
+def _unbound_core_prefixes(document: Any) -> tuple[str, ...]:
+    """The prefixes of :data:`_CORE_PREFIXES` that no top-level ``@context`` object of the
+    document binds (the document's own, or its top-level nodes' for an array)."""
+    nodes = document if isinstance(document, list) else [document]
+    bound: set[str] = set()
+    for node in nodes:
+        if isinstance(node, dict):
+            for context in _as_list(node.get("@context")):
+                if isinstance(context, dict):
+                    bound.update(key for key in context if isinstance(key, str))
+    return tuple(prefix for prefix in _CORE_PREFIXES if prefix not in bound)
+
+
 # --- step 3: find the datasets -----------------------------------------------------------
 
 
@@ -1007,6 +1024,60 @@ def _compact(
     return shaped
 
 
+_CONFUSED_WITH_PREFIX = "IRI confused with prefix"
+
+
+def _undeclared_prefixes_read(
+    resource: dict[str, Any], context_url: str, notes: list[str]
+) -> dict[str, Any]:
+    """The expanded ``resource`` with each IRI written with a prefix of our compaction context
+    that the document never declared read as that prefix's IRI, and a note per prefix.
+
+    ``"csvw:delimiter"`` with no ``csvw`` in the document's context expands to an absolute IRI
+    of the scheme ``csvw``, which JSON-LD cannot compact with a context binding ``csvw`` (it
+    would read back as another IRI); the publisher meant the CSVW term, which it now is.
+    """
+    bindings = jsonld_loader.cdif_context(context_url)
+    used: dict[str, int] = {}
+
+    def read(iri: Any) -> Any:
+        if isinstance(iri, str):
+            prefix, colon, rest = iri.partition(":")
+            if colon and prefix in bindings:
+                used[prefix] = used.get(prefix, 0) + 1
+                return bindings[prefix] + rest
+        return iri
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "@id":
+                out[key] = read(item)
+            elif key == "@type":
+                out[key] = [read(t) for t in item] if isinstance(item, list) else read(item)
+            elif key.startswith("@"):
+                out[key] = walk(item)
+            else:
+                name = read(key)
+                # the same property may also be written with its full IRI: one property
+                out[name] = [*_as_list(out.get(name, [])), *_as_list(walk(item))]
+        return out
+
+    read_resource = walk(resource)
+    for prefix in sorted(used):
+        count = used[prefix]
+        notes.append(
+            f"prefix '{prefix}:' used without being declared: read as {bindings[prefix]}"
+            f" ({count} IRI{'s' if count != 1 else ''})"
+        )
+    assert isinstance(read_resource, dict)
+    return read_resource
+
+
 # --- the entry point ---------------------------------------------------------------------
 
 
@@ -1093,6 +1164,7 @@ def normalise(
             f"no schema:Dataset node found in the document{hint}", reason="no-dataset"
         )
     several = len(candidates) > 1
+    unbound = _unbound_core_prefixes(document)
     results: list[NormalisedRecord] = []
     for number, candidate in enumerate(candidates, start=1):
         notes = list(doc_notes)
@@ -1105,6 +1177,7 @@ def normalise(
                 several=several,
                 notes=notes,
                 fast_path=fast_path,
+                unbound=unbound,
             )
         )
     return results
@@ -1119,6 +1192,7 @@ def _normalise_one(
     several: bool,
     notes: list[str],
     fast_path: bool,
+    unbound: tuple[str, ...] = (),
 ) -> NormalisedRecord:
     # A shallow copy: the node may also be written inside another Dataset, which must keep it
     # as written; only @id and subjectOf are replaced.
@@ -1160,20 +1234,26 @@ def _normalise_one(
     resource[_SUBJECT_OF] = [fixed]
     discovery, v11 = _declares_discovery(fixed), _declares_11(fixed)
     data_description = _declares_11(fixed, "data_description")
+    if v11 and unbound:
+        # The record is written with our context, which binds what core wants; name what the
+        # document's own context left out (CDIF core 1.1 checks the record's @context).
+        notes.append(
+            f"@context: {', '.join(unbound)} bound by the CDIF 1.1 context"
+            " (the document's context did not bind "
+            f"{'it' if len(unbound) == 1 else 'them'}; CDIF core wants schema, dcterms, dcat"
+            " and prov)"
+        )
     try:
         try:
             shaped = _compact(resource, fast_path, discovery, v11, data_description)
         except jsonld.JsonLdError as exc:
-            if not v11:
+            if getattr(exc, "code", None) != _CONFUSED_WITH_PREFIX:
                 raise
-            # An IRI written with a prefix of the 1.1 context the document never declared
-            # (such as "csvw:delimiter"): pyld cannot compact it with that context, and the
-            # record is kept in the 1.0 shapes rather than lost.
-            notes.append(
-                "written in the CDIF 1.0 shapes: compaction with the CDIF 1.1 prefixes failed"
-                f" ({str(exc).splitlines()[0]}; an undeclared prefix?)"
+            context_url = (
+                jsonld_loader.CDIF_11_CONTEXT_URL if v11 else jsonld_loader.CDIF_CONTEXT_URL
             )
-            shaped = _compact(resource, fast_path, discovery, False, False)
+            resource = _undeclared_prefixes_read(resource, context_url, notes)
+            shaped = _compact(resource, fast_path, discovery, v11, data_description)
     except jsonld.JsonLdError as exc:
         raise NormalisationError(
             f"JSON-LD compaction failed: {str(exc).splitlines()[0]}",
