@@ -9,8 +9,9 @@ is invented; a missing id gets a marked fallback. A record declaring a CDIF 1.1 
 change to a 1.1 shape is a note. Raises :class:`NormalisationError` (``no-dataset``,
 ``normalisation-failed``).
 
-See docs/decisions/0027-normalising-to-cdif-shape.md, docs/decisions/0028-record-identity.md and
-docs/decisions/0060-normalising-cdif-11.md.
+See docs/decisions/0027-normalising-to-cdif-shape.md, docs/decisions/0028-record-identity.md,
+docs/decisions/0060-normalising-cdif-11.md and
+docs/decisions/0064-conformance-after-normalisation.md.
 """
 
 from __future__ import annotations
