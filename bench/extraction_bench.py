@@ -7,8 +7,9 @@ Run from the repository root::
 
 It generates a corpus of landing pages deterministically (fixed seed; 400 pages of about
 40 KB of HTML: a realistic head, navigation, text, tables and a few script blocks of other
-kinds, and one CDIF JSON-LD block of 2 to 10 KB; six publishers, each with its own page
-template and JSON-LD style), then times, interleaved and repeated, per page:
+kinds, and one CDIF JSON-LD block of 2 to 10 KB; seven publishers, each with its own page
+template and JSON-LD style, one of them writing CDIF 1.1 records claiming core and discovery),
+then times, interleaved and repeated, per page:
 
 * **ours**: what the extractor does with a landing page (``stages/extract.py``), through the
   product's public functions: ``find_jsonld_scripts`` (blocks with a CDIF profile first),
@@ -59,6 +60,8 @@ GOAL_P50_MS = 3.0
 GOAL_P99_MS = 15.0
 GOAL_RATIO = 5.0
 CDIF_PROFILE = "https://w3id.org/cdif/core/1.0"
+CDIF_11_CORE = "https://w3id.org/cdif/core/1.1"
+CDIF_11_DISCOVERY = "https://w3id.org/cdif/discovery/1.1"
 
 
 # -- inputs: words and names -----------------------------------------------------------------------
@@ -136,7 +139,7 @@ class Publisher:
 
     name: str
     base: str
-    style: str  # cdif | schemaorg | graph | about | cdif-min | schemaorg-nosl
+    style: str  # cdif | schemaorg | graph | about | cdif-min | schemaorg-nosl | cdif-11
     indent: int | None
     profile: str | None  # the script element's profile attribute
     sitewide_block: bool  # a WebSite/Organization JSON-LD block as well
@@ -156,6 +159,8 @@ PUBLISHERS = (
               CDIF_PROFILE, False, 110),
     Publisher("River Gauging Service", "https://rgs.example.org", "schemaorg-nosl", 4, None,
               True, 50),
+    Publisher("Coastal Sensor Network", "https://csn.example.org", "cdif-11", 2, CDIF_11_CORE,
+              False, 65),
 )  # fmt: skip
 
 
@@ -352,6 +357,55 @@ _CDIF_CONTEXT = {
 }
 
 
+_CDIF_11_CONTEXT = {
+    **_CDIF_CONTEXT,
+    "cdi": "http://ddialliance.org/Specification/DDI-CDI/1.0/RDF/",
+    "geosparql": "http://www.opengis.net/ont/geosparql#",
+    "sf": "http://www.opengis.net/ont/sf#",
+}
+
+
+def _wkt_polygon(polygon: str) -> str:
+    """A schema.org GeoShape polygon ("lat lon lat lon ...") as WKT ("POLYGON((lon lat, ...))")."""
+    numbers = polygon.split()
+    pairs = [f"{lon} {lat}" for lat, lon in zip(numbers[::2], numbers[1::2], strict=True)]
+    return f"POLYGON(({', '.join(pairs)}))"
+
+
+def _as_cdif_11(body: dict[str, Any]) -> dict[str, Any]:
+    """A CDIF 1.0-shaped body (prefixed keys) as a CDIF 1.1 record claiming core and discovery:
+    the catalogue record type as an IRI reference, variables typed cdi:InstanceVariable, the
+    geometry as a GeoSPARQL WKT literal. Returns new dicts where it changes anything."""
+    out = dict(body)
+    out["schema:subjectOf"] = {
+        **body["schema:subjectOf"],
+        "schema:additionalType": [{"@id": "dcat:CatalogRecord"}],
+        "dcterms:conformsTo": [{"@id": CDIF_11_CORE}, {"@id": CDIF_11_DISCOVERY}],
+    }
+    if "schema:variableMeasured" in body:
+        out["schema:variableMeasured"] = [
+            {**variable, "@type": [*variable["@type"], "cdi:InstanceVariable"]}
+            for variable in body["schema:variableMeasured"]
+        ]
+    place = body.get("schema:spatialCoverage")
+    if place is not None:
+        shape = place["schema:geo"]
+        out["schema:spatialCoverage"] = [
+            {
+                "@type": place["@type"],
+                "schema:name": place["schema:name"],
+                "geosparql:hasGeometry": {
+                    "@type": ["sf:Polygon"],
+                    "geosparql:asWKT": {
+                        "@type": "geosparql:wktLiteral",
+                        "@value": _wkt_polygon(shape["schema:polygon"]),
+                    },
+                },
+            }
+        ]
+    return out
+
+
 def render_jsonld(dataset: dict[str, Any], record: dict[str, Any], pub: Publisher) -> str:
     """The dataset and its metadata record as the publisher writes them in its page."""
     doc: Any
@@ -362,6 +416,11 @@ def render_jsonld(dataset: dict[str, Any], record: dict[str, Any], pub: Publishe
         if "schema:creator" in body:  # CDIF: creators in the order given
             body["schema:creator"] = {"@list": body["schema:creator"]}
         doc = {"@context": _CDIF_CONTEXT, **body}
+    elif pub.style == "cdif-11":  # a CDIF 1.1 record (core and discovery)
+        body = _as_cdif_11(_prefixed({**dataset, "subjectOf": record}))
+        if "schema:creator" in body:
+            body["schema:creator"] = {"@list": body["schema:creator"]}
+        doc = {"@context": _CDIF_11_CONTEXT, **body}
     elif pub.style in ("schemaorg", "schemaorg-nosl"):
         context = "https://schema.org/" if pub.style == "schemaorg" else "https://schema.org"
         doc = {"@context": context, **dataset, "subjectOf": record}
@@ -540,6 +599,9 @@ class Page:
     publisher: str
 
 
+_CDIF_11_PUBLISHERS = frozenset(pub.name for pub in PUBLISHERS if pub.style == "cdif-11")
+
+
 def generate(pages: int) -> list[Page]:
     """The corpus: ``pages`` landing pages, publishers taking turns (deterministic)."""
     rng = random.Random(SEED)
@@ -600,6 +662,9 @@ def _context_texts() -> dict[str, str]:
     texts[jsonld_loader.CDIF_CONTEXT_URL] = folder.joinpath("cdif.jsonld").read_text(
         encoding="utf-8"
     )
+    texts[jsonld_loader.CDIF_11_CONTEXT_URL] = folder.joinpath("cdif-1.1.jsonld").read_text(
+        encoding="utf-8"
+    )
     return texts
 
 
@@ -629,14 +694,16 @@ def baseline(page: Page) -> list[Any]:
     import extruct
     from pyld import jsonld
 
-    from cdif_harvester.domain.records.jsonld_loader import CDIF_CONTEXT_URL
+    from cdif_harvester.domain.records.jsonld_loader import CDIF_11_CONTEXT_URL, CDIF_CONTEXT_URL
 
+    # the CDIF 1.1 publisher's records are compacted with the 1.1 context, as ours are
+    context = CDIF_11_CONTEXT_URL if page.publisher in _CDIF_11_PUBLISHERS else CDIF_CONTEXT_URL
     items = extruct.extract(page.html, syntaxes=["json-ld"])["json-ld"]
     options = {"documentLoader": plain_loader, "base": page.url}
     out = []
     for item in items:
         expanded = jsonld.expand(item, options)
-        out.append(jsonld.compact(expanded, CDIF_CONTEXT_URL, {"documentLoader": plain_loader}))
+        out.append(jsonld.compact(expanded, context, {"documentLoader": plain_loader}))
     return out
 
 

@@ -66,7 +66,6 @@ REFUSED = {
     "bad-container": ("bad", {"@id": "http://a.example/x", "@container": "@bogus"}, "@container"),
     "not-a-string": ("bad", 5, "strings or objects"),
     "empty-term": ("", "http://a.example/x", "empty string"),
-    "confused-with-prefix": ("description", "schema:description", "confused with prefix"),
 }
 
 
@@ -183,26 +182,38 @@ def test_five_thousand_refused_terms_cost_a_bounded_number_of_pyld_calls(
     )
 
 
-def test_a_property_and_a_type_written_with_an_undefined_cdif_prefix_are_dropped() -> None:
-    # Under a bare @vocab, "schema:description" is no schema.org IRI but the text itself, which
-    # CDIF compaction refuses ("Absolute IRI confused with prefix").
+def test_a_term_naming_an_undefined_cdif_prefix_is_read_with_that_prefix() -> None:
+    # "schema:description" as a term's IRI, with "schema" undefined: pyld takes "schema" for
+    # an IRI scheme, which CDIF compaction refuses ("Absolute IRI confused with prefix"). The
+    # publisher's meaning is plain, so the prefix is read as CDIF's (decision 0064), named.
+    document = {
+        "@context": {"@vocab": "https://schema.org/", "description": "schema:description"},
+        **DATASET,
+        "description": "d",
+    }
+    result = _both(document)
+    assert result.record["schema:description"] == "d"
+    assert "prefix 'schema:' used without being declared: read as http://schema.org/ (1 IRI)" in (
+        result.notes
+    )
+
+
+def test_a_property_and_a_type_written_with_an_undefined_cdif_prefix_are_kept() -> None:
+    # Under a bare @vocab, "schema:description" is no schema.org IRI but the text itself; it is
+    # read with CDIF's schema prefix, as the publisher meant, and the reading is named.
     document = {
         "@context": {"@vocab": "https://schema.org/"},
         **DATASET,
         "@type": ["Dataset", "schema:Thing"],
-        "schema:description": "lost",
+        "schema:description": "also kept",
         "description": "kept",
     }
     result = _both(document)
-    assert result.record["@type"] == ["schema:Dataset"]
-    assert result.record["schema:description"] == "kept"
-    dropped = [note for note in result.notes if "dropped" in note]
-    assert sorted(dropped) == [
-        "property schema:description dropped: written with the prefix schema, which the context "
-        "does not define",
-        "type schema:Thing dropped: written with the prefix schema, which the context does not "
-        "define",
-    ]
+    assert result.record["@type"] == ["schema:Dataset", "schema:Thing"]
+    assert sorted(result.record["schema:description"]) == ["also kept", "kept"]
+    assert "prefix 'schema:' used without being declared: read as http://schema.org/ (2 IRIs)" in (
+        result.notes
+    )
 
 
 def test_a_term_with_a_scoped_context_is_kept_or_dropped_as_pyld_judges_it() -> None:

@@ -155,7 +155,8 @@ def _golden_inputs() -> list[Any]:
 
 @cache
 def _bench_documents(pages: int = 48) -> tuple[str, ...]:
-    """The JSON-LD blocks of the benchmark's generated landing pages (all six publishers)."""
+    """The JSON-LD blocks of the benchmark's generated landing pages (all seven publishers,
+    one of them writing CDIF 1.1 records)."""
     spec = importlib.util.spec_from_file_location("extraction_bench", BENCH)
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
@@ -221,6 +222,7 @@ def test_benchmark_pages_agree_and_take_the_fast_path() -> None:
     tally = Tally()
     texts = _bench_documents()
     assert len(texts) > 48
+    assert any("https://w3id.org/cdif/core/1.1" in text for text in texts)  # 1.1 records too
     for text in texts:
         check_both_paths(json.loads(text), tally)
     assert tally.declined == 0

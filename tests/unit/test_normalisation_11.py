@@ -34,10 +34,6 @@ KNOWN_LOSSES = {
     ("exampleCDIFDiscoveryComplete.json", "discovery"),
     ("exampleCDIFDataDescription.json", "discovery"),
     ("exampleCDIFcomplete.json", "discovery"),
-    # csvw: used without being declared: compaction with the 1.1 prefixes fails, 1.0 shapes
-    ("exampleCdifDataDescription.json", "data_description"),
-    # cdi:qualifies and friends in a data structure: not shaped yet
-    ("exampleCDIFDataStructureComplete.json", "data_structure"),
 }
 
 
@@ -222,12 +218,45 @@ def test_an_array_typed_value_is_repaired_and_named(fast_path: bool) -> None:
     )
 
 
-def test_an_undeclared_11_prefix_keeps_the_record_in_10_shapes() -> None:
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_an_undeclared_11_prefix_is_read_as_its_iri_and_the_11_shapes_kept(
+    fast_path: bool,
+) -> None:
     document = _document(CORE_11)
     document["csvw:delimiter"] = ","  # csvw never declared: an IRI with the scheme "csvw"
+    record, notes = _record(document, fast_path)
+    assert record["csvw:delimiter"] == ","
+    assert record["schema:subjectOf"]["schema:additionalType"] == [{"@id": "dcat:CatalogRecord"}]
+    assert record["@context"]["csvw"] == "http://www.w3.org/ns/csvw#"
+    assert (
+        "prefix 'csvw:' used without being declared: read as http://www.w3.org/ns/csvw# (1 IRI)"
+        in notes
+    )
+
+
+def test_an_undeclared_10_prefix_is_read_as_its_iri_too() -> None:
+    # A 1.0 record: "prov" is one of the CDIF 1.0 context's prefixes; the record was lost
+    document = _document("https://w3id.org/cdif/core/1.0")
+    del document["@context"]["prov"]
     record, notes = _record(document)
-    assert record["schema:name"] == "Borehole logs"
-    assert any("compaction with the CDIF 1.1 prefixes failed" in note for note in notes)
+    assert record["prov:wasGeneratedBy"][0]["prov:used"] == [
+        {"@id": "https://pub.example/sample/1"}
+    ]
+    assert any(note.startswith("prefix 'prov:' used without being declared") for note in notes)
+
+
+def test_a_11_record_names_the_core_prefixes_its_context_left_out() -> None:
+    document = _document(CORE_11)
+    del document["@context"]["prov"], document["@context"]["dcat"]
+    document["@context"]["prov"] = "http://www.w3.org/ns/prov#"  # bound again: only dcat left
+    record, notes = _record(document)
+    assert record["@context"]["dcat"] == "http://www.w3.org/ns/dcat#"
+    assert [note for note in notes if note.startswith("@context:")] == [
+        "@context: dcat bound by the CDIF 1.1 context (the document's context did not bind it;"
+        " CDIF core wants schema, dcterms, dcat and prov)"
+    ]
+    _, notes_bound = _record(_document(CORE_11))
+    assert not any(note.startswith("@context:") for note in notes_bound)
 
 
 @pytest.mark.parametrize("conforms_to", ["https://w3id.org/cdif/core/1.0", None])
@@ -246,3 +275,45 @@ def test_a_10_record_or_none_keeps_the_10_shapes(conforms_to: str | None) -> Non
     document["schema:subjectOf"]["dcterms:conformsTo"] = [{"@id": CORE_11}]
     record_11, _ = _record(document)
     assert record_11["schema:subjectOf"]["schema:additionalType"] == [{"@id": "dcat:CatalogRecord"}]
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_data_structure_gets_its_arrays_where_the_profile_wants_them(fast_path: bool) -> None:
+    document = _document("https://w3id.org/cdif/data_structure/1.1")
+    document["@context"]["cdif"] = "https://w3id.org/cdif/"
+    variable = {
+        "@type": ["cdi:RepresentedVariable"],
+        "cdif:displayLabel": ["Observed at"],
+        "cdi:takesSubstantiveValuesFrom": {
+            "@type": ["cdif:EnumerationDomain"],
+            "cdif:displayLabel": "Flags",
+        },
+        "cdif:hasValuesFrom": {
+            "@type": ["cdi:DescriptorValueDomain"],
+            "cdif:takesValuesFrom": [{"cdif:value": "T"}],
+        },
+    }
+    document["schema:distribution"] = {
+        "@type": ["schema:DataDownload"],
+        "cdi:isStructuredBy": {
+            "@type": ["cdi:LongDataStructure"],
+            "cdi:has_DataStructureComponent": [
+                {
+                    "@type": ["cdi:AttributeComponent"],
+                    "cdi:qualifies": [{"@id": "https://pub.example/comp/value"}],
+                    "cdif:isDefinedBy_RepresentedVariable": variable,
+                }
+            ],
+        },
+    }
+    # a variable qualifies one component: an object, as the data description profile wants
+    document["schema:variableMeasured"][0]["cdi:qualifies"] = [{"@id": "https://pub.example/v"}]
+    record, _ = _record(document, fast_path)
+    structure = record["schema:distribution"][0]["cdi:isStructuredBy"]
+    (component,) = structure["cdi:has_DataStructureComponent"]
+    assert component["cdi:qualifies"] == [{"@id": "https://pub.example/comp/value"}]
+    shaped = component["cdif:isDefinedBy_RepresentedVariable"]
+    assert shaped["cdif:displayLabel"] == ["Observed at"]
+    assert shaped["cdi:takesSubstantiveValuesFrom"]["cdif:displayLabel"] == "Flags"
+    assert shaped["cdif:hasValuesFrom"]["cdif:takesValuesFrom"] == [{"cdif:value": "T"}]
+    assert record["schema:variableMeasured"][0]["cdi:qualifies"] == {"@id": "https://pub.example/v"}

@@ -105,6 +105,14 @@ CONCEPT = {
     "skos:inScheme": {"@id": "https://example.org/scheme"},
 }
 PLACE = {"@type": ["schema:Place"], "schema:name": "Bay of Biscay"}
+
+
+def _wkt(datatype: Any) -> dict[str, Any]:
+    """A place with a GeoSPARQL geometry whose WKT literal has the datatype ``datatype``."""
+    wkt = {"@type": datatype, "@value": "POINT(-3 45)"}
+    return {**PLACE, "geosparql:hasGeometry": {"@type": ["sf:Point"], "geosparql:asWKT": wkt}}
+
+
 VARIABLE = {"@type": ["schema:PropertyValue"], "schema:name": "depth"}
 
 MUTATIONS: dict[str, Mutation] = {
@@ -366,6 +374,20 @@ BROADER_DEEP = {
         ("cdif-discovery-1.1", _set("schema:measurementTechnique", ["nil:unknown"]), True, False),
         # (3) a concept two levels down is not checked as a concept (our rules have no cycles)
         ("cdif-core-1.1", _set("schema:keywords", [BROADER_DEEP]), False, True),
+        # (4) a WKT literal's datatype as one string, as JSON-LD wants (the official: an array)
+        (
+            "cdif-discovery-1.1",
+            _set("schema:spatialCoverage", [_wkt("geosparql:wktLiteral")]),
+            False,
+            True,
+        ),
+        (
+            "cdif-discovery-1.1",
+            _set("schema:spatialCoverage", [_wkt(["geosparql:wktLiteral"])]),
+            True,
+            True,
+        ),
+        ("cdif-discovery-1.1", _set("schema:spatialCoverage", [_wkt("xsd:string")]), False, False),
     ],
 )
 def test_named_differences_from_the_official_11_schemas(
@@ -393,6 +415,8 @@ def test_the_schemas_name_their_differences() -> None:
         assert "Deliberate differences from the official 1.1" in description
         assert "trailing slash" in description
         assert "nil:" in description
+    text = resources.files("cdif_harvester").joinpath("schemas/cdif-discovery-1.1.schema.json")
+    assert "geosparql:wktLiteral" in json.loads(text.read_text(encoding="utf-8"))["description"]
 
 
 def test_our_11_schemas_are_not_the_official_files(cdif_11: Path) -> None:

@@ -9,8 +9,9 @@ is invented; a missing id gets a marked fallback. A record declaring a CDIF 1.1 
 change to a 1.1 shape is a note. Raises :class:`NormalisationError` (``no-dataset``,
 ``normalisation-failed``).
 
-See docs/decisions/0027-normalising-to-cdif-shape.md, docs/decisions/0028-record-identity.md and
-docs/decisions/0060-normalising-cdif-11.md.
+See docs/decisions/0027-normalising-to-cdif-shape.md, docs/decisions/0028-record-identity.md,
+docs/decisions/0060-normalising-cdif-11.md and
+docs/decisions/0064-conformance-after-normalisation.md.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ _ARRAY_KEYS_11_EVERYWHERE = frozenset(
         "cdi:statistic",
         "cdi:takesSentinelValuesFrom",
         "cdif:appliesTo",
+        "cdif:displayLabel",
         "cdif:hasPhysicalMapping",
         "cdif:has_CategoryStatistics",
         "cdif:has_Statistics",
@@ -142,7 +144,14 @@ _ARRAY_KEYS_11: dict[str, frozenset[str]] = {
     "result": frozenset({"schema:encodingFormat"}),
     "instrument": frozenset({"schema:alternateName"}),
     "activity": frozenset({"schema:result"}),
+    # an attribute component qualifies a list of components (a variable qualifies one)
+    "component": frozenset({"cdi:qualifies"}),
+    # a descriptor variable's value domain (cdif:hasValuesFrom) lists its entries
+    "descriptor_domain": frozenset({"cdif:takesValuesFrom"}),
 }
+# Keys of the table above that one place wants as a single value: an enumeration value domain
+# (cdi:takesSentinelValuesFrom, cdi:takesSubstantiveValuesFrom) has one display label, a string.
+_NOT_ARRAY_KEYS_11: dict[str, frozenset[str]] = {"domain": frozenset({"cdif:displayLabel"})}
 # The data description profile (1.1) wants a variable's propertyID as an array.
 _ARRAY_KEYS_DATA_DESCRIPTION = {"variable": frozenset({"schema:propertyID"})}
 _CHILD_WHERE_11 = {
@@ -151,6 +160,10 @@ _CHILD_WHERE_11 = {
     "schema:instrument": "instrument",
     "schema:additionalProperty": "variable",
     "prov:wasGeneratedBy": "activity",
+    "cdi:has_DataStructureComponent": "component",
+    "cdi:takesSentinelValuesFrom": "domain",
+    "cdi:takesSubstantiveValuesFrom": "domain",
+    "cdif:hasValuesFrom": "descriptor_domain",
 }
 _STRING_VALUED_KEYS = frozenset(
     {"schema:url", "schema:contentUrl", "schema:urlTemplate", "schema:additionalType"}
@@ -439,6 +452,23 @@ def _declares_context(document: Any) -> bool:
         for key, child in document.items()
         if key not in ("@id", "@value")
     )
+
+
+# The prefixes CDIF core (1.0 and 1.1) wants a record's @context to bind.
+_CORE_PREFIXES = ("schema", "dcterms", "dcat", "prov")
+
+
+def _unbound_core_prefixes(document: Any) -> tuple[str, ...]:
+    """The prefixes of :data:`_CORE_PREFIXES` that no top-level ``@context`` object of the
+    document binds (the document's own, or its top-level nodes' for an array)."""
+    nodes = document if isinstance(document, list) else [document]
+    bound: set[str] = set()
+    for node in nodes:
+        if isinstance(node, dict):
+            for context in _as_list(node.get("@context")):
+                if isinstance(context, dict):
+                    bound.update(key for key in context if isinstance(key, str))
+    return tuple(prefix for prefix in _CORE_PREFIXES if prefix not in bound)
 
 
 # --- step 3: find the datasets -----------------------------------------------------------
@@ -767,7 +797,11 @@ def _wants_array(key: str, where: str) -> bool:
         or (place == "entrypoint" and key in _ARRAY_KEYS_ENTRY_POINT)
         or (discovery and key in _ARRAY_KEYS_DISCOVERY.get(place, ()))
         or (data_description and key in _ARRAY_KEYS_DATA_DESCRIPTION.get(place, ()))
-        or (v11 and (key in _ARRAY_KEYS_11_EVERYWHERE or key in _ARRAY_KEYS_11.get(place, ())))
+        or (
+            v11
+            and (key in _ARRAY_KEYS_11_EVERYWHERE or key in _ARRAY_KEYS_11.get(place, ()))
+            and key not in _NOT_ARRAY_KEYS_11.get(place, ())
+        )
     )
 
 
@@ -998,6 +1032,60 @@ def _compact(
     return shaped
 
 
+_CONFUSED_WITH_PREFIX = "IRI confused with prefix"
+
+
+def _undeclared_prefixes_read(
+    resource: dict[str, Any], context_url: str, notes: list[str]
+) -> dict[str, Any]:
+    """The expanded ``resource`` with each IRI written with a prefix of our compaction context
+    that the document never declared read as that prefix's IRI, and a note per prefix.
+
+    ``"csvw:delimiter"`` with no ``csvw`` in the document's context expands to an absolute IRI
+    of the scheme ``csvw``, which JSON-LD cannot compact with a context binding ``csvw`` (it
+    would read back as another IRI); the publisher meant the CSVW term, which it now is.
+    """
+    bindings = jsonld_loader.cdif_context(context_url)
+    used: dict[str, int] = {}
+
+    def read(iri: Any) -> Any:
+        if isinstance(iri, str):
+            prefix, colon, rest = iri.partition(":")
+            if colon and prefix in bindings:
+                used[prefix] = used.get(prefix, 0) + 1
+                return bindings[prefix] + rest
+        return iri
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "@id":
+                out[key] = read(item)
+            elif key == "@type":
+                out[key] = [read(t) for t in item] if isinstance(item, list) else read(item)
+            elif key.startswith("@"):
+                out[key] = walk(item)
+            else:
+                name = read(key)
+                # the same property may also be written with its full IRI: one property
+                out[name] = [*_as_list(out.get(name, [])), *_as_list(walk(item))]
+        return out
+
+    read_resource = walk(resource)
+    for prefix in sorted(used):
+        count = used[prefix]
+        notes.append(
+            f"prefix '{prefix}:' used without being declared: read as {bindings[prefix]}"
+            f" ({count} IRI{'s' if count != 1 else ''})"
+        )
+    assert isinstance(read_resource, dict)
+    return read_resource
+
+
 # --- the entry point ---------------------------------------------------------------------
 
 
@@ -1128,6 +1216,7 @@ def _normalise(  # noqa: PLR0913, PLR0917 - private: normalise names each argume
             f"no schema:Dataset node found in the document{hint}", reason="no-dataset"
         )
     several = len(candidates) > 1 or block is not None
+    unbound = _unbound_core_prefixes(document)
     results: list[NormalisedRecord] = []
     for number, candidate in enumerate(candidates, start=1):
         notes = list(doc_notes)
@@ -1140,9 +1229,52 @@ def _normalise(  # noqa: PLR0913, PLR0917 - private: normalise names each argume
                 several=several,
                 notes=notes,
                 fast_path=fast_path,
+                unbound=unbound,
             )
         )
     return results
+
+
+def _shape_record(
+    resource: dict[str, Any],
+    fixed: dict[str, Any],
+    *,
+    fast_path: bool,
+    unbound: tuple[str, ...],
+    notes: list[str],
+) -> dict[str, Any]:
+    """The resource compacted to the CDIF shapes of the version its record claims.
+
+    Raises NormalisationError when JSON-LD compaction fails even after undeclared prefixes
+    were read as the CDIF context's namespaces.
+    """
+    discovery, v11 = _declares_discovery(fixed), _declares_11(fixed)
+    data_description = _declares_11(fixed, "data_description")
+    if v11 and unbound:
+        # The record is written with our context, which binds what core wants; name what the
+        # document's own context left out (CDIF core 1.1 checks the record's @context).
+        notes.append(
+            f"@context: {', '.join(unbound)} bound by the CDIF 1.1 context"
+            " (the document's context did not bind "
+            f"{'it' if len(unbound) == 1 else 'them'}; CDIF core wants schema, dcterms, dcat"
+            " and prov)"
+        )
+    try:
+        try:
+            return _compact(resource, fast_path, discovery, v11, data_description)
+        except jsonld.JsonLdError as exc:
+            if getattr(exc, "code", None) != _CONFUSED_WITH_PREFIX:
+                raise
+            context_url = (
+                jsonld_loader.CDIF_11_CONTEXT_URL if v11 else jsonld_loader.CDIF_CONTEXT_URL
+            )
+            resource = _undeclared_prefixes_read(resource, context_url, notes)
+            return _compact(resource, fast_path, discovery, v11, data_description)
+    except jsonld.JsonLdError as exc:
+        raise NormalisationError(
+            f"JSON-LD compaction failed: {str(exc).splitlines()[0]}",
+            reason="normalisation-failed",
+        ) from exc
 
 
 def _normalise_one(
@@ -1154,6 +1286,7 @@ def _normalise_one(
     several: bool,
     notes: list[str],
     fast_path: bool,
+    unbound: tuple[str, ...] = (),
 ) -> NormalisedRecord:
     # A shallow copy: the node may also be written inside another Dataset, which must keep it
     # as written; only @id and subjectOf are replaced.
@@ -1196,27 +1329,7 @@ def _normalise_one(
     assert isinstance(record_id, str)
     fixed = _fix_record(record, record_id, resource_id, notes)
     resource[_SUBJECT_OF] = [fixed]
-    discovery, v11 = _declares_discovery(fixed), _declares_11(fixed)
-    data_description = _declares_11(fixed, "data_description")
-    try:
-        try:
-            shaped = _compact(resource, fast_path, discovery, v11, data_description)
-        except jsonld.JsonLdError as exc:
-            if not v11:
-                raise
-            # An IRI written with a prefix of the 1.1 context the document never declared
-            # (such as "csvw:delimiter"): pyld cannot compact it with that context, and the
-            # record is kept in the 1.0 shapes rather than lost.
-            notes.append(
-                "written in the CDIF 1.0 shapes: compaction with the CDIF 1.1 prefixes failed"
-                f" ({str(exc).splitlines()[0]}; an undeclared prefix?)"
-            )
-            shaped = _compact(resource, fast_path, discovery, False, False)
-    except jsonld.JsonLdError as exc:
-        raise NormalisationError(
-            f"JSON-LD compaction failed: {str(exc).splitlines()[0]}",
-            reason="normalisation-failed",
-        ) from exc
+    shaped = _shape_record(resource, fixed, fast_path=fast_path, unbound=unbound, notes=notes)
     return NormalisedRecord(
         record=shaped,
         record_id=record_id,
