@@ -117,8 +117,8 @@ def test_describedby_tiers_rank_cdif_then_jsonld_then_untyped_and_drop_other_typ
 def test_duplicates_are_merged_and_attributes_filled() -> None:
     merged = merge_links(
         [
-            link(f"{E}/m.json", found_in="http-header"),
-            link(f"{E}:443/m.json#x", type="application/ld+json", title="Metadata"),
+            link(f"{E}/m.json", type="application/ld+json", found_in="http-header"),
+            link(f"{E}:443/m.json", type="Application/LD+JSON", title="Metadata"),
             link(f"{E}/m.json", rel="cite-as"),
             link(f"{E}/other", rel="stylesheet"),
         ]

@@ -55,10 +55,10 @@ __all__ = [
     "encode_staged",
 ]
 
-CONTRACT_VERSION = 6
-READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
-STAGED_VERSION = 4
-STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4})
+CONTRACT_VERSION = 7
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
+STAGED_VERSION = 5
+STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:

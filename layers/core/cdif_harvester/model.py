@@ -98,7 +98,14 @@ class TypedLink:
     ``reverse`` marks a ``rev`` link of the 1997 metadata-linking draft: ``href`` is the
     resource this document is metadata *of*, not metadata for it. ``scheme`` is that draft's
     metadata scheme (e.g. ``DC``); ``title`` and ``hreflang`` are kept as found (``title*`` is
-    decoded into ``title``).
+    decoded into ``title``). ``href`` keeps its fragment, as published.
+
+    ``used`` and ``ignored`` say what the resolver did with a link it read (None on links
+    that did not go through it): ``used`` when it followed the link (a metadata target that
+    gave a document, a linkset whose links it read) or took its value (``cite-as``, ``type``);
+    ``ignored`` says why a link was set aside: ``anchor`` (it is about another resource) or
+    ``overruled`` (a more authoritative source of the page says otherwise). See
+    docs/decisions/0065-link-identity-and-authority.md.
     """
 
     href: str
@@ -111,6 +118,8 @@ class TypedLink:
     hreflang: str | None = None
     scheme: str | None = None
     reverse: bool = False
+    used: bool | None = None
+    ignored: str | None = None
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ def _index_one(
     The report is written first, then the record (its version, then ``records/``), then the
     catalogue entry.
     """
-    links = plain(staged.links)
+    links = _links_read(staged)
     # The resolver's warnings count with the verdict (a new reason rewrites the report); a
     # document without any hashes as before.
     said = _document_warnings(item, staged)
@@ -146,6 +146,21 @@ def _index_one(
         _catalog_entry(job, item, digest, rec_key, rep_key, valid=valid, now=now)
     )
     return _ref(job, item, rec_key, rep_key, valid=valid), True
+
+
+def _links_read(staged: StagedRecords) -> list[dict[str, Any]]:
+    """The report's list of the links the resolver read: each with its source (``found_in``),
+    whether it was ``used`` and, when set aside, why (``ignored``). A link of an older
+    hand-over, which said nothing of its use, is listed as it was then (so its record's digest
+    is the same)."""
+    listed: list[dict[str, Any]] = []
+    for link in staged.links:
+        item: dict[str, Any] = plain(link)
+        for name in ("used", "ignored"):
+            if item[name] is None:
+                del item[name]
+        listed.append(item)
+    return listed
 
 
 def _verdict(report: StagedReport) -> dict[str, Any]:

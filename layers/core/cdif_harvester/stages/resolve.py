@@ -7,7 +7,8 @@ authoritative first, and the way that worked is recorded as the job's ``pattern`
 This stage fetches; :mod:`cdif_harvester.domain.resolution.rules` decides.
 
 See docs/decisions/0019-where-the-resolver-looks.md, docs/decisions/0020-anti-spoofing.md and
-docs/decisions/0056-cut-bodies-and-advisory-claims.md (bodies over their cap, advisory claims).
+docs/decisions/0056-cut-bodies-and-advisory-claims.md (bodies over their cap, advisory claims)
+and docs/decisions/0065-link-identity-and-authority.md (every link read kept, conflicts).
 """
 
 from __future__ import annotations
@@ -30,18 +31,21 @@ from cdif_harvester.domain.records.extraction import (
 )
 from cdif_harvester.domain.resolution.htmlmeta import record_from_meta
 from cdif_harvester.domain.resolution.rules import (
+    LinkIdentity,
     MediaType,
     anchored_to,
-    cite_as_warning,
     claimed_resources,
     describedby_tiers,
     forward_meta_links,
     is_list_profile,
+    link_identity,
+    linkset_forms,
     merge_links,
     normalise_url,
     parse_media_type,
     reverse_claims,
     same_origin,
+    settle_links,
 )
 from cdif_harvester.domain.resolution.weblinks import (
     HtmlHead,
@@ -78,6 +82,12 @@ ACCEPT_JSONLD = (
     "application/ld+json;q=0.9,application/json;q=0.5"
 )
 ACCEPT_LINKSET = "application/linkset+json,application/linkset;q=0.9"
+# A linkset announced with its form asks for that form (a page may announce both).
+ACCEPT_LINKSET_FORM = {
+    "application/linkset+json": "application/linkset+json",
+    "application/json": "application/linkset+json,application/json;q=0.9",
+    "application/linkset": "application/linkset",
+}
 MiB = 1024 * 1024
 # A landing page bigger than this is read up to the cut (HTML) or for its headers only (others).
 MAX_PAGE_BYTES = 5 * MiB
@@ -139,6 +149,9 @@ class _Resolver:
         self.notes: list[str] = []
         self.tried: list[str] = []
         self.resources: list[str] = [job.url]
+        # The links followed (a target that gave a document, a linkset read), by identity and
+        # source: the report says which of the links read were used.
+        self.used: set[tuple[LinkIdentity, str | None]] = set()
         # Link headers already parsed, by response (the response is kept so its id stays unique).
         self._parsed: dict[int, tuple[FetchResponse, list[TypedLink]]] = {}
         # What the catalogue holds from the harvest that last produced records from this URL
@@ -168,6 +181,7 @@ class _Resolver:
         found = self._self_document(page)
         if found:
             return self._hand_on("item-list" if found[0].is_list else "content-type", found)
+        header_links = self._this_page(header_links, "HTTP Link header")
         for pattern, found in self._link_patterns(header_links, "HTTP Link header"):
             if found:
                 return self._hand_on(pattern, found)
@@ -185,7 +199,8 @@ class _Resolver:
             self.notes.extend(head.notes)
             self.tried.extend(head.notes)
             self.links.extend(head.links)
-            for pattern, found in self._link_patterns(list(head.links), "HTML <link>"):
+            html_links = self._this_page(list(head.links), "HTML <link>")
+            for pattern, found in self._link_patterns(html_links, "HTML <link>"):
                 if found:
                     return self._hand_on(pattern.replace("http-link", "html-link"), found)
         found = self._content_negotiation(page)
@@ -319,6 +334,14 @@ class _Resolver:
         self._parsed[id(response)] = (response, list(parsed.links))
         return list(parsed.links)
 
+    def _this_page(self, links: list[TypedLink], where: str) -> list[TypedLink]:
+        """The links of a header or a page that are about the resource resolved: those without
+        anchor, or anchored at its URL or a URL of its redirect chain (RFC 8288 section 3.2)."""
+        kept, foreign = anchored_to(links, self.resources, unanchored=True)
+        if foreign:
+            self.notes.append(f"{where}: {foreign} link(s) anchored at other resources ignored")
+        return kept
+
     # ---------------------------------------------------------------------------- patterns
 
     def _format_parameter(self) -> list[_Found]:
@@ -364,7 +387,7 @@ class _Resolver:
             results.append(("http-link", self._targets(tiers)))
             if results[-1][1]:
                 return results
-        linksets = [link for link in merge_links(links) if link.rel == "linkset"]
+        linksets = linkset_forms(links)
         if linksets:
             self.tried.append(f"linkset in {where}")
             results.append(("linkset", self._from_linksets(linksets)))
@@ -386,11 +409,12 @@ class _Resolver:
     def _targets(self, tiers: list[list[TypedLink]], *, via: str = "describedby") -> list[_Found]:
         """Every target of the best tier that yields JSON-LD (at most MAX_TARGETS per tier)."""
         for tier in tiers:
-            found = [
-                document
-                for link in tier[:MAX_TARGETS]
-                if (document := self._document_at(link.href, via=via)) is not None
-            ]
+            found: list[_Found] = []
+            for link in tier[:MAX_TARGETS]:
+                document = self._document_at(link.href, via=via)
+                if document is not None:
+                    self.used.add((link_identity(link), link.found_in))
+                    found.append(document)
             if found:
                 return found
         return []
@@ -426,35 +450,51 @@ class _Resolver:
             else found
         )
 
-    def _from_linksets(self, linksets: list[TypedLink]) -> list[_Found]:
-        anchored: list[TypedLink] = []
-        for link in linksets[:MAX_TARGETS]:
-            try:
-                response = self._fetch(
-                    link.href, accept=ACCEPT_LINKSET, max_bytes=MAX_LINKSET_BYTES
-                )
-            except PermanentError as exc:
-                self.notes.append(f"linkset {link.href}: {exc.reason}: {exc}")
-                continue
-            if response.status == 429 or response.status >= 500:
-                self._check_status(response, link.href)
-            if response.status != 200:
-                self.notes.append(f"linkset {link.href} answered {response.status}")
-                continue
-            parsed = (
-                parse_linkset_json(response.body, response.url)
-                if _looks_like_json(response)
-                else parse_linkset_text(response.body, response.url)
+    def _from_linksets(self, forms: list[list[TypedLink]]) -> list[_Found]:
+        """The metadata a page's linksets name, read form by form (see ``linkset_forms``):
+        the first form whose linksets hold links about this resource is used."""
+        read = 0
+        for form in forms:
+            anchored: list[TypedLink] = []
+            for link in form:
+                if read >= MAX_TARGETS:
+                    break
+                read += 1
+                kept = self._linkset(link)
+                if kept:
+                    self.used.add((link_identity(link), link.found_in))
+                    anchored.extend(kept)
+            if anchored:
+                return self._targets(describedby_tiers(anchored), via="describedby")
+        return []
+
+    def _linkset(self, link: TypedLink) -> list[TypedLink]:
+        """The links of one linkset about this resource (every link read is kept)."""
+        media = parse_media_type(link.type).type
+        accept = ACCEPT_LINKSET_FORM.get(media, ACCEPT_LINKSET)
+        try:
+            response = self._fetch(link.href, accept=accept, max_bytes=MAX_LINKSET_BYTES)
+        except PermanentError as exc:
+            self.notes.append(f"linkset {link.href}: {exc.reason}: {exc}")
+            return []
+        if response.status == 429 or response.status >= 500:
+            self._check_status(response, link.href)
+        if response.status != 200:
+            self.notes.append(f"linkset {link.href} answered {response.status}")
+            return []
+        parsed = (
+            parse_linkset_json(response.body, response.url)
+            if _looks_like_json(response)
+            else parse_linkset_text(response.body, response.url)
+        )
+        self.notes.extend(parsed.repairs)
+        self.links.extend(parsed.links)
+        kept, foreign = anchored_to(parsed.links, self.resources)
+        if foreign:
+            self.notes.append(
+                f"linkset {link.href}: {foreign} link(s) anchored at other resources ignored"
             )
-            self.notes.extend(parsed.repairs)
-            kept, foreign = anchored_to(parsed.links, self.resources)
-            if foreign:
-                self.notes.append(
-                    f"linkset {link.href}: {foreign} link(s) anchored at other resources ignored"
-                )
-            anchored.extend(kept)
-        self.links.extend(anchored)
-        return self._targets(describedby_tiers(anchored), via="describedby") if anchored else []
+        return kept
 
     def _has_embedded_dataset(self, body: bytes) -> bool:
         scripts = read_jsonld_scripts(body)
@@ -604,15 +644,18 @@ class _Resolver:
             else:
                 why = "content-hash: the documents are byte-identical to the last harvest's"
             return self._unchanged(why, pattern)
+        links, conflicts = settle_links(self.links, self.resources, self.used)
+        for conflict in conflicts:
+            # On each document's report (its records' warnings) and in the resolution notes.
+            self.notes.append(conflict.partition(": ")[2])
+            for item in found:
+                item.warnings.append(conflict)
         refs = tuple(self._store(item, pattern) for item in found)
-        warning = cite_as_warning(self.links)
-        if warning:
-            self.notes.append(warning)
-        links = merge_links(self.links)
         if len(links) > MAX_LINKS:
-            # A collection page may list thousands of items: the message stays small.
+            # A collection page may list thousands of items: the message stays small. The
+            # links that apply to this page go first.
             self.notes.append(f"{len(links)} links seen; the first {MAX_LINKS} are kept")
-            links = links[:MAX_LINKS]
+            links = tuple(sorted(links, key=lambda link: link.ignored is not None))[:MAX_LINKS]
         notes = tuple(note[:MAX_NOTE_CHARS] for note in dict.fromkeys(self.notes))
         document_job = DocumentJob(
             run_id=self.job.run_id,

@@ -786,9 +786,13 @@ def _html_links(elements: list[Any], document_base: str) -> list[TypedLink]:
             continue
         rels, _ = _relation_types(element.get("rel") or "")
         revs, _ = _relation_types(element.get("rev") or "")
+        # Not an HTML attribute, but publishers copy it from their Link headers: a link
+        # about another resource must not count as this page's (decision 0065).
+        raw_anchor = _optional(element.get("anchor"))
         attributes: dict[str, Any] = {
             "type": _media_type(element.get("type") or ""),
             "profile": _optional(element.get("profile")),
+            "anchor": _resolve(raw_anchor, document_base) if raw_anchor else None,
             "found_in": "html",
             "title": _optional(element.get("title")),
             "hreflang": _optional(element.get("hreflang")),

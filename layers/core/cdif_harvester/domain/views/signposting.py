@@ -32,6 +32,7 @@ from cdif_harvester.domain.records.record_values import (
     resolve_node,
     text,
 )
+from cdif_harvester.domain.resolution.rules import link_identity
 from cdif_harvester.model import TypedLink
 
 __all__ = [
@@ -231,20 +232,48 @@ def _same(url: str | None) -> str | None:
 def _fill(first: TypedLink, later: TypedLink) -> TypedLink:
     return replace(
         first,
-        type=first.type or later.type,
-        profile=first.profile or later.profile,
         title=first.title or later.title,
         hreflang=first.hreflang or later.hreflang,
     )
 
 
+def _says_less(link: TypedLink, other: TypedLink) -> bool:
+    """Whether ``other`` says all ``link`` says (its ``type``, if any, and each profile URI) and
+    more: then ``link`` adds nothing to a view that holds ``other``."""
+    mine, theirs = link_identity(link)[3:5], link_identity(other)[3:5]
+    return (
+        mine != theirs
+        and (mine[0] is None or mine[0] == theirs[0])
+        and set(mine[1]) <= set(theirs[1])
+    )
+
+
 def _dedupe(links: Iterable[TypedLink]) -> list[TypedLink]:
-    merged: dict[tuple[str, str | None, str | None], TypedLink] = {}
+    """The links once each: the same relation, target (fragment kept), anchor, ``type`` and
+    ``profile`` make one link (decision 0065). A link another one of the same relation, target
+    and anchor says more than (its type and profiles, and more) gives way to it: the fuller
+    link takes the earlier place."""
+    merged: dict[tuple[Any, ...], TypedLink] = {}
     for link in links:
-        key = (link.rel, _same(link.href), _same(link.anchor))
+        key = (link.rel, _same(link.href), _same(link.anchor), link_identity(link)[3:5])
         first = merged.get(key)
         merged[key] = link if first is None else _fill(first, link)
-    return list(merged.values())
+    by_place: dict[tuple[str, str | None, str | None], list[TypedLink]] = {}
+    for link in merged.values():
+        by_place.setdefault((link.rel, _same(link.href), _same(link.anchor)), []).append(link)
+    kept: list[TypedLink] = []
+    placed: set[int] = set()
+    for link in merged.values():
+        same_place = by_place[(link.rel, _same(link.href), _same(link.anchor))]
+        fuller = next((other for other in same_place if _says_less(link, other)), link)
+        while (
+            fuller_still := next((other for other in same_place if _says_less(fuller, other)), None)
+        ) is not None:
+            fuller = fuller_still
+        if id(fuller) not in placed:
+            placed.add(id(fuller))
+            kept.append(fuller)
+    return kept
 
 
 def signposting_links(
@@ -261,7 +290,8 @@ def signposting_links(
     without ``anchor`` counts as seen at the landing page; give seen links an explicit anchor
     when they were seen elsewhere (a metadata document). A seen link whose anchor is the
     landing page, the resource ``@id``, its ``schema:url`` or one of ``aliases`` loses its
-    anchor. Seen links come first; duplicates merge (see the module docstring). Never raises.
+    anchor; one the resolver set aside (``ignored``) is left out. Seen links come first;
+    duplicates merge (see the module docstring). Never raises.
     """
     bindings = prefixes(record)
     context = context or landing_page(record)
@@ -277,10 +307,12 @@ def signposting_links(
     }
     republished: list[TypedLink] = []
     for link in seen:
-        if link.reverse or link.rel not in REPUBLISHED_RELATIONS:
+        if link.reverse or link.rel not in REPUBLISHED_RELATIONS or link.ignored:
+            # A link the resolver set aside (about another resource, or overruled by a more
+            # authoritative source of the page) is not the page's to republish.
             continue
         anchor = None if _same(link.anchor) in same_as_context else link.anchor
-        republished.append(replace(link, anchor=anchor, scheme=None))
+        republished.append(replace(link, anchor=anchor, scheme=None, used=None, ignored=None))
     return _dedupe([*republished, *record_links(record, invented=invented)])
 
 
