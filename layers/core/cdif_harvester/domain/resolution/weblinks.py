@@ -312,6 +312,12 @@ class _LinkFieldReader:
 
         Past :data:`MAX_LINK_VALUES` reading stops, with a cut note, whatever ``room`` says.
         """
+        try:
+            return self._read_values(room)
+        finally:
+            self.quiet = False  # the kept values' own notes are still to come (_links_of)
+
+    def _read_values(self, room: int | None) -> tuple[list[_LinkValue], int]:
         values: list[_LinkValue] = []
         dropped = 0
         after_comma = False
@@ -332,10 +338,12 @@ class _LinkFieldReader:
                 self.pos += 1
                 after_comma = True
                 continue
+            # Past the room, link-values are read only to be counted: their repairs are not
+            # noted, as nothing of them is kept.
+            self.quiet = room is not None and len(values) >= room
             value = self.read_link_value()
-            if value is not None and room is not None and len(values) >= room:
+            if value is not None and self.quiet:
                 dropped += 1
-                self.quiet = True
             elif value is not None:
                 values.append(value)
             after_comma = self.read_separator()
