@@ -25,8 +25,7 @@ def _links(header: str) -> list[tuple[str, str, str | None, str | None]]:
 def _html(link_elements: str) -> list[tuple[str, str, str | None, str | None]]:
     page = f"<html><head>{link_elements}</head><body></body></html>".encode()
     return [
-        (link.href, link.rel, link.type, link.profile)
-        for link in parse_html_head(page, BASE).links
+        (link.href, link.rel, link.type, link.profile) for link in parse_html_head(page, BASE).links
     ]
 
 
@@ -64,7 +63,9 @@ def test_a_quoted_value_holding_a_comma_and_brackets_is_not_cut() -> None:
 
 
 def test_an_unquoted_type_keeps_its_link_and_the_others() -> None:
-    header = "<a.csv>; rel=item; type=text/csv, <meta.jsonld>; rel=describedby; type=application/ld+json"
+    header = (
+        "<a.csv>; rel=item; type=text/csv, <meta.jsonld>; rel=describedby; type=application/ld+json"
+    )
     assert _links(header) == [
         ("https://repo.test/a.csv", "item", "text/csv", None),
         (META, "describedby", "application/ld+json", None),

@@ -478,8 +478,8 @@ def _allow_head_of(size: int) -> None:
     than whatever this is set to, so the class limit is only ever raised, process-wide: for
     any other httpcore client it stays a bound, just a larger one.
     """
-    if httpcore.HTTP11Connection.MAX_INCOMPLETE_EVENT_SIZE < size:
-        httpcore.HTTP11Connection.MAX_INCOMPLETE_EVENT_SIZE = size
+    connection = httpcore.HTTP11Connection
+    connection.MAX_INCOMPLETE_EVENT_SIZE = max(connection.MAX_INCOMPLETE_EVENT_SIZE, size)
 
 
 class _PinnedTransport(httpx.HTTPTransport):

@@ -567,10 +567,7 @@ def _parse_link_text(
             links.extend(_links_of(value, base, found_in, reader, default_anchor=default_anchor))
         repairs.merge(reader.repairs)
     if dropped:
-        repairs.cut(
-            f"{label}: the first {kept} link-values kept; "
-            f"{dropped} more read and dropped"
-        )
+        repairs.cut(f"{label}: the first {kept} link-values kept; {dropped} more read and dropped")
     return LinkParse(links=tuple(links), repairs=repairs.listed())
 
 
