@@ -208,7 +208,7 @@ def test_redirect_hops_share_one_deadline(make_fetcher: Callable[..., SafeFetche
     assert elapsed < WALL_BOUND
 
 
-# --- the response head: capped far below h11's 100 KiB ---------------------------------------
+# --- the response head: 32 KiB, and up to 1 MiB more of Link lines ------------------------
 
 
 def head_with(lines: list[bytes]) -> Callable[[socket.socket, RawServer], None]:
@@ -233,26 +233,41 @@ def test_huge_header_block_is_refused_with_a_clear_reason(
     assert elapsed < WALL_BOUND
 
 
-def test_huge_link_header_is_refused_and_a_large_one_is_kept(
+def test_link_headers_up_to_their_ceiling_are_kept_and_a_huge_one_is_refused(
     make_fetcher: Callable[..., SafeFetcher],
 ) -> None:
     def link_header(count: int) -> bytes:
         links = ", ".join(f'<https://repo.test/item/{n}>; rel="item"' for n in range(count))
         return f"Link: {links}\r\n".encode()
 
-    huge = link_header(1500)  # about 60 KiB, one header line: under h11's limit, over ours
-    assert 48 * KiB < len(huge) < 100 * KiB
+    # About 160 KiB over three lines: past h11's own 100 KiB and the 32 KiB of other headers.
+    lines = [link_header(1500), link_header(1500), b"X-Other: 1\r\n", link_header(1000)]
+    assert sum(map(len, lines)) > 150 * KiB
+    with serve(head_with(lines)) as server:
+        response = make_fetcher().fetch(server.url("/"))
+    expected = [len(line) - len("Link: \r\n") for line in lines if line.startswith(b"Link")]
+    assert [len(value) for value in response.header_all("link")] == expected
+    assert response.body == b"ok"
+
+    huge = link_header(30_000)  # about 1.2 MiB: over the 1 MiB ceiling of Link lines
     with serve(head_with([huge])) as server:
-        error, _elapsed = timed(lambda: make_fetcher().fetch(server.url("/")))
+        error, elapsed = timed(lambda: make_fetcher().fetch(server.url("/")))
     assert isinstance(error, PermanentError), error
     assert error.reason == "headers-too-large"
     assert "linkset" in str(error)  # what the publisher should do instead
+    assert elapsed < WALL_BOUND
 
-    large = link_header(500)  # about 20 KiB: a generous Signposting header still passes
-    with serve(head_with([large])) as server:
-        response = make_fetcher().fetch(server.url("/"))
-    assert len(response.header_all("link")[0]) == len(large) - len("Link: \r\n")
-    assert response.body == b"ok"
+
+def test_other_headers_keep_their_cap_beside_large_link_headers(
+    make_fetcher: Callable[..., SafeFetcher],
+) -> None:
+    link = ", ".join(f"<https://repo.test/item/{n}>; rel=item" for n in range(2000))
+    pad = [f"X-Pad-{n}: {'y' * 90}\r\n".encode() for n in range(400)]  # about 40 KiB
+    with serve(head_with([f"Link: {link}\r\n".encode(), *pad])) as server:
+        error, _elapsed = timed(lambda: make_fetcher().fetch(server.url("/")))
+    assert isinstance(error, PermanentError), error
+    assert error.reason == "headers-too-large"
+    assert "32768 bytes" in str(error)
 
 
 def test_endless_interim_responses_are_capped_like_one_head(

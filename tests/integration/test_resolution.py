@@ -634,7 +634,7 @@ def test_claim_checks_can_be_turned_off(harness: Harness, other_origin: LocalHTT
 
 
 def test_a_page_with_thousands_of_item_links_keeps_its_message_small(harness: Harness) -> None:
-    # 1,200 links (some 30 KiB): as many as fit in the fetcher's 32 KiB response head.
+    # 1,200 links (some 30 KiB): the Link header reader keeps the first 1,000 (decision 0066).
     items = ", ".join(f'</i/{i}>; rel="item"' for i in range(1200))
     harness.server.route(
         "/collection",
@@ -644,7 +644,8 @@ def test_a_page_with_thousands_of_item_links_keeps_its_message_small(harness: Ha
     job = harness.resolved("/collection")
     assert job.pattern == "embedded-script"
     assert len(job.links) == 300
-    assert "1200 links seen; the first 300 are kept" in job.notes
+    assert "link-header: the first 1000 link-values kept; 200 more read and dropped" in job.notes
+    assert "1000 links seen; the first 300 are kept" in job.notes
 
 
 # --- bodies over the cap -----------------------------------------------------------------------

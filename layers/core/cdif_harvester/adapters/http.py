@@ -120,7 +120,9 @@ class FetchPolicy:
         max_decompressed_bytes: an upper bound on decoded body bytes whatever ``max_bytes`` says;
             the decoded cap is the smaller of the two.
         max_header_bytes: bytes accepted per response head (status line, headers and any
-            interim 1xx responses).
+            interim 1xx responses), ``Link`` field lines left out.
+        max_link_header_bytes: bytes of ``Link`` field lines accepted per response head on top
+            of ``max_header_bytes``; the two make the hard ceiling of a response head.
         max_redirects: redirects followed before giving up.
         allow_loopback: let 127.0.0.0/8 and ::1 through (local runs and tests only).
         user_agent: the User-Agent sent; names the product and a contact URL.
@@ -134,9 +136,12 @@ class FetchPolicy:
     max_bytes: int = 10 * MiB
     max_decompressed_bytes: int = 50 * MiB
     # 32 KiB: four times the 8 KiB that nginx (proxy_buffer_size) and most proxies accept for
-    # an upstream's response head, room for a Signposting Link header of some 700 links, and
-    # far below h11's own 100 KiB (docs/decisions/0048-one-fetch-deadline.md).
+    # an upstream's response head (docs/decisions/0048-one-fetch-deadline.md).
     max_header_bytes: int = 32 * KiB
+    # 1 MiB of Link lines: 1,000 links (what the Link header reader keeps per page) of 1 KiB
+    # each; a page whose metadata link sits among many others is read, not failed
+    # (docs/decisions/0066-reading-link-headers.md).
+    max_link_header_bytes: int = 1 * MiB
     max_redirects: int = 5
     allow_loopback: bool = False
     user_agent: str = USER_AGENT
@@ -147,7 +152,12 @@ class FetchPolicy:
         for name in ("connect_timeout", "read_timeout", "total_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"FetchPolicy.{name} must be positive")
-        for name in ("max_bytes", "max_decompressed_bytes", "max_header_bytes"):
+        for name in (
+            "max_bytes",
+            "max_decompressed_bytes",
+            "max_header_bytes",
+            "max_link_header_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"FetchPolicy.{name} must be positive")
         if self.max_redirects < 0:
@@ -164,11 +174,14 @@ class _Budget:
     def __init__(self, policy: FetchPolicy, deadline: float) -> None:
         self.total_timeout = policy.total_timeout
         self.max_header_bytes = policy.max_header_bytes
+        self.max_link_header_bytes = policy.max_link_header_bytes
+        self.max_head_bytes = policy.max_header_bytes + policy.max_link_header_bytes
         self.deadline = deadline
         self.url = ""
         self.head_open = False  # from sending a request until its final response head is read
         self.head_bytes = 0
         self.received = 0  # bytes received from the server for the current hop
+        self.lines = _HeadLines()
 
     def start_hop(self, url: str) -> None:
         """A new request is about to be sent: its response head starts empty."""
@@ -176,6 +189,7 @@ class _Budget:
         self.head_open = True
         self.head_bytes = 0
         self.received = 0
+        self.lines = _HeadLines()
 
     def remaining(self) -> float:
         """Seconds left before the deadline (negative once it has passed)."""
@@ -199,13 +213,87 @@ class _Budget:
             f"({self.received} bytes received)",
         )
 
+    def count_head(self, data: bytes) -> None:
+        """Count ``data``, read while the response head is awaited, against the head caps."""
+        self.head_bytes += len(data)
+        self.lines.feed(data)
+        if self.lines.other > self.max_header_bytes:
+            raise self.head_too_large()
+
     def head_too_large(self) -> PermanentError:
-        """The error for a response head over :attr:`FetchPolicy.max_header_bytes`."""
+        """The error for a response head over :attr:`FetchPolicy.max_header_bytes` (``Link``
+        lines left out) or over the ceiling, ``Link`` lines included."""
+        if self.lines.other > self.max_header_bytes:
+            what = f"response head exceeds {self.max_header_bytes} bytes"
+        else:
+            what = (
+                f"response head exceeds {self.max_head_bytes} bytes "
+                f"({self.max_link_header_bytes} of them for Link headers)"
+            )
         return PermanentError(
-            f"{self.url}: response head exceeds {self.max_header_bytes} bytes (headers this "
-            "large are refused; many links belong in a linkset, RFC 9264, not in Link headers)",
+            f"{self.url}: {what} (headers this large are refused; many links belong in a "
+            "linkset, RFC 9264, not in Link headers)",
             reason="headers-too-large",
         )
+
+
+class _HeadLines:
+    """Bytes of a response head as they arrive, split into ``Link`` field lines and the rest.
+
+    Each line is classified by its first five bytes (``link:`` in any case; a line starting
+    with white space continues the previous one, RFC 9112 obs-fold); the rest of a line is
+    found with ``bytes.find``, so the count costs one pass. Counting stops at the blank line
+    ending a head (what follows in the same read is body, or the next of several interim
+    heads, which the ceiling on the whole head still bounds).
+    """
+
+    def __init__(self) -> None:
+        self.link = 0
+        self.other = 0
+        self._start = b""  # the first bytes of the current line, while it is not classified
+        self._is_link: bool | None = None  # the current line's kind, once known
+        self._last_was_link = False
+
+    def _add(self, count: int, *, is_link: bool) -> None:
+        if is_link:
+            self.link += count
+        else:
+            self.other += count
+
+    def feed(self, data: bytes) -> None:
+        """Count ``data``, the next bytes of the head."""
+        pos, size = 0, len(data)
+        while pos < size:
+            if self._is_link is None:
+                piece = data[pos : pos + 5 - len(self._start)]
+                newline = piece.find(b"\n")
+                if newline != -1:
+                    piece = piece[: newline + 1]
+                self._start += piece
+                pos += len(piece)
+                if newline == -1 and len(self._start) < 5:
+                    return  # the line's first bytes are still to come
+                start, self._start = self._start, b""
+                if start in (b"\r\n", b"\n"):  # the blank line that ends a head
+                    self.other += len(start)
+                    self._last_was_link = False
+                    return
+                if start[:1] in (b" ", b"\t"):
+                    is_link = self._last_was_link
+                else:
+                    is_link = start.lower() == b"link:"
+                self._add(len(start), is_link=is_link)
+                if newline == -1:
+                    self._is_link = is_link
+                else:
+                    self._last_was_link = is_link
+                continue
+            newline = data.find(b"\n", pos)
+            end = size if newline == -1 else newline + 1
+            self._add(end - pos, is_link=self._is_link)
+            pos = end
+            if newline != -1:
+                self._last_was_link, self._is_link = self._is_link, None
 
 
 # The budget of the fetch running in this thread (or context); None outside SafeFetcher.fetch.
@@ -230,8 +318,10 @@ class _BoundedStream(httpcore.NetworkStream):
 
     httpcore's timeouts apply to one socket operation each, so a server sending one byte at a
     time resets them forever; here each operation may wait at most until the fetch's deadline,
-    and the bytes read while a response head is awaited are counted against the head cap (each
-    read asks for no more than the room left, so the cap is exact). The budget is looked up per
+    and the bytes read while a response head is awaited are counted against the head caps (each
+    read asks for no more than the room left under the ceiling, so the ceiling is exact; bytes
+    other than ``Link`` lines past their cap end the fetch at the read that brought them). The
+    budget is looked up per
     operation because pooled connections outlive the fetch that opened them.
     """
 
@@ -244,7 +334,7 @@ class _BoundedStream(httpcore.NetworkStream):
         if budget is None:
             return self._inner.read(max_bytes, timeout)
         if budget.head_open:
-            room = budget.max_header_bytes - budget.head_bytes
+            room = budget.max_head_bytes - budget.head_bytes
             if room <= 0:
                 raise budget.head_too_large()
             max_bytes = min(max_bytes, room)
@@ -257,7 +347,7 @@ class _BoundedStream(httpcore.NetworkStream):
             raise
         budget.received += len(data)
         if budget.head_open:
-            budget.head_bytes += len(data)
+            budget.count_head(data)
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -378,6 +468,18 @@ class PinnedBackend(httpcore.NetworkBackend):
     def sleep(self, seconds: float) -> None:
         """Sleep as the wrapped backend does (httpcore uses it between connection retries)."""
         self._inner.sleep(seconds)
+
+
+def _allow_head_of(size: int) -> None:
+    """Let httpcore's HTTP/1.1 parser (h11) buffer a response head of ``size`` bytes.
+
+    httpcore gives every connection a head limit of 100 KiB, a class attribute that no
+    argument reaches. The fetcher's own ceiling (:class:`_BoundedStream`) is exact and lower
+    than whatever this is set to, so the class limit is only ever raised, process-wide: for
+    any other httpcore client it stays a bound, just a larger one.
+    """
+    connection = httpcore.HTTP11Connection
+    connection.MAX_INCOMPLETE_EVENT_SIZE = max(connection.MAX_INCOMPLETE_EVENT_SIZE, size)
 
 
 class _PinnedTransport(httpx.HTTPTransport):
@@ -605,6 +707,7 @@ class SafeFetcher:
         ssl_context = self.policy.ssl_context
         if ssl_context is None:
             ssl_context = httpx.create_ssl_context(verify=True, trust_env=False)
+        _allow_head_of(self.policy.max_header_bytes + self.policy.max_link_header_bytes)
         transport = _PinnedTransport(self._backend, ssl_context, httpx.Limits())
         # A cookie policy that accepts no domain: cookies are never stored, so never sent. State
         # from one publisher must not leak into requests to another.

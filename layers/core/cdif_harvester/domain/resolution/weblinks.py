@@ -27,6 +27,7 @@ import lxml.html
 from cdif_harvester.model import TypedLink
 
 __all__ = [
+    "MAX_HEADER_LINK_VALUES",
     "MAX_HTML_ELEMENTS",
     "MAX_LINK_VALUES",
     "HtmlHead",
@@ -95,11 +96,17 @@ _CLIP = 60
 # and work for nothing a harvester follows. Every cut is noted.
 MAX_LINK_VALUES = 10_000
 MAX_HTML_ELEMENTS = 1000
+# How many link-values the Link headers of one response give, as many as the <link> elements
+# of a page. The rest are still read, to be counted, never kept (docs/decisions/0066).
+MAX_HEADER_LINK_VALUES = 1000
 # How many repair notes one reading lists; the rest are counted. A publisher learns what to fix
 # from the first few, and the notes travel in messages between stages.
 MAX_NOTES = 100
 # A target in angle brackets: what strip() would leave holds no white space, "<" or ">".
 _BRACKETED_TARGET = re.compile(r"<\s*+([^ \t\r\n<>]*+)\s*+>")
+# The start of the next link-value, seen inside what a quote would enclose: the quote was never
+# closed, and the quote that seems to close it opens a value of the next link.
+_NEXT_LINK_VALUE = re.compile(r",[ \t]*+<[^ \t\r\n<>\"]*+>[ \t]*+[;,]")
 
 
 class _Notes(list[str]):
@@ -234,6 +241,7 @@ class _LinkFieldReader:
         self.label = label
         self.lines_separate = lines_separate
         self.repairs = _Notes()
+        self.quiet = False  # past the cap: values are read to be counted, without notes
         # (start, end): no quoted string opened after ``start`` closes before ``end``, the end
         # of its line. Remembered so that a line of unclosed quotes is scanned once, not once
         # per quote.
@@ -243,7 +251,8 @@ class _LinkFieldReader:
         self.param_stops = ";,\r\n" if lines_separate else ";,"
 
     def note(self, message: str) -> None:
-        self.repairs.append(f"{self.label}: {message}")
+        if not self.quiet:
+            self.repairs.append(f"{self.label}: {message}")
 
     def at_end(self) -> bool:
         return self.pos >= len(self.text)
@@ -297,29 +306,45 @@ class _LinkFieldReader:
 
     # -- link-values
 
-    def read_all(self) -> list[_LinkValue]:
-        """Read every link-value of the text; skip what cannot be read."""
+    def read_all(self, room: int | None = None) -> tuple[list[_LinkValue], int]:
+        """Read the link-values of the text, skipping what cannot be read: the first ``room``
+        (all when None) are returned, with the number of those read after them and dropped.
+
+        Past :data:`MAX_LINK_VALUES` reading stops, with a cut note, whatever ``room`` says.
+        """
+        try:
+            return self._read_values(room)
+        finally:
+            self.quiet = False  # the kept values' own notes are still to come (_links_of)
+
+    def _read_values(self, room: int | None) -> tuple[list[_LinkValue], int]:
         values: list[_LinkValue] = []
+        dropped = 0
         after_comma = False
         while True:
             self.skip_space()
-            if len(values) >= MAX_LINK_VALUES and not self.at_end():
+            if len(values) + dropped >= MAX_LINK_VALUES and not self.at_end():
                 self.repairs.cut(
                     f"{self.label}: only the first {MAX_LINK_VALUES} link-values read; "
                     "the rest ignored"
                 )
-                return values
+                return values, dropped
             if self.at_end():
                 if after_comma:
                     self.note("empty list element ignored")
-                return values
+                return values, dropped
             if self.peek() == ",":
                 self.note("empty list element ignored")
                 self.pos += 1
                 after_comma = True
                 continue
+            # Past the room, link-values are read only to be counted: their repairs are not
+            # noted, as nothing of them is kept.
+            self.quiet = room is not None and len(values) >= room
             value = self.read_link_value()
-            if value is not None:
+            if value is not None and self.quiet:
+                dropped += 1
+            elif value is not None:
                 values.append(value)
             after_comma = self.read_separator()
 
@@ -415,6 +440,9 @@ class _LinkFieldReader:
         if char == '"':
             closing = self._closing_quote(self.pos + 1)
             if closing is not None:
+                cut = self._next_link_within(self.pos + 1, closing)
+                if cut is not None:
+                    return self._unterminated(name, cut)
                 raw = self.text[self.pos + 1 : closing]
                 self.pos = closing + 1
                 return re.sub(r"\\(.)", r"\1", raw, flags=re.DOTALL)  # quoted-pairs
@@ -423,6 +451,9 @@ class _LinkFieldReader:
             return self.read_bare_value(name, note=False)
         if char == "'":
             closing = self.text.find("'", self.pos + 1)
+            cut = None if closing == -1 else self._next_link_within(self.pos + 1, closing)
+            if cut is not None:
+                return self._unterminated(name, cut)
             self.pos += 1
             if closing != -1 and not any(char in "\r\n" for char in self.text[self.pos : closing]):
                 raw = self.text[self.pos : closing]
@@ -432,6 +463,22 @@ class _LinkFieldReader:
             self.note(f"unterminated quote in parameter {name} repaired")
             return self.read_bare_value(name, note=False)
         return self.read_bare_value(name, note=True)
+
+    def _next_link_within(self, start: int, end: int) -> int | None:
+        """Where a link-value seems to start between ``start`` and ``end`` (the comma before
+        it), or None. Each quoted span is searched once: reading goes on from the comma, and
+        no quote lies between it and ``end``."""
+        found = _NEXT_LINK_VALUE.search(self.text, start, end)
+        return None if found is None else found.start()
+
+    def _unterminated(self, name: str, end: int) -> str:
+        """The value of a quote never closed before the next link-value, which starts at
+        ``end``: what lies between, so that link is read too (an unbalanced quote in one
+        parameter would otherwise swallow the links after it)."""
+        raw = self.text[self.pos + 1 : end].strip()
+        self.pos = end
+        self.note(f"unterminated quote in parameter {name} repaired")
+        return raw
 
     def read_bare_value(self, name: str, *, note: bool) -> str:
         # Up to the next ";" or "," (or line end, or "<", which no URI or token contains).
@@ -505,14 +552,22 @@ def _parse_link_text(
     *,
     lines_separate: bool,
     default_anchor: str | None,
+    max_values: int | None = None,
 ) -> LinkParse:
     links: list[TypedLink] = []
     repairs = _Notes()
+    kept = dropped = 0
     for text in texts:
         reader = _LinkFieldReader(text, label, lines_separate=lines_separate)
-        for value in reader.read_all():
+        room = None if max_values is None else max_values - kept
+        values, past = reader.read_all(room)
+        kept += len(values)
+        dropped += past
+        for value in values:
             links.extend(_links_of(value, base, found_in, reader, default_anchor=default_anchor))
         repairs.merge(reader.repairs)
+    if dropped:
+        repairs.cut(f"{label}: the first {kept} link-values kept; {dropped} more read and dropped")
     return LinkParse(links=tuple(links), repairs=repairs.listed())
 
 
@@ -525,11 +580,18 @@ def parse_link_header(
     comma-separated link-values). ``base`` is the URL of the response: targets and anchors
     are resolved against it. Links without ``anchor`` keep ``anchor=None``. Sloppy forms are
     repaired and each repair is noted in :attr:`LinkParse.repairs`; unreadable fragments are
-    skipped. Never raises.
+    skipped. The first :data:`MAX_HEADER_LINK_VALUES` link-values give links; the rest are
+    counted, and a repair says how many were dropped. Never raises.
     """
     texts = [value for value in values if isinstance(value, str)]
     return _parse_link_text(
-        texts, base, found_in, "link-header", lines_separate=False, default_anchor=None
+        texts,
+        base,
+        found_in,
+        "link-header",
+        lines_separate=False,
+        default_anchor=None,
+        max_values=MAX_HEADER_LINK_VALUES,
     )
 
 
