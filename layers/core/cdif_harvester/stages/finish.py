@@ -1,11 +1,12 @@
 """The end of a harvest run: tombstones, the sources' Signmaps, the run's summary and report.
 
 :func:`close_run` deals with a finished run once: it withdraws the URLs the publisher no longer
-announces (``withdrawn_at``; nothing is deleted, and never on the strength of a broken sitemap),
-rewrites the Signmap of each source whose records changed, writes ``runs/<run id>/summary.json``,
-``outcomes.jsonl`` and ``report.html``, frees the source and notes the run closed.
+announces, or answered 410 Gone (``withdrawn_at``; nothing is deleted, and never on the strength
+of a broken sitemap), rewrites the Signmap of each source whose records changed, writes
+``runs/<run id>/summary.json``, ``outcomes.jsonl`` and ``report.html``, frees the source and
+notes the run closed.
 
-See docs/decisions/0006-tombstones.md.
+See docs/decisions/0006-tombstones.md and docs/decisions/0067-what-an-entry-url-is.md.
 """
 
 from __future__ import annotations
