@@ -112,7 +112,10 @@ class HarvestRequest(BaseModel):
     model_config = _REQUEST
 
     url: Url = Field(
-        description="A robots.txt, a sitemap (index) or a single landing page.",
+        description=(
+            "A robots.txt, a sitemap (index), or any other URL (a landing page, a metadata "
+            "document), harvested as if a sitemap listed it."
+        ),
         examples=["https://data.example.org/robots.txt"],
     )
     options: dict[str, Annotated[str, Field(max_length=200)]] | None = Field(

@@ -6,10 +6,11 @@ robots.txt, or on another host that does not announce the sitemap, ends ``disall
 ``<lastmod>`` is not newer ends ``unchanged``; Crawl-delay spreads a host's URL jobs over time.
 A location that cannot be fetched, or whose host's robots.txt cannot be read, ends with its own
 outcome; the rest of its sitemap goes on. Index children on another host follow the same
-cross-submission rule as locations.
+cross-submission rule as locations. An entry URL that is not a sitemap is a URL job.
 
-See docs/decisions/0016-sitemap-expansion.md and
-docs/decisions/0046-isolated-locations-and-url-identity.md.
+See docs/decisions/0016-sitemap-expansion.md,
+docs/decisions/0046-isolated-locations-and-url-identity.md and
+docs/decisions/0067-what-an-entry-url-is.md.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
+from cdif_harvester.domain.discovery.entry import entry_sitemap
 from cdif_harvester.domain.discovery.incremental import lastmod_not_newer, lastmod_reason
 from cdif_harvester.domain.discovery.lastmod import normalise_lastmod
 from cdif_harvester.domain.discovery.robots import (
@@ -40,7 +42,6 @@ from cdif_harvester.errors import (
 )
 from cdif_harvester.keys import origin_of, sitemap_part_key
 from cdif_harvester.model import (
-    HTML_MEDIA_TYPES,
     FetchResponse,
     Outcome,
     TypedLink,
@@ -64,6 +65,11 @@ __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
 # the whole fetch deadline: a part listing thousands of dead hosts must still end well inside
 # the expander's timeout). Locations on further hosts end ``failed robots-unavailable``.
 MAX_OTHER_ROBOTS_PER_JOB = 6
+
+# The statuses of an entry URL handed to the resolver rather than failed here: those it reads
+# (RFC 9110: 203 as 200, 204 by its headers, 410 as a tombstone). Any other 4xx ends the entry
+# here, as the resolver would end it (``http-<status>``), without asking for it twice.
+RESOLVED_STATUSES = frozenset({203, 204, 410})
 
 
 class SitemapFetchError(PermanentError):
@@ -104,16 +110,30 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
         return _expand_part(wiring, job, job.body_key)
     if urlsplit(job.url).path == "/robots.txt":
         return _expand_robots(wiring, job)
-    response = _fetch(wiring, job.url, max_bytes=wiring.settings.max_sitemap_bytes)
-    if job.depth == 0 and response.media_type in HTML_MEDIA_TYPES:
-        # The entry URL is a landing page, not a sitemap: harvest that one page.
-        return _emit_urls(wiring, job, [SitemapEntry(loc=job.url, lastmod=None)])
-    stream = iter_sitemap(
-        response.body,
-        sitemap_url=response.url,
-        max_urls=wiring.settings.max_sitemap_urls,
-        max_bytes=wiring.settings.max_sitemap_bytes,
-    )
+    entry = job.depth == 0
+    response = _fetch(wiring, job.url, max_bytes=wiring.settings.max_sitemap_bytes, entry=entry)
+    settings = wiring.settings
+    if entry:
+        found = entry_sitemap(
+            response.status,
+            response.media_type,
+            response.body,
+            url=response.url,
+            max_urls=settings.max_sitemap_urls,
+            max_bytes=settings.max_sitemap_bytes,
+        )
+        if found is None:
+            # Not a sitemap: the entry is a URL to resolve, exactly as if a sitemap listed it
+            # (same checks, same URL job, same outcomes). The resolver asks for it again.
+            return _emit_urls(wiring, job, [SitemapEntry(loc=job.url, lastmod=None)])
+        stream = found
+    else:
+        stream = iter_sitemap(
+            response.body,
+            sitemap_url=response.url,
+            max_urls=settings.max_sitemap_urls,
+            max_bytes=settings.max_sitemap_bytes,
+        )
     if stream.kind == "sitemapindex":
         result = _emit_children(wiring, job, [entry.loc for entry in stream])
     else:
@@ -122,7 +142,13 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
     return result
 
 
-def _fetch(wiring: Wiring, url: str, *, max_bytes: int) -> FetchResponse:
+def _fetch(wiring: Wiring, url: str, *, max_bytes: int, entry: bool = False) -> FetchResponse:
+    """The answer of a sitemap (or of the entry URL, when ``entry``), or the error it ends in.
+
+    An entry URL may also answer what the resolver reads (203, 204, 410): it is then a URL to
+    resolve, not a failed sitemap. Raises FetchFailed (retryable) on 429 and 5xx, and
+    SitemapFetchError on any other status.
+    """
     response = wiring.fetcher.fetch(url, max_bytes=max_bytes)
     if response.status >= 500 or response.status == 429:
         raise FetchFailed(
@@ -130,7 +156,7 @@ def _fetch(wiring: Wiring, url: str, *, max_bytes: int) -> FetchResponse:
             reason=f"http-{response.status}",
             retry_after=retry_after_of(wiring, response),
         )
-    if response.status != 200:
+    if response.status != 200 and not (entry and response.status in RESOLVED_STATUSES):
         raise SitemapFetchError(
             f"{url} answered {response.status}", reason=f"http-{response.status}"
         )

@@ -1,11 +1,12 @@
 """The end of a harvest run: tombstones, the sources' Signmaps, the run's summary and report.
 
 :func:`close_run` deals with a finished run once: it withdraws the URLs the publisher no longer
-announces (``withdrawn_at``; nothing is deleted, and never on the strength of a broken sitemap),
-rewrites the Signmap of each source whose records changed, writes ``runs/<run id>/summary.json``,
-``outcomes.jsonl`` and ``report.html``, frees the source and notes the run closed.
+announces, or answered 410 Gone (``withdrawn_at``; nothing is deleted, and never on the strength
+of a broken sitemap), rewrites the Signmap of each source whose records changed, writes
+``runs/<run id>/summary.json``, ``outcomes.jsonl`` and ``report.html``, frees the source and
+notes the run closed.
 
-See docs/decisions/0006-tombstones.md.
+See docs/decisions/0006-tombstones.md and docs/decisions/0067-what-an-entry-url-is.md.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from urllib.parse import urlsplit
 
 from cdif_harvester.errors import HarvestError
 from cdif_harvester.keys import signmap_key, source_of
-from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, outcome_to_dict
+from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, UrlState, outcome_to_dict
 from cdif_harvester.stages.crosswalk import build_source_signmap
+from cdif_harvester.stages.outcomes import is_gone
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
@@ -152,7 +154,8 @@ def withdraw_vanished(
     """Mark the URLs the run shows as vanished withdrawn; return them, sorted.
 
     ``sitemaps`` are the URLs of every sitemap job the run processed, ``entry_urls`` the run's
-    entry URLs.
+    entry URLs. A URL that answered 410 Gone in the run (a tombstone by HTTP, listed or entry)
+    is withdrawn too, when it held records.
     """
     outcomes = {o.url: o for o in wiring.catalog.outcomes(run_id)}
     processed = set(sitemaps)
@@ -172,14 +175,24 @@ def withdraw_vanished(
                 continue
             if state.sitemap not in whole and source not in entry_sources:
                 continue
-            wiring.catalog.put_url(replace(state, withdrawn_at=now))
-            for record_id in state.record_ids:
-                entry = wiring.catalog.get_record(record_id)
-                if entry is not None and entry.url == state.url and not entry.withdrawn_at:
-                    _mark_report(wiring, entry.report_key, now)
-                    wiring.catalog.put_record(replace(entry, withdrawn_at=now))
+            _withdraw(wiring, state, now)
             withdrawn.append(state.url)
+    gone = [url for url, outcome in outcomes.items() if is_gone(outcome)]
+    for url, state in (wiring.catalog.get_urls(gone) if gone else {}).items():
+        if state.record_ids and not state.withdrawn_at:
+            _withdraw(wiring, state, now)
+            withdrawn.append(url)
     return sorted(withdrawn)
+
+
+def _withdraw(wiring: Wiring, state: UrlState, now: str) -> None:
+    """Mark ``state``'s URL, the catalogue entries of its records and their reports withdrawn."""
+    wiring.catalog.put_url(replace(state, withdrawn_at=now))
+    for record_id in state.record_ids:
+        entry = wiring.catalog.get_record(record_id)
+        if entry is not None and entry.url == state.url and not entry.withdrawn_at:
+            _mark_report(wiring, entry.report_key, now)
+            wiring.catalog.put_record(replace(entry, withdrawn_at=now))
 
 
 def _mark_report(wiring: Wiring, key: str, when: str) -> None:

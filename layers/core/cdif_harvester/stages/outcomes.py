@@ -15,7 +15,19 @@ from cdif_harvester.model import (
 )
 from cdif_harvester.wiring import Wiring
 
+GONE_REASON = "no-metadata: gone (410 tombstone)"
+"""How the reason of a URL that answered 410 Gone, and gave no metadata, starts: the publisher
+says it is gone, so what it held is withdrawn when its run is closed (decision 0067)."""
+
+
+def is_gone(outcome: UrlOutcome) -> bool:
+    """Whether ``outcome`` is a 410 tombstone (see :data:`GONE_REASON`)."""
+    return outcome.outcome is Outcome.NO_METADATA and (outcome.reason or "").startswith(GONE_REASON)
+
+
 __all__ = [
+    "GONE_REASON",
+    "is_gone",
     "record_outcome",
     "outcome_now",
     "record_outcomes",

@@ -70,7 +70,7 @@ from cdif_harvester.model import (
     UrlOutcome,
 )
 from cdif_harvester.stages.jobs import retry_after_of
-from cdif_harvester.stages.outcomes import held_state, record_outcome
+from cdif_harvester.stages.outcomes import GONE_REASON, held_state, record_outcome
 from cdif_harvester.wiring import Wiring
 
 __all__ = ["HttpStatusError", "resolve_url", "store_raw"]
@@ -698,8 +698,8 @@ class _Resolver:
     def _no_metadata(self, page: _Page) -> UrlOutcome:
         tried = ", ".join(dict.fromkeys(self.tried)) or "nothing applicable"
         what = page.media.type or "response"
-        gone = "gone (410 tombstone); " if page.response.status == 410 else ""
-        reason = f"no-metadata: {gone}no CDIF metadata found in {what} (tried: {tried})"
+        start = f"{GONE_REASON}; " if page.response.status == 410 else "no-metadata: "
+        reason = f"{start}no CDIF metadata found in {what} (tried: {tried})"
         return record_outcome(
             self.wiring,
             run_id=self.job.run_id,
