@@ -12,6 +12,8 @@ Sitemaps come from anywhere, so the reader is defensive: gzip is inflated with a
 read by a hardened streaming parser that never resolves entities nor loads DTDs, a document that
 declares a DOCTYPE is refused outright (billion laughs, external entities), and memory stays flat
 however many entries there are. The domain is pure: bytes in, values out.
+
+See docs/decisions/0050-parsing-in-bounded-memory.md and 0068-feeds-as-sitemaps.md.
 """
 
 from __future__ import annotations
@@ -484,9 +486,9 @@ def _find_root(chunks: Iterator[bytes], seen: list[bytes]) -> Any:
 def _parse_xml(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
 ) -> Iterator[SitemapEntry]:
-    """Read XML, fed in ``chunks``: only the root element and the entry elements reach Python
-    (a lookahead parse meets the root first, to know what the entries are called); everything
-    else stays in libxml2 and is dropped chunk by chunk (flat memory)."""
+    """Read XML, fed in ``chunks``: only the root element, an RSS channel and the entries
+    reach Python (a lookahead parse meets the root first, to know what the entries are
+    called); everything else stays in libxml2 and is dropped chunk by chunk (flat memory)."""
     seen: list[bytes] = []
     first = _find_root(chunks, seen)
     replay = itertools.chain(seen, chunks)
