@@ -87,3 +87,47 @@ def test_the_machine_time_zone_does_not_matter(text: str, expected: str) -> None
     moment = parse_lastmod(text)
     assert moment is not None
     assert moment.utcoffset() == timedelta(0)
+
+
+# -- RFC 822 dates (an RSS item's pubDate) ---------------------------------------------------------
+
+RFC822_CASES = [
+    ("Tue, 10 Jun 2003 04:00:00 GMT", datetime(2003, 6, 10, 4, tzinfo=UTC)),
+    ("Tue, 10 Jun 2003 04:00:00 +0000", datetime(2003, 6, 10, 4, tzinfo=UTC)),
+    ("Tue, 10 Jun 2003 04:00:00 -0000", datetime(2003, 6, 10, 4, tzinfo=UTC)),
+    ("Wed, 02 Oct 2002 08:00:00 EST", datetime(2002, 10, 2, 8, tzinfo=UTC) + timedelta(hours=5)),
+    ("Wed, 02 Oct 2002 15:00:00 +0200", datetime(2002, 10, 2, 13, tzinfo=UTC)),
+    ("Wed, 02 Oct 2002 15:00:00 -0930", datetime(2002, 10, 3, 0, 30, tzinfo=UTC)),
+    ("Sat, 01 Jan 2000 23:30 PDT", datetime(2000, 1, 2, 6, 30, tzinfo=UTC)),  # no seconds
+    # obsolete and sloppy forms: two-digit years, no weekday, full names, no zone, no time
+    ("2 Oct 02 08:00:00 GMT", datetime(2002, 10, 2, 8, tzinfo=UTC)),
+    ("2 Oct 99 08:00:00 UT", datetime(1999, 10, 2, 8, tzinfo=UTC)),
+    ("Thursday, 5 September 2024 12:00:00 Z", datetime(2024, 9, 5, 12, tzinfo=UTC)),
+    ("thu, 05 sep 2024 12:00:00 gmt", datetime(2024, 9, 5, 12, tzinfo=UTC)),
+    ("  Thu,05 Sep 2024 12:00:00 GMT\n", datetime(2024, 9, 5, 12, tzinfo=UTC)),
+    ("05 Sep 2024 12:00:00", datetime(2024, 9, 5, 12, tzinfo=UTC)),
+    ("05 Sep 2024", datetime(2024, 9, 5, tzinfo=UTC)),
+    ("Thu, 05 Sep 2024 12:00:00 CEST", datetime(2024, 9, 5, 12, tzinfo=UTC)),  # unknown: UTC
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), RFC822_CASES)
+def test_rfc_822_dates_are_read(text: str, expected: datetime) -> None:
+    assert parse_lastmod(text) == expected
+    assert normalise_lastmod(text) == expected.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(
+    ("text", "mended"),
+    [
+        ("Sun, 31 Feb 2024 10:00:00 GMT", "Sun, 29 Feb 2024 10:00:00 GMT"),
+        ("Thu, 05 Sep 2024 25:00:00 GMT", "Thu, 05 Sep 2024 23:00:00 GMT"),
+        ("Thu, 05 Foo 2024 12:00:00 GMT", "Thu, 05 Oct 2024 12:00:00 GMT"),
+        ("Thu, 05 Sep 2024 12:00:00 +2400", "Thu, 05 Sep 2024 12:00:00 +2359"),
+        ("Thu, 05 Sep 12:00:00 GMT", "Thu, 05 Sep 2024 12:00:00 GMT"),
+        ("Thu, 05 Sep 2024 12:00:00 GMT and more", "Thu, 05 Sep 2024 12:00:00 GMT"),
+    ],
+)
+def test_broken_rfc_822_dates_are_not_lastmods(text: str, mended: str) -> None:
+    assert normalise_lastmod(text) is None
+    assert normalise_lastmod(mended) is not None  # what makes it broken is just that

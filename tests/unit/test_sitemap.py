@@ -261,10 +261,7 @@ def test_signmap_links() -> None:
             b'"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n<html/>',
             id="xhtml",
         ),
-        pytest.param(
-            b'<?xml version="1.0"?><rss version="2.0"><channel/></rss>', id="unknown-root"
-        ),
-        pytest.param(b"<feed xmlns='http://www.w3.org/2005/Atom'/>", id="atom-for-now"),
+        pytest.param(b'<?xml version="1.0"?><opml version="2.0"><body/></opml>', id="unknown-root"),
         pytest.param(b'{"@context": "https://schema.org", "@type": "Dataset"}', id="json"),
         pytest.param(b"", id="empty"),
         pytest.param(b"  \r\n ", id="blank"),

@@ -16,6 +16,7 @@ docs/decisions/0067-what-an-entry-url-is.md.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
@@ -60,6 +61,8 @@ from cdif_harvester.stages.runs import enter_urls, expect_sitemaps, sitemap_done
 from cdif_harvester.wiring import Wiring
 
 __all__ = ["ExpansionResult", "SitemapFetchError", "expand_sitemap"]
+
+logger = logging.getLogger(__name__)
 
 # At most this many robots.txt files of other hosts are fetched per job (each fetch may take
 # the whole fetch deadline: a part listing thousands of dead hosts must still end well inside
@@ -134,6 +137,8 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
             max_urls=settings.max_sitemap_urls,
             max_bytes=settings.max_sitemap_bytes,
         )
+    for note in stream.notes:  # read leniently (a broken XML declaration): said, not failed
+        logger.warning("sitemap %s of run %s: %s", job.url, job.run_id, note)
     if stream.kind == "sitemapindex":
         result = _emit_children(wiring, job, [entry.loc for entry in stream])
     else:

@@ -3,14 +3,17 @@
 CDIF discoverability, "Find metadata": CDIF recommends sitemaps (sitemaps.org protocol 0.9) to
 tell harvesters where metadata is; a site announces them in robots.txt. This module reads one
 sitemap document into values: a ``<urlset>`` (page locations), a ``<sitemapindex>`` (locations of
-further sitemaps) or a plain-text sitemap (one URL per line). Signmaps (signposting.org) add typed
-links to a ``<url>`` with ``<rs:ln>`` elements; they are kept on the entry as
-:class:`~cdif_harvester.model.TypedLink` values.
+further sitemaps), a plain-text sitemap (one URL per line), or an RSS 2.0 or Atom 1.0 feed, which
+the protocol accepts as a sitemap (each item's or entry's link is a location). Signmaps
+(signposting.org) add typed links to a ``<url>`` with ``<rs:ln>`` elements; they are kept on the
+entry as :class:`~cdif_harvester.model.TypedLink` values.
 
 Sitemaps come from anywhere, so the reader is defensive: gzip is inflated with a hard cap, XML is
 read by a hardened streaming parser that never resolves entities nor loads DTDs, a document that
 declares a DOCTYPE is refused outright (billion laughs, external entities), and memory stays flat
 however many entries there are. The domain is pure: bytes in, values out.
+
+See docs/decisions/0050-parsing-in-bounded-memory.md and 0068-feeds-as-sitemaps.md.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import gc
 import itertools
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import urljoin, urlsplit
 
@@ -63,13 +67,26 @@ _WEB_PREFIXES = ("https://", "http://")
 _Event = Literal["start", "end"]
 _LN_TAG = f"{{{RS_NAMESPACE}}}ln"
 _MEMO_SIZE = 4096  # distinct attribute values remembered per sitemap
+# The XML declaration (XML 1.0 section 2.8) as libxml2 takes it; anything else that starts with
+# "<?xml" is a broken one (``version="null"`` from some exporters), which libxml2 refuses.
+_DECLARATION_START = re.compile(rb"<\?xml(?=[\s?])")
+_DECLARATION = re.compile(
+    rb"""<\?xml\s+version\s*=\s*(["'])1\.[0-9]+\1
+    (?:\s+encoding\s*=\s*(["'])(?P<encoding>[A-Za-z][A-Za-z0-9._-]{0,39})\2)?
+    (?:\s+standalone\s*=\s*(["'])(?:yes|no)\4)?\s*\?>""",
+    re.VERBOSE,
+)
+_DECLARATION_SCAN = 1024  # how far the end of a broken declaration is looked for
+_ALTERNATE = frozenset({"alternate", "http://www.iana.org/assignments/relation/alternate"})
+_DC_DATE = "{http://purl.org/dc/elements/1.1/}date"
 _new_link = _new_entry = object.__new__
 
 
 class SitemapError(PermanentError):
     """A sitemap could not be read at all. ``reason`` is one of:
 
-    * ``not-a-sitemap``: HTML, an unknown root element, or text without a single URL;
+    * ``not-a-sitemap``: HTML, an unknown root element (neither a sitemap nor an RSS or Atom
+      feed), or text without a single URL;
     * ``xml-entities-refused``: the document declares a DOCTYPE (entities, external DTD);
     * ``too-large``: more than ``max_bytes`` once inflated (e.g. a decompression bomb);
     * ``malformed-gzip``: gzip magic bytes but nothing could be inflated;
@@ -81,10 +98,10 @@ class SitemapError(PermanentError):
 
 @dataclass(frozen=True)
 class SitemapEntry:
-    """One ``<url>`` (or ``<sitemap>``, or text line): a location (absolute, or as written when
-    it cannot be resolved; not necessarily http(s): the expander judges it), its ``lastmod`` as
-    given (a W3C datetime string, stripped), and any Signmap links (``found_in="signmap"``,
-    ``anchor`` = ``loc``)."""
+    """One ``<url>`` (or ``<sitemap>``, text line, feed item or entry): a location (absolute, or
+    as written when it cannot be resolved; not necessarily http(s): the expander judges it), its
+    ``lastmod`` as given (a W3C datetime string, or an RSS ``pubDate``, stripped), and any
+    Signmap links (``found_in="signmap"``, ``anchor`` = ``loc``)."""
 
     loc: str
     lastmod: str | None
@@ -95,16 +112,18 @@ class SitemapEntry:
 class ParsedSitemap:
     """A sitemap read into values.
 
-    ``kind`` is ``"urlset"``, ``"sitemapindex"`` or ``"text"``. ``error`` is set (as
-    ``"malformed-xml: <details>"``) when the document broke part-way: the complete entries
-    before the break are kept. ``limit_hit`` is ``"max-urls"`` when entries past ``max_urls``
-    were dropped.
+    ``kind`` is ``"urlset"``, ``"sitemapindex"``, ``"text"``, ``"rss"`` or ``"atom"`` (the
+    feeds give locations, as a urlset does). ``error`` is set (as ``"malformed-xml:
+    <details>"``) when the document broke part-way: the complete entries before the break are
+    kept. ``limit_hit`` is ``"max-urls"`` when entries past ``max_urls`` were dropped.
+    ``notes`` say what was read leniently (a broken XML declaration left out).
     """
 
     kind: str
     entries: tuple[SitemapEntry, ...]
     error: str | None = None
     limit_hit: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 def parse_sitemap(
@@ -129,7 +148,7 @@ def parse_sitemap(
     # (The stream pauses the cyclic garbage collector while it is read: see SitemapStream.)
     stream = iter_sitemap(body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes)
     entries = tuple(stream)
-    return ParsedSitemap(stream.kind, entries, stream.error, stream.limit_hit)
+    return ParsedSitemap(stream.kind, entries, stream.error, stream.limit_hit, stream.notes)
 
 
 @dataclass
@@ -140,6 +159,7 @@ class _Status:
     count: int = 0
     error: str | None = None
     limit_hit: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 class SitemapStream:
@@ -158,8 +178,13 @@ class SitemapStream:
 
     @property
     def kind(self) -> str:
-        """``urlset``, ``sitemapindex`` or ``text``."""
+        """``urlset``, ``sitemapindex``, ``text``, ``rss`` or ``atom``."""
         return self._status.kind
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What was read leniently (known from the start: a broken XML declaration left out)."""
+        return self._status.notes
 
     @property
     def count(self) -> int:
@@ -303,6 +328,7 @@ def _parse_data(
         raise SitemapError("empty sitemap", reason="not-a-sitemap")
     if start.startswith(b"<"):
         # White space before the XML declaration is a common slip libxml2 would reject.
+        start = _mend_declaration(start, status)
         _refuse_prolog(start)
         return _parse_xml(_slices(start), sitemap_url=sitemap_url, max_urls=max_urls, status=status)
     return _parse_text(data, max_urls=max_urls, status=status)
@@ -335,6 +361,7 @@ def _parse_stream(
         del head
         return _parse_text(text + b"".join(chunks), max_urls=max_urls, status=status)
     del head
+    start = _mend_declaration(start, status)
     _refuse_prolog(start)
     return _parse_xml(
         _rechunk(start, chunks), sitemap_url=sitemap_url, max_urls=max_urls, status=status
@@ -361,6 +388,39 @@ def _rechunk(first: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
         del pending[:whole]
     if pending:
         yield bytes(pending)
+
+
+def _mend_declaration(data: bytes, status: _Status) -> bytes:
+    """``data`` without its XML declaration when that is broken (libxml2 refuses the document
+    then; the declaration says nothing a sitemap needs: read as UTF-8, the XML default), said
+    in ``status.notes``; else ``data`` itself. Only the start of ``data`` is looked at."""
+    if not _DECLARATION_START.match(data):
+        return data
+    good = _DECLARATION.match(data)
+    if good is not None:
+        encoding = good.group("encoding")
+        if encoding is None or _libxml2_reads(encoding.decode("ascii")):
+            return data
+        end = good.end()
+    else:
+        end = data.find(b"?>", 0, _DECLARATION_SCAN)
+        if end < 0:
+            return data  # no end in sight: the parser says what is wrong
+        end += 2
+    shown = data[:end].decode("ascii", "replace")
+    status.notes += (f"XML declaration {shown} is not valid: read without it, as UTF-8",)
+    return data[end:].lstrip()
+
+
+@lru_cache(maxsize=64)
+def _libxml2_reads(encoding: str) -> bool:
+    """Whether libxml2 takes ``encoding`` in an XML declaration (its list, not Python's:
+    ``latin-1`` is refused)."""
+    try:
+        etree.fromstring(f'<?xml version="1.0" encoding="{encoding}"?><a/>'.encode("ascii"))
+    except etree.XMLSyntaxError:
+        return False
+    return True
 
 
 def _refuse_prolog(data: bytes) -> None:
@@ -426,9 +486,9 @@ def _find_root(chunks: Iterator[bytes], seen: list[bytes]) -> Any:
 def _parse_xml(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
 ) -> Iterator[SitemapEntry]:
-    """Read XML, fed in ``chunks``: only the root element and the entry elements reach Python
-    (a lookahead parse meets the root first, to know what the entries are called); everything
-    else stays in libxml2 and is dropped chunk by chunk (flat memory)."""
+    """Read XML, fed in ``chunks``: only the root element, an RSS channel and the entries
+    reach Python (a lookahead parse meets the root first, to know what the entries are
+    called); everything else stays in libxml2 and is dropped chunk by chunk (flat memory)."""
     seen: list[bytes] = []
     first = _find_root(chunks, seen)
     replay = itertools.chain(seen, chunks)
@@ -438,16 +498,14 @@ def _parse_xml(
         )
         return
     kind = status.kind = _root_kind(first)
-    root_tag = first.tag
-    ns = _local(root_tag)[0]
-    prefix = f"{{{ns}}}" if ns else ""
-    entry_tag = prefix + ("url" if kind == "urlset" else "sitemap")
-    loc_tag, lastmod_tag = prefix + "loc", prefix + "lastmod"
+    feed = _FEEDS.get(kind)
+    tags, channel_tag, loc_tag, lastmod_tag = _tags(kind, first.tag)
     del first
-    parser = _pull_parser(("start", "end"), (root_tag, entry_tag))
+    parser = _pull_parser(("start", "end"), tags)
     events = parser.read_events()
     memo = _Memo()
     root: Any = None
+    container: Any = None
     failure: Exception | None = None
     for chunk in itertools.chain(replay, (None,)):
         try:
@@ -460,11 +518,20 @@ def _parse_xml(
         for event, element in events:
             if event == "start":
                 if root is None:
-                    root = element  # the first element to start is the root
+                    root = container = element  # the first element to start is the root
+                elif (
+                    channel_tag is not None
+                    and element.tag == channel_tag
+                    and element.getparent() is root
+                ):
+                    container = element
                 continue
-            if element.getparent() is not root:
+            if element.getparent() is not container:
                 continue  # the root itself, or an entry tag deeper down
-            entry = _read_entry(element, loc_tag, lastmod_tag, sitemap_url, memo)
+            if feed is None:
+                entry = _read_entry(element, loc_tag, lastmod_tag, sitemap_url, memo)
+            else:
+                entry = feed.read(element, loc_tag, lastmod_tag, sitemap_url)
             if entry is not None:
                 if status.count >= max_urls:
                     status.limit_hit = "max-urls"
@@ -475,10 +542,17 @@ def _parse_xml(
             # Every child of the root but the last (which may still be open) is complete and,
             # if it was an entry, read: drop them.
             del root[: len(root) - 1]
+        if container is not root and len(container) > 1:
+            del container[: len(container) - 1]  # the same in an RSS <channel>
         if failure is not None:
             break
-    if failure is None:
-        return
+    if failure is not None:
+        _broke(failure, status)
+
+
+def _broke(failure: Exception, status: _Status) -> None:
+    """Say how the document broke: raise when nothing was read before, or it is not an XML
+    error; else set ``status.error`` (the entries before the break were given)."""
     if not isinstance(failure, etree.XMLSyntaxError):
         raise failure
     detail = getattr(failure, "msg", None) or str(failure)
@@ -487,6 +561,24 @@ def _parse_xml(
             f"sitemap is not well-formed XML: {detail}", reason="malformed-xml"
         ) from failure
     status.error = f"malformed-xml: {detail}"
+
+
+def _tags(kind: str, root_tag: str) -> tuple[tuple[str, ...], str | None, str, str]:
+    """What the entries of a document of ``kind`` are made of, in the root's namespace: the
+    tags the pull parser reports (root, container, entry), the container's tag when it is not
+    the root (an RSS ``<channel>``), the location's tag, and the lastmod's tag (for a feed: the
+    namespace prefix, which its reader needs for several tags)."""
+    ns = _local(root_tag)[0]
+    prefix = f"{{{ns}}}" if ns else ""
+    feed = _FEEDS.get(kind)
+    if feed is None:
+        entry_tag = prefix + ("url" if kind == "urlset" else "sitemap")
+        return (root_tag, entry_tag), None, prefix + "loc", prefix + "lastmod"
+    entry_tag = prefix + feed.entry
+    if feed.channel is None:
+        return (root_tag, entry_tag), None, prefix + "link", prefix
+    channel_tag = prefix + feed.channel
+    return (root_tag, channel_tag, entry_tag), channel_tag, prefix + "link", prefix
 
 
 def _parse_xml_generic(
@@ -508,6 +600,8 @@ def _parse_xml_generic(
                     kind = status.kind = _root_kind(element)
                     ns = _local(element.tag)[0]
                     prefix = f"{{{ns}}}" if ns else ""
+                    # (A feed's entries are not read here: this way only runs for documents
+                    # that break before their root is met, when there are none to read.)
                     entry_tag = prefix + ("url" if kind == "urlset" else "sitemap")
                     loc_tag, lastmod_tag = prefix + "loc", prefix + "lastmod"
                 continue
@@ -515,7 +609,7 @@ def _parse_xml_generic(
             if depth != 1:
                 continue
             # A direct child of the root is complete: read it, then drop it (flat memory).
-            if element.tag == entry_tag:
+            if kind not in _FEEDS and element.tag == entry_tag:
                 entry = _read_entry(element, loc_tag, lastmod_tag, sitemap_url, memo)
                 if entry is not None:
                     if status.count >= max_urls:
@@ -569,6 +663,10 @@ def _root_kind(root: Any) -> str:
     name = _local(root.tag)[1]
     if name in {"urlset", "sitemapindex"}:
         return name
+    if name == "rss":
+        return "rss"
+    if name == "feed":
+        return "atom"
     raise SitemapError(f"root element <{name}> is not a sitemap", reason="not-a-sitemap")
 
 
@@ -606,6 +704,75 @@ def _read_entry(
         links=_read_links(link_elements, loc, base, memo) if link_elements else (),
     )
     return entry
+
+
+def _read_rss_item(element: Any, link_tag: str, prefix: str, base: str) -> SitemapEntry | None:
+    """An RSS ``<item>``: its ``<link>``, else its ``<guid>`` when that is a permalink (RSS 2.0:
+    ``isPermaLink`` is true unless said otherwise) and an absolute http(s) URL; dated by
+    ``<pubDate>`` (RFC 822), else ``<dc:date>``. None without a location."""
+    loc: str | None = None
+    guid: str | None = None
+    lastmod: str | None = None
+    dc_date: str | None = None
+    for child in element[:]:
+        tag = child.tag
+        if tag == link_tag:
+            if loc is None:
+                loc = _clean_loc("".join(child.itertext()), base)
+        elif tag == prefix + "pubDate":
+            lastmod = lastmod or (child.text or "").strip() or None
+        elif tag == prefix + "guid":
+            if guid is None and (child.get("isPermaLink") or "").strip().lower() != "false":
+                text = (child.text or "").strip()
+                guid = text if _ABSOLUTE.fullmatch(text) else None
+        elif tag == _DC_DATE:
+            dc_date = dc_date or (child.text or "").strip() or None
+    loc = loc or guid
+    if loc is None:
+        return None
+    return SitemapEntry(loc=loc, lastmod=lastmod or dc_date)
+
+
+def _read_atom_entry(element: Any, link_tag: str, prefix: str, base: str) -> SitemapEntry | None:
+    """An Atom ``<entry>``: the ``href`` of its first ``<link>`` that is ``rel="alternate"``
+    or has no ``rel`` (RFC 4287 section 4.2.7.2: the same), dated by ``<updated>``, else
+    ``<published>`` (Atom 0.3: ``<modified>``, ``<issued>``). None without such a link."""
+    loc: str | None = None
+    dates: dict[str, str] = {}
+    for child in element[:]:
+        tag = child.tag
+        if tag == link_tag:
+            if loc is None and (child.get("rel") or "alternate").strip().lower() in _ALTERNATE:
+                loc = _clean_loc(child.get("href") or "", base)
+        elif isinstance(tag, str) and tag.startswith(prefix):
+            name = tag[len(prefix) :]
+            if name in _ATOM_DATES and name not in dates:
+                text = (child.text or "").strip()
+                if text:
+                    dates[name] = text
+    if loc is None:
+        return None
+    lastmod = next((dates[name] for name in _ATOM_DATES if name in dates), None)
+    return SitemapEntry(loc=loc, lastmod=lastmod)
+
+
+_ATOM_DATES = ("updated", "modified", "published", "issued")  # first found wins, in this order
+
+
+@dataclass(frozen=True)
+class _Feed:
+    """How a feed holds its entries: the entry element, the container between it and the root
+    (``channel`` for RSS; none for Atom), and the reader of one entry."""
+
+    entry: str
+    channel: str | None
+    read: Callable[[Any, str, str, str], SitemapEntry | None]
+
+
+_FEEDS = {
+    "rss": _Feed("item", "channel", _read_rss_item),
+    "atom": _Feed("entry", None, _read_atom_entry),
+}
 
 
 def _read_links(
