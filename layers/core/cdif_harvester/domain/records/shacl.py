@@ -27,7 +27,7 @@ from pyld import jsonld
 
 from cdif_harvester.domain.records import jsonld_loader
 from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
-from cdif_harvester.domain.records.validation import ValidationIssue
+from cdif_harvester.domain.records.validation import PROFILES, ValidationIssue
 from cdif_harvester.errors import PermanentError
 
 if TYPE_CHECKING:
@@ -43,20 +43,14 @@ __all__ = [
 ]
 
 SHAPES_FILE = "cdif-core-1.0.shapes.ttl"
-# The profiles and versions we hold shapes for (package data under shapes/).
+# The profiles and versions we hold shapes for (package data under shapes/): every 1.1
+# profile but the concept scheme, for which the building blocks publish no rules.
 _SHAPES_FILES = {
     ("core", "1.0"): SHAPES_FILE,
     **{
         (profile, "1.1"): f"cdif-{profile}-1.1.shapes.ttl"
-        for profile in (
-            "core",
-            "discovery",
-            "data_description",
-            "data_structure",
-            "manifest",
-            "provenance",
-            "codelist",
-        )
+        for profile in PROFILES
+        if profile != "conceptscheme"
     },
 }
 
