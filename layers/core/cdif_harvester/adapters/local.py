@@ -261,6 +261,7 @@ _INDEXES = """
 CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
 CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
 CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source_id, started_at);
+CREATE INDEX IF NOT EXISTS records_by_resource ON records (json_extract(body, '$.resource_id'));
 """
 # The columns of a run that change as it goes (the rest is in its JSON body).
 _RUN_COLUMNS = "run_id, state, entered, settled, sitemaps, outcomes, body"
@@ -309,6 +310,16 @@ class SqliteCatalog:
         """Return the entry of ``record_id``, or None."""
         rows = self._query("SELECT body FROM records WHERE record_id = ?", (record_id,))
         return entry_from_dict(json.loads(rows[0][0])) if rows else None
+
+    def records_of_resource(self, resource_id: str) -> list[CatalogEntry]:
+        """Return the entries of the records describing the resource ``resource_id`` (its DOI
+        or other identifier; several sources may describe one resource), by record id."""
+        rows = self._query(
+            "SELECT body FROM records WHERE json_extract(body, '$.resource_id') = ? "
+            "ORDER BY record_id",
+            (resource_id,),
+        )
+        return [entry_from_dict(json.loads(row[0])) for row in rows]
 
     def records(
         self,

@@ -95,8 +95,8 @@ def run(args: argparse.Namespace, *, make_client: ClientFactory | None = None) -
     exit status. ``make_client`` builds the SQS and CloudFormation clients (default: boto3's).
     """
     make_client = make_client or _boto3_client
-    sqs = make_client("sqs", args.region)
     try:
+        sqs = make_client("sqs", args.region)
         dlq_url, target_url = _queue_urls(args, make_client)
         check_source(sqs, dlq_url, target_url)
     except (UsageError, NotItsSource) as exc:
@@ -144,8 +144,14 @@ def run(args: argparse.Namespace, *, make_client: ClientFactory | None = None) -
 
 def _boto3_client(service: str, region: str | None) -> Any:
     import boto3  # noqa: PLC0415 - only this command needs boto3 on a laptop
+    from botocore.exceptions import NoRegionError  # noqa: PLC0415
 
-    return boto3.client(service, region_name=region)  # type: ignore[call-overload]
+    try:
+        return boto3.client(service, region_name=region)  # type: ignore[call-overload]
+    except NoRegionError as exc:  # an answer, not a fault: the operator named no region
+        raise UsageError(
+            "no AWS region: give --region, or set AWS_REGION (or a region in the AWS configuration)"
+        ) from exc
 
 
 def _queue_urls(args: argparse.Namespace, make_client: ClientFactory) -> tuple[str, str]:

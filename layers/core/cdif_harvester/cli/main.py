@@ -11,9 +11,10 @@ Commands (``cdif-harvest COMMAND --help`` lists the options of each):
   queue on AWS (see :mod:`.dlq` and docs/deploy.md).
 * ``demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and harvest it.
 
-Exit status: 0 when the harvest ran (whatever the outcomes of its URLs), 2 for usage errors;
-``catalog record`` exits 1 when there is no such record; 130 after Ctrl-C (SIGINT) and 143 after
-SIGTERM, with one line on stderr and the run marked ``interrupted``.
+Exit status of a harvest: 0 ran, 1 by ``--fail-on``, 2 usage error, 3 entry URL unreadable or
+nothing harvested (:mod:`.exit_status`); ``catalog record`` exits 1 when there is no such record;
+130 after Ctrl-C (SIGINT) and 143 after SIGTERM, with one line on stderr and the run marked
+``interrupted``.
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ from typing import Any
 from cdif_harvester import __version__
 from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.cli import dlq
+from cdif_harvester.cli.exit_status import DEFAULT_FAIL_ON, EPILOG, FAIL_ON, harvest_status
+from cdif_harvester.cli.options import add_out, check_out, iso_date, resource_ids, source_keys
+from cdif_harvester.cli.progress import LiveProgress, ProgressOut, progress_for
 from cdif_harvester.cli.runner import (
     DEFAULT_WORKERS,
     HarvestInterrupted,
     HarvestSummary,
     LocalHarvester,
     Terminated,
-    default_progress,
 )
 from cdif_harvester.cli.sources import add_parsers as add_source_parsers
 from cdif_harvester.cli.sources import run_command as run_source_command
@@ -48,7 +51,13 @@ from cdif_harvester.domain.records.shacl import ShaclUnavailable
 from cdif_harvester.domain.records.validation import profile_query
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.local_runtime import CATALOG_FILE
-from cdif_harvester.model import VERDICTS, Outcome, entry_to_dict, url_state_to_dict
+from cdif_harvester.model import (
+    VERDICTS,
+    CatalogEntry,
+    Outcome,
+    entry_to_dict,
+    url_state_to_dict,
+)
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.intake import InvalidEntryUrl, InvalidOptions
 
@@ -67,7 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     harvest = commands.add_parser(
-        "harvest", help="harvest robots.txt, sitemap or page URLs (several hosts in parallel)"
+        "harvest",
+        help="harvest robots.txt, sitemap or page URLs (several hosts in parallel)",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     harvest.add_argument(
         "urls",
@@ -140,22 +152,37 @@ def _parser() -> argparse.ArgumentParser:
         help="also validate every record with our SHACL shapes (needs the 'shacl' extra: "
         "pip install 'cdif-harvester[shacl]'); violations count as errors",
     )
-    harvest.add_argument("--quiet", action="store_true", help="no progress output")
+    harvest.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default=DEFAULT_FAIL_ON,
+        help="what makes the exit status non-zero: 'empty' (default) an unreadable entry URL or "
+        "nothing harvested (3); 'failed' also a URL that failed or was blocked (1); 'invalid' "
+        "also an invalid record (1); 'never' exit 0 whenever the harvest ran",
+    )
+    _output_options(harvest)
 
     catalog = commands.add_parser(
         "catalog",
         help="query the catalogue of an output directory (JSON lines on stdout)",
     )
-    catalog.add_argument("--out", required=True, type=Path, help="output directory")
+    add_out(catalog)
     queries = catalog.add_subparsers(dest="query", required=True)
-    record = queries.add_parser("record", help="one record's entry, by metadata record id")
-    record.add_argument("record_id")
+    record = queries.add_parser(
+        "record", help="one record's entry, by metadata record id or by the resource's DOI/id"
+    )
+    add_out(record)
+    record.add_argument("record_id", metavar="ID")
     records = queries.add_parser(
         "records", help="record entries, by source, change date, CDIF profile and verdict"
     )
-    records.add_argument("--source", help="only this source (host, or host_port)")
+    add_out(records)
+    records.add_argument("--source", help=_SOURCE_HELP)
     records.add_argument(
-        "--changed-since", metavar="DATE", help="only records changed at or after this ISO date"
+        "--changed-since",
+        metavar="DATE",
+        type=iso_date,
+        help="only records changed at or after this ISO 8601 date or date-time",
     )
     records.add_argument(
         "--profile",
@@ -169,7 +196,8 @@ def _parser() -> argparse.ArgumentParser:
         help="only records with this verdict (of --profile when given, else the record's own)",
     )
     urls = queries.add_parser("urls", help="harvested URLs of a source, by latest outcome")
-    urls.add_argument("--source", required=True, help="the source (host, or host_port)")
+    add_out(urls)
+    urls.add_argument("--source", required=True, help=_SOURCE_HELP)
     urls.add_argument("--outcome", choices=[o.value for o in Outcome], help="latest outcome")
 
     add_source_parsers(commands)
@@ -184,8 +212,22 @@ def _parser() -> argparse.ArgumentParser:
         help=f"port of the demo site on 127.0.0.1 (default {DEMO_PORT}, so record ids stay the "
         "same from one demo run to the next; 0 picks a free port)",
     )
-    demo.add_argument("--quiet", action="store_true", help="no progress output")
+    _output_options(demo)
     return parser
+
+
+_SOURCE_HELP = "the source: host, host:port, origin URL, or a registered source's id"
+# The commands that read or write an output directory.
+_WITH_OUT = frozenset({"harvest", "catalog", "source", "run", "schedule", "demo"})
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="stderr only for errors (stdout: the summary)"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="also every URL's outcome as it settles"
+    )
 
 
 def _positive(text: str) -> int:
@@ -211,17 +253,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     Ctrl-C (SIGINT) and SIGTERM stop it with one line on stderr, no traceback, and the status
     130 or 143; a harvest under way is marked ``interrupted`` first.
     """
-    args = _parser().parse_args(argv)
-    progress = None if getattr(args, "quiet", True) else default_progress()
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command in _WITH_OUT:
+        check_out(parser, args)
+    progress: ProgressOut | None = None
+    if not getattr(args, "quiet", True):
+        progress = progress_for(sys.stderr, verbose=args.verbose)
     with _sigterm_stops():
         try:
             return _command(args, progress)
         except HarvestInterrupted as stop:
+            _close(progress)
             print(f"cdif-harvest: {stop}", file=sys.stderr)
             return stop.exit_status
         except KeyboardInterrupt as stop:
+            _close(progress)
             print("cdif-harvest: interrupted", file=sys.stderr)
             return 143 if isinstance(stop, Terminated) else 130
+        finally:
+            _close(progress)
+
+
+def _close(progress: ProgressOut | None) -> None:
+    """Clear a live progress line, so what is printed next starts on a clean line."""
+    if isinstance(progress, LiveProgress):
+        progress.close()
 
 
 @contextmanager
@@ -266,8 +323,8 @@ def _command(args: argparse.Namespace, progress: Any) -> int:
                 print(f"demo publisher site serving at {site.base_url}", file=progress)
             with LocalHarvester(args.out, allow_loopback=True, progress=progress) as harvester:
                 summary = harvester.harvest(site.url("/robots.txt"))
-        _print_summary(summary, args.out)
-        return 0
+                status = harvest_status(harvester.catalog, summary.run_id, summary.entry_urls)
+        return _print_summary(summary, args.out, progress, status.code, status.reason)
     return 2  # pragma: no cover - argparse enforces the commands
 
 
@@ -313,11 +370,14 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
                 summary = harvester.harvest(
                     args.urls, options=options if args.format_parameter else None
                 )
+            status = harvest_status(
+                harvester.catalog, summary.run_id, summary.entry_urls, args.fail_on
+            )
     except (InvalidEntryUrl, InvalidOptions, ShaclUnavailable, PermanentError) as exc:
+        _close(progress)
         print(f"cdif-harvest: {exc}", file=sys.stderr)
         return 2
-    _print_summary(summary, args.out)
-    return 0
+    return _print_summary(summary, args.out, progress, status.code, status.reason)
 
 
 def _query_catalog(args: argparse.Namespace) -> int:
@@ -329,23 +389,38 @@ def _query_catalog(args: argparse.Namespace) -> int:
     catalog = SqliteCatalog(path)
     try:
         if args.query == "record":
-            entry = catalog.get_record(args.record_id)
-            if entry is None:
-                print(f"cdif-harvest: no record {args.record_id!r}", file=sys.stderr)
+            entries = _record_entries(catalog, args.record_id)
+            if not entries:
+                print(
+                    f"cdif-harvest: no record with id or resource identifier {args.record_id!r}",
+                    file=sys.stderr,
+                )
                 return 1
-            rows: list[dict[str, Any]] = [entry_to_dict(entry)]
-        elif args.query == "records":
+            rows: list[dict[str, Any]] = [entry_to_dict(entry) for entry in entries]
+        else:
             try:
-                query = profile_query(args.profile, args.verdict)
+                sources = _sources(catalog, args.source)
+                query = (
+                    profile_query(args.profile, args.verdict) if args.query == "records" else None
+                )
             except ValueError as exc:
                 print(f"cdif-harvest: {exc}", file=sys.stderr)
                 return 2
-            rows = [
-                entry_to_dict(e)
-                for e in catalog.records(args.source, changed_since=args.changed_since, query=query)
-            ]
-        else:
-            rows = [url_state_to_dict(s) for s in catalog.urls(args.source, outcome=args.outcome)]
+            if args.query == "records":
+                found = {
+                    e.record_id: e
+                    for source in sources
+                    for e in catalog.records(source, changed_since=args.changed_since, query=query)
+                }
+                rows = [entry_to_dict(found[key]) for key in sorted(found)]
+            else:
+                states = {
+                    s.url: s
+                    for source in sources
+                    if source is not None  # (--source is required here)
+                    for s in catalog.urls(source, outcome=args.outcome)
+                }
+                rows = [url_state_to_dict(states[key]) for key in sorted(states)]
     finally:
         catalog.close()
     for row in rows:
@@ -353,16 +428,47 @@ def _query_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_summary(summary: HarvestSummary, out: Path) -> None:
+def _record_entries(catalog: SqliteCatalog, wanted: str) -> list[CatalogEntry]:
+    """The entry of record ``wanted``; else those of the records of the resource ``wanted``."""
+    entry = catalog.get_record(wanted)
+    if entry is not None:
+        return [entry]
+    for resource_id in resource_ids(wanted):
+        if entries := catalog.records_of_resource(resource_id):
+            return entries
+    return []
+
+
+def _sources(catalog: SqliteCatalog, wanted: str | None) -> list[str | None]:
+    """The catalogue's source keys ``--source`` names (every source when not given)."""
+    if wanted is None:
+        return [None]
+    return list(source_keys(wanted, catalog.get_source(wanted)))
+
+
+def _print_summary(
+    summary: HarvestSummary,
+    out: Path,
+    progress: ProgressOut | None,
+    code: int,
+    reason: str | None,
+) -> int:
+    """Print the summary (JSON on stdout; one human line on stderr unless quiet) and why the
+    exit status is not 0 (even when quiet: it is an error); return ``code``."""
+    _close(progress)
     data = summary.to_dict()
     print(json.dumps(data, indent=2))
-    print(
-        f"\n{summary.urls} URLs: "
-        + ", ".join(f"{n} {k}" for k, n in data["outcomes"].items() if n)
-        + f"; {summary.records} records ({summary.valid_records} valid, "
-        f"{summary.invalid_records} invalid); details in {out / 'outcomes.jsonl'}",
-        file=sys.stderr,
-    )
+    if progress is not None:
+        print(
+            f"\n{summary.urls} URLs: "
+            + ", ".join(f"{n} {k}" for k, n in data["outcomes"].items() if n)
+            + f"; {summary.records} records ({summary.valid_records} valid, "
+            f"{summary.invalid_records} invalid); details in {out / 'outcomes.jsonl'}",
+            file=sys.stderr,
+        )
+    if reason:
+        print(f"cdif-harvest: {reason}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

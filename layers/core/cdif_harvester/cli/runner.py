@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cdif_harvester import local_runtime
+from cdif_harvester.cli.progress import ProgressOut, ProgressSnapshot, StatusView
 from cdif_harvester.contracts import (
     CROSSWALK_QUEUE,
     DOCUMENT_QUEUE,
@@ -47,7 +48,7 @@ from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
-from cdif_harvester.stages.finish import close_run
+from cdif_harvester.stages.finish import REPORT_NAME, close_run, run_files_prefix
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
 from cdif_harvester.stages.jobs import give_up, run_job, verdict
@@ -76,6 +77,7 @@ _FETCH_STAGES: list[tuple[str, type[Any], Stage]] = [
 _STAGES = _MAIN_STAGES + _FETCH_STAGES
 
 DEFAULT_WORKERS = 4
+_OUTCOME_NAMES = frozenset(kind.value for kind in Outcome)
 
 
 @dataclass
@@ -181,7 +183,7 @@ class LocalHarvester:
         *,
         allow_loopback: bool = False,
         fetcher: Fetcher | None = None,
-        progress: TextIO | None = None,
+        progress: ProgressOut | None = None,
         max_attempts: int = 3,
         sleep: Callable[[float], None] = time.sleep,
         workers: int = DEFAULT_WORKERS,
@@ -284,6 +286,13 @@ class LocalHarvester:
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
         self._finish(summary, closure.outcomes, views, started)
+        # The report is written after the run was closed: note where, as closing does on AWS.
+        closed = self.catalog.get_run(run_id)
+        self.catalog.close_run(
+            run_id,
+            at=(closed.closed_at if closed else None) or summary.finished_at,
+            report_key=f"{run_files_prefix(run_id)}{REPORT_NAME}",
+        )
         return summary
 
     def _drive(self, pool: ThreadPoolExecutor, summary: HarvestSummary) -> int:
@@ -474,25 +483,33 @@ class LocalHarvester:
     def _report_progress(self, run_id: str, *, force: bool = False) -> None:
         if self.progress is None:
             return
+        view = self.progress if isinstance(self.progress, StatusView) else None
         now = time.monotonic()
-        if not force and now - self._last_progress < 1.0:
+        if not force and now - self._last_progress < (view.interval if view else 1.0):
             return
         self._last_progress = now
-        done = Counter(o.outcome.value for o in self.catalog.outcomes(run_id))
+        run = self.catalog.get_run(run_id)
+        outcomes = list(self.catalog.outcomes(run_id)) if view and view.verbose else []
         waiting = {name: self.queue.pending(name) for name, _, _ in _STAGES}
         held = [work for *_, work in self._delayed]
         urls = waiting[URL_QUEUE] + sum(len(line.urls) for line in self._lines.values())
         urls += sum(1 for work in held if work.contract is UrlJob)
         sitemaps = waiting[SITEMAP_QUEUE] + sum(len(line.sitemaps) for line in self._lines.values())
         sitemaps += sum(1 for work in held if work.contract is SitemapJob)
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(done.items())) or "-"
-        hosts = len({w.host for w in self._running.values()})
-        self._say(
-            f"  {sum(done.values())} URLs done ({counts}); "
-            f"waiting: {sitemaps} sitemaps, {urls} URLs, "
-            f"{waiting[DOCUMENT_QUEUE] + waiting[INDEX_QUEUE]} documents; "
-            f"running: {len(self._running)} on {hosts} host{'s' if hosts != 1 else ''}"
+        snapshot = ProgressSnapshot(
+            done={k: n for k, n in (run.outcomes if run else {}).items() if k in _OUTCOME_NAMES},
+            entered=run.entered if run else 0,
+            waiting_sitemaps=sitemaps,
+            waiting_urls=urls,
+            waiting_documents=waiting[DOCUMENT_QUEUE] + waiting[INDEX_QUEUE],
+            running=len(self._running),
+            hosts=len({w.host for w in self._running.values()}),
+            outcomes=outcomes,
         )
+        if view is not None:
+            view.status(snapshot)
+        else:
+            self._say(snapshot.line())
 
     def _finish(
         self, summary: HarvestSummary, outcomes: list[UrlOutcome], views: int, started: float

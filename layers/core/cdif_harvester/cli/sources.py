@@ -9,7 +9,8 @@ output directory (the same registry and runs the intake API serves on AWS).
 * ``schedule``: harvest every registered source that is due by its schedule, one after another
   (run it from cron for scheduled harvests on one machine).
 
-Everything prints JSON on stdout; errors go to stderr with exit status 2 (1 for "not found").
+Everything prints JSON on stdout; errors go to stderr with exit status 2 (1 for "not found");
+``schedule`` exits 3 when a due source's run could not read its entry URL or harvested nothing.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import argparse
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.adapters.local import SqliteCatalog, SystemClock
-from cdif_harvester.cli.runner import LocalHarvester, default_progress
+from cdif_harvester.cli.exit_status import EXIT_OK, harvest_status
+from cdif_harvester.cli.options import add_out
+from cdif_harvester.cli.progress import progress_for
+from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.local_runtime import CATALOG_FILE
 from cdif_harvester.model import Source, run_to_dict, source_to_dict
@@ -36,6 +39,7 @@ def add_parsers(commands: Any) -> None:
     """Add the ``source``, ``run`` and ``schedule`` commands to ``commands`` (argparse
     subparsers)."""
     source = commands.add_parser("source", help="manage the registered sources of DIR")
+    add_out(source)
     source_commands = source.add_subparsers(dest="source_command", required=True)
     for name, text in (("add", "register a source"), ("update", "change a source")):
         sub = source_commands.add_parser(name, help=text)
@@ -53,6 +57,7 @@ def add_parsers(commands: Any) -> None:
             sub.add_argument("source_id", metavar="ID")
 
     run = commands.add_parser("run", help="harvest runs of DIR: status and list")
+    add_out(run)
     run_commands = run.add_subparsers(dest="run_command", required=True)
     status = run_commands.add_parser("status", help="a run's state and counts by outcome")
     _out(status)
@@ -71,11 +76,13 @@ def add_parsers(commands: Any) -> None:
         action="store_true",
         help="allow fetching from 127.0.0.0/8 and ::1 (for local test sites only)",
     )
-    schedule.add_argument("--quiet", action="store_true", help="no progress output")
+    schedule.add_argument(
+        "-q", "--quiet", action="store_true", help="stderr only for errors (stdout: the result)"
+    )
 
 
 def _out(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    add_out(parser)
 
 
 def _source_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -223,8 +230,9 @@ def _schedule(args: argparse.Namespace) -> int:
         due = [source for source in catalog.sources() if is_due(source, now)]
     finally:
         catalog.close()
-    progress = None if args.quiet else default_progress()
-    results = []
+    progress = None if args.quiet else progress_for(sys.stderr)
+    results: list[dict[str, Any]] = []
+    code = EXIT_OK
     for source in due:
         with LocalHarvester(
             args.out,
@@ -237,9 +245,16 @@ def _schedule(args: argparse.Namespace) -> int:
             except PermanentError as exc:
                 results.append({"source_id": source.source_id, "error": str(exc)})
                 continue
-        results.append({"source_id": source.source_id, "run_id": summary.run_id})
+            status = harvest_status(harvester.catalog, summary.run_id, summary.entry_urls)
+        result: dict[str, Any] = {"source_id": source.source_id, "run_id": summary.run_id}
+        if status.reason:
+            # The worst run decides the exit status (3: some source harvested nothing).
+            code = max(code, status.code)
+            result["error"] = status.reason
+            print(f"cdif-harvest: {source.source_id}: {status.reason}", file=sys.stderr)
+        results.append(result)
     _print({"due": [s.source_id for s in due], "runs": results})
-    return 0
+    return code
 
 
 def _print(data: dict[str, Any]) -> None:
