@@ -311,6 +311,10 @@ class SqliteCatalog:
         rows = self._query("SELECT body FROM records WHERE record_id = ?", (record_id,))
         return entry_from_dict(json.loads(rows[0][0])) if rows else None
 
+    def source_names(self) -> list[str]:
+        """Return the source keys of every URL harvested into this catalogue, sorted."""
+        return [str(row[0]) for row in self._query("SELECT DISTINCT source FROM urls", ())]
+
     def records_of_resource(self, resource_id: str) -> list[CatalogEntry]:
         """Return the entries of the records describing the resource ``resource_id`` (its DOI
         or other identifier; several sources may describe one resource), by record id."""

@@ -255,8 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command in _WITH_OUT:
-        check_out(parser, args)
+    if args.command in _WITH_OUT and (problem := check_out(parser, args)):
+        print(f"cdif-harvest: {problem}", file=sys.stderr)
+        return 2
     progress: ProgressOut | None = None
     if not getattr(args, "quiet", True):
         progress = progress_for(sys.stderr, verbose=args.verbose)
@@ -443,7 +444,15 @@ def _sources(catalog: SqliteCatalog, wanted: str | None) -> list[str | None]:
     """The catalogue's source keys ``--source`` names (every source when not given)."""
     if wanted is None:
         return [None]
-    return list(source_keys(wanted, catalog.get_source(wanted)))
+    known = catalog.source_names()
+    keys = source_keys(wanted, catalog.get_source(wanted), known)
+    if not set(keys) & set(known):  # a typo, most likely: say what there is
+        print(
+            f"cdif-harvest: no URLs of source {wanted!r} in the catalogue "
+            f"(sources: {', '.join(known) or 'none'})",
+            file=sys.stderr,
+        )
+    return list(keys)
 
 
 def _print_summary(

@@ -11,6 +11,8 @@ See docs/decisions/0069-cli-exit-codes-and-progress.md.
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Collection
 from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,6 +24,7 @@ __all__ = ["add_out", "check_out", "iso_date", "resource_ids", "source_keys"]
 
 OUT_HELP = "output directory (may be given before or after the subcommand)"
 _DOI_RESOLVER = "https://doi.org/"
+_ANY_PORT = re.compile(r"(?:_[0-9]+)?")
 
 
 def add_out(parser: argparse.ArgumentParser) -> None:
@@ -31,13 +34,18 @@ def add_out(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=argparse.SUPPRESS, help=OUT_HELP)
 
 
-def check_out(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Require ``--out`` and refuse one that is not a directory (argparse's exit status 2)."""
+def check_out(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """Require ``--out`` (argparse's usage error, exit status 2); return why the ``--out``
+    given cannot be an output directory (it, or a folder above it, is a file), or None."""
     out: Path | None = getattr(args, "out", None)
     if out is None:
         parser.error("the following arguments are required: --out")
-    if out.exists() and not out.is_dir():
-        parser.error(f"--out {out} is not a directory")
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if folder.is_dir():
+                return None
+            return f"--out {out}: {folder} is a file, not a directory"
+    return None
 
 
 def iso_date(text: str) -> str:
@@ -56,11 +64,19 @@ def iso_date(text: str) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds")
 
 
-def source_keys(text: str, registered: Source | None = None) -> list[str]:
+def source_keys(
+    text: str, registered: Source | None = None, known: Collection[str] = ()
+) -> list[str]:
     """The catalogue's source keys ``text`` names: a host, host:port, origin URL or internal
-    key (``127.0.0.1_8765``), and, when ``registered`` (the source of that id) is given, the
-    hosts of that source. Raises ValueError for text that names no host."""
-    keys = {_host_key(text.strip())}
+    key (``127.0.0.1_8765``); a host without a port also names that host on any port among the
+    ``known`` keys (as a source's host without a port allows any port); when ``registered``
+    (the source of that id) is given, its hosts too. Raises ValueError for text that names no
+    host."""
+    text = text.strip()
+    key = _host_key(text)
+    keys = {key}
+    if "://" not in text and urlsplit(f"//{text}").port is None:
+        keys |= {k for k in known if k.startswith(key) and _ANY_PORT.fullmatch(k[len(key) :])}
     if registered is not None:
         keys |= {_host_key(host) for host in (registered.entry_url, *registered.hosts)}
     return sorted(keys)
