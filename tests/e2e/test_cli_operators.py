@@ -121,6 +121,9 @@ def test_quiet_prints_only_errors_on_stderr(
     site: PublisherSite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["harvest", site.url("/robots.txt"), "--out", str(tmp_path), "--allow-loopback"]
+    code, _, err = _run(capsys, *argv)  # not a terminal, not quiet: the line log
+    assert code == 0
+    assert "URLs done" in err and "\r" not in err and "\x1b[" not in err
     code, out, err = _run(capsys, *argv, "-q")
     assert code == 0 and err == ""
     assert json.loads(out)["urls"] == 8  # stdout keeps the result
@@ -195,14 +198,6 @@ def test_a_terminal_gets_a_live_line_cleared_at_the_end(tmp_path: Path, no_color
         assert "\x1b[3" not in text
 
 
-def test_not_a_terminal_keeps_the_line_log(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _, err = _run(capsys, "demo", "--out", str(tmp_path), "--port", "0")
-    assert code == 0
-    assert "URLs done" in err and "\r" not in err and "\x1b[" not in err
-
-
 # -- consistency -----------------------------------------------------------------------------
 
 
@@ -256,7 +251,9 @@ def test_changed_since_must_be_a_date(
         main(["catalog", "--out", out, "records", "--changed-since", "notadate"])
     assert stop.value.code == 2
     assert "not an ISO 8601 date" in capsys.readouterr().err
-    code, rows, _ = _run(capsys, "catalog", "--out", out, "records", "--changed-since", "2000-01-01")
+    code, rows, _ = _run(
+        capsys, "catalog", "--out", out, "records", "--changed-since", "2000-01-01"
+    )
     assert code == 0 and _jsonl(rows)
     code, rows, _ = _run(
         capsys, "catalog", "--out", out, "records", "--changed-since", "2999-01-01T00:00:00Z"
