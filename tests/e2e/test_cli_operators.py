@@ -105,6 +105,21 @@ def test_fail_on_invalid_sees_invalid_records_an_unchanged_page_still_holds(
     assert _run(capsys, *valid, "--fail-on", "invalid")[0] == 0
 
 
+def test_schedule_exits_3_when_a_due_source_read_nothing(
+    site: PublisherSite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "out")
+    down = f"http://127.0.0.1:{_closed_port()}/sitemap.xml"
+    for name, entry in (("demo", site.url("/robots.txt")), ("down", down)):
+        add = ["source", "add", name, "--out", out, "--entry-url", entry, "--schedule", "1d"]
+        assert _run(capsys, *add)[0] == 0
+    code, result, err = _run(capsys, "schedule", "--out", out, "--allow-loopback")
+    assert code == 3
+    runs = {run["source_id"]: run for run in json.loads(result)["runs"]}
+    assert "error" not in runs["demo"] and "could not be read" in runs["down"]["error"]
+    assert "cdif-harvest: down: entry URL" in err
+
+
 def test_help_documents_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["harvest", "--help"])

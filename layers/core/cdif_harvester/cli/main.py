@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     progress: ProgressOut | None = None
     if not getattr(args, "quiet", True):
-        progress = progress_for(sys.stderr, verbose=args.verbose)
+        progress = progress_for(sys.stderr, verbose=getattr(args, "verbose", False))
     with _sigterm_stops():
         try:
             return _command(args, progress)

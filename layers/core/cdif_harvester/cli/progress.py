@@ -201,9 +201,11 @@ class LiveProgress:
         self._out.flush()
 
     def close(self) -> None:
-        """Clear the status line: what follows starts on a clean line."""
+        """Clear the status line: what follows starts on a clean line (and the rate of a next
+        run, as ``schedule`` makes, is counted from now)."""
         self._clear()
         self._out.flush()
+        self._started = time.monotonic()
 
     def _clear(self) -> None:
         if self._drawn:

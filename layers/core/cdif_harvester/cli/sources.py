@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from cdif_harvester.adapters.local import SqliteCatalog, SystemClock
 from cdif_harvester.cli.exit_status import EXIT_OK, harvest_status
 from cdif_harvester.cli.options import add_out
-from cdif_harvester.cli.progress import progress_for
+from cdif_harvester.cli.progress import LiveProgress, progress_for
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.local_runtime import CATALOG_FILE
@@ -78,6 +78,9 @@ def add_parsers(commands: Any) -> None:
     )
     schedule.add_argument(
         "-q", "--quiet", action="store_true", help="stderr only for errors (stdout: the result)"
+    )
+    schedule.add_argument(
+        "-v", "--verbose", action="store_true", help="also every URL's outcome as it settles"
     )
 
 
@@ -230,10 +233,12 @@ def _schedule(args: argparse.Namespace) -> int:
         due = [source for source in catalog.sources() if is_due(source, now)]
     finally:
         catalog.close()
-    progress = None if args.quiet else progress_for(sys.stderr)
+    progress = None if args.quiet else progress_for(sys.stderr, verbose=args.verbose)
     results: list[dict[str, Any]] = []
     code = EXIT_OK
     for source in due:
+        if isinstance(progress, LiveProgress):
+            progress.close()  # each source's run draws its own line
         with LocalHarvester(
             args.out,
             allow_loopback=args.allow_loopback,
@@ -253,6 +258,8 @@ def _schedule(args: argparse.Namespace) -> int:
             result["error"] = status.reason
             print(f"cdif-harvest: {source.source_id}: {status.reason}", file=sys.stderr)
         results.append(result)
+    if isinstance(progress, LiveProgress):
+        progress.close()
     _print({"due": [s.source_id for s in due], "runs": results})
     return code
 
