@@ -181,9 +181,7 @@ def test_an_unchanged_reharvest_still_reports_the_invalid_record_with_its_errors
     assert warnings > 0
     with _opened(browser, out / "report.html") as (page, read):
         assert page.errors == []
-        order = page.evaluate(
-            "Array.from(document.querySelectorAll('main > section'), s => s.id)"
-        )
+        order = page.evaluate("Array.from(document.querySelectorAll('main > section'), s => s.id)")
 
     numbers = _numbers(read)
     # the records as they stand, though this run read none of them

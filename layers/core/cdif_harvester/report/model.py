@@ -1,13 +1,15 @@
 """What the publisher report says: the figures, groups and advice of one harvest run.
 
 :func:`build_report` turns what a run wrote (the ``summary.json`` dict and the outcome dicts of
-``outcomes.jsonl``) into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
+``outcomes.jsonl``), and the records the catalogue holds when it closes (:class:`HeldRecord`),
+into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
 do not belong together), every kind of problem with its fix from :data:`FIXES`, the FAIR
 Signposting level reached and what to do next. How the page looks is
 :mod:`cdif_harvester.report.render`'s business. Pure: values in, values out; the publisher's text
 is kept as given (the renderer drops control characters, shortens and escapes it).
 
-See docs/decisions/0044-what-the-publisher-report-says.md.
+See docs/decisions/0044-what-the-publisher-report-says.md and
+docs/decisions/0071-the-report-shows-the-current-state.md.
 """
 
 from __future__ import annotations
@@ -838,12 +840,12 @@ def _problems(
             for error in errors:
                 problem = classify_error(error) if error else _invalid_without_message()
                 note(problem, url, error, record_id)
-    for record in held or ():
-        if record.valid or not record.read:
+    for kept in held or ():
+        if kept.valid or not kept.read:
             continue  # a report not read: its errors are counted, not grouped
-        for error in record.errors or ("",):
+        for error in kept.errors or ("",):
             problem = classify_error(error) if error else _invalid_without_message()
-            note(problem, record.url, error, record.record_id)
+            note(problem, kept.url, error, kept.record_id)
     # Among equals, what robots.txt disallows goes last: it is usually meant.
     return sorted(
         found.values(),
