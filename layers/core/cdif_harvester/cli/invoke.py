@@ -3,7 +3,8 @@
 The queues, buckets and tables of ``template.yaml`` are made in moto (:mod:`.moto_stack`), the
 function gets the environment Lambda would give it, its handler (``Handler`` in its ``CodeUri``)
 runs once with the event, and a JSON document on stdout tells its result and what it wrote:
-objects put, messages sent, items written. The handler's own logs go to stderr.
+objects put, messages sent, items written; its own logs go to stderr. ``--put KEY=FILE`` and
+``--before FUNCTION=FILE`` prepare the stack: objects to hold, events to handle first.
 
 The handler may reach loopback addresses only (a local publisher, or the bundled demo site with
 ``--demo-site``, which stands in for the event files' publisher ``https://data.example.org``);
@@ -89,6 +90,21 @@ def add_parser(commands: Any) -> None:
         help="set one more environment variable of the function; may be repeated",
     )
     parser.add_argument(
+        "--put",
+        action="append",
+        default=[],
+        metavar="KEY=FILE",
+        help="put FILE into the records bucket under KEY first; may be repeated",
+    )
+    parser.add_argument(
+        "--before",
+        action="append",
+        default=[],
+        metavar="FUNCTION=FILE",
+        help="invoke FUNCTION with the event FILE first, in the same stack (its writes and "
+        "messages are not reported); may be repeated, run in order",
+    )
+    parser.add_argument(
         "--demo-site",
         action="store_true",
         help=f"serve the bundled demo publisher site on 127.0.0.1 and send {EVENT_PUBLISHER} "
@@ -108,9 +124,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"cdif-harvest: missing {', '.join(missing)}. {INSTALL_HINT}", file=sys.stderr)
         return 2
     try:
-        overrides = dict(_pair(item) for item in args.env)
-        event_text = args.event.read_text(encoding="utf-8")
-        json.loads(event_text)
+        overrides = dict(_pair(item, "--env", "NAME=VALUE") for item in args.env)
+        puts = [
+            (key, Path(path).read_bytes())
+            for key, path in (_pair(item, "--put", "KEY=FILE") for item in args.put)
+        ]
+        invocations = [
+            (name, Path(path).read_text(encoding="utf-8"))
+            for name, path in (_pair(item, "--before", "FUNCTION=FILE") for item in args.before)
+        ]
+        invocations.append((args.function, args.event.read_text(encoding="utf-8")))
+        for _, text in invocations:
+            json.loads(text)
     except (OSError, ValueError) as exc:
         print(f"cdif-harvest: {exc}", file=sys.stderr)
         return 2
@@ -132,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         if not args.allow_network:
             stack.enter_context(guard.active())
-        report = _invoke(args.function, event_text, template, overrides, args.demo_site)
+        report = _invoke(invocations, puts, template, overrides, args.demo_site)
     if report is None:
         return 2
     report["network"] = "any allowed by the network policy" if args.allow_network else "loopback"
@@ -156,13 +181,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _invoke(
-    function: str,
-    event_text: str,
+    invocations: list[tuple[str, str]],
+    puts: list[tuple[str, bytes]],
     template: Path,
     overrides: dict[str, str],
     demo_site: bool,
 ) -> dict[str, Any] | None:
-    """Provision, run the handler, and return the report (None after a usage error)."""
+    """Provision, run the handlers in order, and return the report of the last one (None after
+    a usage error)."""
     from moto import mock_aws  # noqa: PLC0415 - a dev dependency, checked by run()
 
     from cdif_harvester.cli import moto_stack  # noqa: PLC0415 - needs boto3, moto, PyYAML
@@ -170,35 +196,69 @@ def _invoke(
 
     os.environ.update(_FAKE_AWS_ENV)
     os.environ["AWS_DEFAULT_REGION"] = moto_stack.REGION
+    base = dict(os.environ)
     with mock_aws(), contextlib.ExitStack() as resources:
         stack = moto_stack.provision(template)
-        if function not in stack.environments:
+        unknown = sorted({name for name, _ in invocations} - set(stack.environments))
+        if unknown:
             print(
-                f"cdif-harvest: no function {function!r} in {template.name}; functions: "
+                f"cdif-harvest: no function {', '.join(unknown)} in {template.name}; functions: "
                 + ", ".join(sorted(stack.environments)),
                 file=sys.stderr,
             )
             return None
+        publisher = EVENT_PUBLISHER
         if demo_site:
-            site = resources.enter_context(PublisherSite(demo_site_dir()))
-            event_text = event_text.replace(EVENT_PUBLISHER, site.base_url)
-        event = json.loads(event_text)
-        _drain(stack)  # S3's test event, sent when the bucket notification was set up
+            publisher = resources.enter_context(PublisherSite(demo_site_dir())).base_url
+        _put(stack, puts)
+        *earlier, (function, event_text) = invocations
+        for name, text in earlier:
+            outcome = _run_handler(template.parent, stack, name, text, publisher, base, overrides)
+            if "error" in outcome:
+                print(f"cdif-harvest: --before {name} raised: {outcome['error']}", file=sys.stderr)
+        _drain(stack)  # what the earlier ones sent, and S3's test event of the notification
         before = _Snapshot.take(stack)
-        os.environ.update(stack.function_env(function))
-        # Loopback is where a developer's test publisher lives; X-Ray has no daemon here.
-        os.environ.update({"ALLOW_LOOPBACK": "true", "POWERTOOLS_TRACE_DISABLED": "true"})
-        os.environ.update(overrides)
-        report: dict[str, Any] = {"function": function}
-        try:
-            handler = _handler(template.parent, stack, function)
-            context = _Context(function, stack.region, stack.function_timeouts[function])
-            report["result"] = handler(event, context)
-        except Exception as exc:  # the handler's failure is the report, not a crash
-            traceback.print_exc(file=sys.stderr)
-            report["error"] = f"{type(exc).__name__}: {exc}"
+        report = _run_handler(
+            template.parent, stack, function, event_text, publisher, base, overrides
+        )
         report["wrote"] = _Snapshot.take(stack).since(before, stack)
         return report
+
+
+def _run_handler(
+    root: Path,
+    stack: Any,
+    function: str,
+    event_text: str,
+    publisher: str,
+    base: dict[str, str],
+    overrides: dict[str, str],
+) -> dict[str, Any]:
+    """Run ``function`` once, as a cold start of its own; its result or the error it raised."""
+    event = json.loads(event_text.replace(EVENT_PUBLISHER, publisher))
+    os.environ.clear()
+    os.environ.update(base)
+    os.environ.update(stack.function_env(function))
+    # Loopback is where a developer's test publisher lives; X-Ray has no daemon here.
+    os.environ.update({"ALLOW_LOOPBACK": "true", "POWERTOOLS_TRACE_DISABLED": "true"})
+    os.environ.update(overrides)
+    report: dict[str, Any] = {"function": function}
+    try:
+        handler = _handler(root, stack, function)
+        context = _Context(function, stack.region, stack.function_timeouts[function])
+        report["result"] = handler(event, context)
+    except Exception as exc:  # the handler's failure is the report, not a crash
+        traceback.print_exc(file=sys.stderr)
+        report["error"] = f"{type(exc).__name__}: {exc}"
+    return report
+
+
+def _put(stack: Any, puts: list[tuple[str, bytes]]) -> None:
+    import boto3  # noqa: PLC0415
+
+    s3 = boto3.client("s3", region_name=stack.region)
+    for key, body in puts:
+        s3.put_object(Bucket=stack.bucket_name, Key=key, Body=body)
 
 
 def _handler(root: Path, stack: Any, function: str) -> Any:
@@ -208,9 +268,21 @@ def _handler(root: Path, stack: Any, function: str) -> Any:
         or stack.resolver.template.get("Globals", {}).get("Function", {}).get("Handler")
     )
     module_name, _, attribute = str(spec).rpartition(".")
+    # A cold start of its own: the handler module (every function's is app.py) and the cached
+    # wiring of the previous function are forgotten.
+    from cdif_harvester import aws_runtime  # noqa: PLC0415
+
+    aws_runtime.reset()
+    aws_runtime.metrics.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE")
+    aws_runtime.metrics.service = os.environ.get("POWERTOOLS_SERVICE_NAME")
+    sys.modules.pop(module_name, None)
     # As Lambda does: the code directory is the first entry of the import path.
-    sys.path.insert(0, str(root / stack.code_uris[function]))
-    module = importlib.import_module(module_name)
+    code = str(root / stack.code_uris[function])
+    sys.path.insert(0, code)
+    try:
+        module = importlib.import_module(module_name)
+    finally:
+        sys.path.remove(code)
     return getattr(module, attribute)
 
 
@@ -391,10 +463,10 @@ def _saved_environment() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def _pair(text: str) -> tuple[str, str]:
+def _pair(text: str, option: str, form: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise ValueError(f"--env expects NAME=VALUE, not {text!r}")
+    if not sep or not name or (not value and option != "--env"):
+        raise ValueError(f"{option} expects {form}, not {text!r}")
     return name, value
 
 

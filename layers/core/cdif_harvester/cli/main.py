@@ -138,8 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     harvest.add_argument(
         "--shacl",
         action="store_true",
-        help="also validate every record with our SHACL shapes (needs the 'shacl' extra: "
-        "pip install 'cdif-harvester[shacl]'); violations count as errors",
+        help="also validate every record with our SHACL shapes (needs pyshacl, the 'shacl' "
+        "extra: pip install 'pyshacl>=0.26'); violations count as errors",
     )
     harvest.add_argument("--quiet", action="store_true", help="no progress output")
 
