@@ -119,9 +119,7 @@ def test_every_event_file_runs_and_the_report_says_what_it_wrote(raw_page: list[
     assert report["result"]["statusCode"] == 201
     assert report["wrote"]["items"]
     registered = _before("IntakeFunction", "intake-post-source.json")
-    report = _invoke(
-        "IntakeFunction", "intake-post-source-harvest.json", *operator, *registered
-    )
+    report = _invoke("IntakeFunction", "intake-post-source-harvest.json", *operator, *registered)
     ran.add("intake-post-source-harvest.json")
     assert report["result"]["statusCode"] == 202
     (message,) = report["wrote"]["messages"]

@@ -213,13 +213,27 @@ def _invoke(
         _put(stack, puts)
         *earlier, (function, event_text) = invocations
         for name, text in earlier:
-            outcome = _run_handler(template.parent, stack, name, text, publisher, base, overrides)
+            outcome = _run_handler(
+                template.parent,
+                stack,
+                name,
+                text,
+                publisher=publisher,
+                base=base,
+                overrides=overrides,
+            )
             if "error" in outcome:
                 print(f"cdif-harvest: --before {name} raised: {outcome['error']}", file=sys.stderr)
         _drain(stack)  # what the earlier ones sent, and S3's test event of the notification
         before = _Snapshot.take(stack)
         report = _run_handler(
-            template.parent, stack, function, event_text, publisher, base, overrides
+            template.parent,
+            stack,
+            function,
+            event_text,
+            publisher=publisher,
+            base=base,
+            overrides=overrides,
         )
         report["wrote"] = _Snapshot.take(stack).since(before, stack)
         return report
@@ -230,6 +244,7 @@ def _run_handler(
     stack: Any,
     function: str,
     event_text: str,
+    *,
     publisher: str,
     base: dict[str, str],
     overrides: dict[str, str],
@@ -337,11 +352,11 @@ class _Snapshot:
         plain = TypeDeserializer()
         items: dict[str, list[dict[str, Any]]] = {}
         for table in stack.tables.values():
-            rows = []
-            for page in dynamodb.get_paginator("scan").paginate(TableName=table):
+            rows: list[dict[str, Any]] = []
+            for scanned in dynamodb.get_paginator("scan").paginate(TableName=table):
                 rows.extend(
                     {key: plain.deserialize(value) for key, value in row.items()}
-                    for row in page.get("Items", [])
+                    for row in scanned.get("Items", [])
                 )
             items[table] = rows
         return cls(objects, items)
@@ -442,8 +457,8 @@ class _LoopbackGuard:
             return real_connect_ex(sock, address)
 
         socket.getaddrinfo = getaddrinfo
-        socket.socket.connect = connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
         try:
             yield
         finally:

@@ -754,7 +754,7 @@ def mocked_stack(
     parameters: Mapping[str, str] | None = None,
 ) -> Iterator[ProvisionedStack]:
     """Enter ``mock_aws``, provision the template's data resources, and yield the stack."""
-    from moto import mock_aws
+    from moto import mock_aws  # noqa: PLC0415 - moto is a dev dependency
 
     with mock_aws():
         yield provision(template_path, parameters=parameters)
