@@ -16,7 +16,7 @@ DEMO_OUT ?= demo-out
 $(VENV)/.installed: pyproject.toml layers/core/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[aws,dev]'
 	touch $@
 
 $(SAM_VENV)/.installed:
@@ -71,7 +71,7 @@ check-template: setup sam-tools
 # Mutation testing of the modules that decide outcomes (docs/mutation.md), one module at a time;
 # minutes, not part of `make test`. MODULES="discovery.robots" runs one; MUTATION_JOBS workers.
 $(VENV)/.mutation-installed: $(VENV)/.installed pyproject.toml
-	$(BIN)/pip install --quiet -e '.[dev,mutation]'
+	$(BIN)/pip install --quiet -e '.[aws,dev,mutation]'
 	touch $@
 
 mutation: $(VENV)/.mutation-installed

@@ -157,3 +157,52 @@ def test_hostile_publisher_text_stays_text_in_chromium(
     assert read["scripts"] == 0 and read["images"] == 0 and read["handlers"] == 0
     assert "<script>console.error(1)</script>" in read["text"]  # shown as text
     assert "onerror=console.error('img')" in read["text"]
+
+
+def _stored_reports(out: Path) -> list[dict[str, Any]]:
+    """Every record report the harvests wrote (reports/<source>/*.json)."""
+    return [json.loads(path.read_text()) for path in sorted((out / "reports").rglob("*.json"))]
+
+
+def test_an_unchanged_reharvest_still_reports_the_invalid_record_with_its_errors_and_warnings(
+    site: PublisherSite, tmp_path: Path, browser: Browser
+) -> None:
+    out = tmp_path / "out"
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        harvester.harvest(site.url("/robots.txt"))
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        second = harvester.harvest(site.url("/robots.txt"))
+    assert second.records == 0 and second.outcomes["record"] == 0  # nothing changed
+
+    stored = _stored_reports(out)
+    invalid = [r for r in stored if not r["valid"]]
+    assert invalid  # the demo's draft record
+    warnings = sum(len(r["warnings"]) for r in stored)
+    assert warnings > 0
+    with _opened(browser, out / "report.html") as (page, read):
+        assert page.errors == []
+        order = page.evaluate("Array.from(document.querySelectorAll('main > section'), s => s.id)")
+
+    numbers = _numbers(read)
+    # the records as they stand, though this run read none of them
+    assert numbers["records"] == len(stored)
+    assert numbers["invalid-records"] == len(invalid)
+    assert numbers["run-records"] == 0 and numbers["change-unchanged"] == len(stored)
+    assert numbers["warnings"] == warnings
+    for report in invalid:
+        assert report["provenance"]["url"] in read["text"]
+        for error in report["errors"]:
+            assert error["message"] in read["text"]
+    # warnings below the errors, both at the top, above this run's URLs
+    assert order.index("problems") < order.index("warnings") < order.index("outcomes")
+    assert order.index("problems") <= 1
+    # the heading names the host, not the internal key
+    host = site.url("/").split("/")[2]
+    assert read["title"].startswith(f"Harvest report: {host} ")
+    assert host.replace(":", "_") not in read["text"]
+    # the robots.txt fix names the path that was refused
+    lines = [json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()]
+    refused = [line["url"] for line in lines if line["outcome"] == "disallowed"]
+    assert refused
+    path = "/" + refused[0].split("/", 3)[3]
+    assert f"Allow: {path}" in read["text"]

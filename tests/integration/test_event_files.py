@@ -8,6 +8,7 @@ events name are the ones the earlier events made.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,13 @@ import pytest
 
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import (
+    CONTRACT_VERSION,
     DocumentJob,
     IndexJob,
     SitemapJob,
     UrlJob,
     decode,
+    encode,
 )
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.errors import ContractError
@@ -74,6 +77,22 @@ def test_every_function_has_an_event_file_and_its_environment(stack: Provisioned
         # sam local invoke --env-vars: "Parameters" applies to every function
         given = set(env["Parameters"]) | set(env.get(function, {}))
         assert set(stack.function_env(function)) <= given, function
+
+
+def test_every_message_of_the_event_files_is_at_the_current_contract() -> None:
+    # A contract change (a new version, a new field) must come with event files that speak it:
+    # each job message is exactly what a producer of this release would send.
+    messages = 0
+    for path in sorted(EVENTS.glob("*.json")):
+        for record in json.loads(path.read_text(encoding="utf-8")).get("Records", []):
+            body = record["body"]
+            assert record["md5OfBody"] == hashlib.md5(body.encode()).hexdigest(), path.name
+            if "v" not in json.loads(body):
+                continue  # the crosswalk's S3 notification: no contract of ours
+            messages += 1
+            assert json.loads(body)["v"] == CONTRACT_VERSION, path.name
+            assert body == encode(decode(body)), path.name
+    assert messages == 4  # sitemap expander, URL resolver, extractor, indexer
 
 
 def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: PublisherSite) -> None:

@@ -60,6 +60,12 @@ class Settings:
     # Optional SHACL validation (domain/records/shacl.py, needs the ``shacl`` extra): its violations
     # join the record's errors. Off by default: it costs far more per record than JSON Schema.
     shacl: bool = False
+    # The publisher report shows a source's records as they stand: at the close of a run the
+    # catalogue entries of its sources are read (one query), and the stored reports of at most
+    # this many of them (one object read each, the invalid first) for their errors and
+    # warnings; the rest are counted from their entries. 1,000 reads of a few KiB each stay
+    # well inside the finisher's time (docs/decisions/0071-the-report-shows-the-current-state.md).
+    report_max_reports: int = 1_000
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""

@@ -18,18 +18,21 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from cdif_harvester.adapters.dlq import (
-    WAIT_SECONDS,
-    NotItsSource,
-    check_source,
-    count,
-    redrive,
-)
 from cdif_harvester.errors import StorageError
 
 __all__ = ["COMMAND", "STAGE_QUEUES", "add_parser", "run"]
 
 COMMAND = "dlq"
+
+#: Default long-poll time of each receive (seconds).
+WAIT_SECONDS = 2
+
+# The adapter needs botocore (the 'aws' extra); it is imported when the command runs, so the
+# rest of the command line works on a laptop without the AWS stack.
+_INSTALL_HINT = (
+    "cdif-harvest dlq needs boto3 (the 'aws' extra): pip install '.[aws]' in a checkout of the "
+    "harvester, or pip install the wheel with [aws]"
+)
 
 #: Stage name on the command line -> the prefix of its queues' logical ids in template.yaml
 #: (``<prefix>Queue`` and ``<prefix>DeadLetterQueue``).
@@ -94,6 +97,16 @@ def run(args: argparse.Namespace, *, make_client: ClientFactory | None = None) -
     """Run ``cdif-harvest dlq ...`` as parsed by the parser of :func:`add_parser`; return the
     exit status. ``make_client`` builds the SQS and CloudFormation clients (default: boto3's).
     """
+    try:
+        from cdif_harvester.adapters.dlq import (  # noqa: PLC0415 - see _INSTALL_HINT
+            NotItsSource,
+            check_source,
+            count,
+            redrive,
+        )
+    except ImportError:
+        print(f"cdif-harvest dlq: {_INSTALL_HINT}", file=sys.stderr)
+        return 2
     make_client = make_client or _boto3_client
     try:
         sqs = make_client("sqs", args.region)

@@ -48,7 +48,7 @@ from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
-from cdif_harvester.stages.finish import REPORT_NAME, close_run, run_files_prefix
+from cdif_harvester.stages.finish import REPORT_NAME, close_run, held_records, run_files_prefix
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
 from cdif_harvester.stages.jobs import give_up, run_job, verdict
@@ -531,10 +531,12 @@ class LocalHarvester:
         )
         written = summary.to_dict()
         summary_text = json.dumps(written, indent=2) + "\n"
-        # The publisher report is made from exactly what summary.json and outcomes.jsonl say.
+        # The publisher report: what summary.json and outcomes.jsonl say of this run, and the
+        # sources' records as the catalogue now holds them.
         from cdif_harvester.report import render_report  # noqa: PLC0415 - end of run only
 
-        report = render_report(written, [outcome_to_dict(o) for o in outcomes])
+        held = held_records(self.wiring, summary.run_id, outcomes, summary.withdrawn)
+        report = render_report(written, [outcome_to_dict(o) for o in outcomes], held=held)
         run_dir = self.out_dir / "runs" / summary.run_id
         run_dir.mkdir(parents=True, exist_ok=True)
         for folder in (self.out_dir, run_dir):

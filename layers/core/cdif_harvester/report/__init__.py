@@ -10,29 +10,35 @@ docs/decisions/0045-the-publisher-report-page.md.
 """
 
 from cdif_harvester.report.model import (
+    CHANGE_MEANINGS,
     FIXES,
     MAX_URL_ROWS,
     OUTCOME_MEANINGS,
     PATTERN_MEANINGS,
+    HeldRecord,
     ProblemKind,
     Report,
     build_report,
     classify_error,
     classify_reason,
+    classify_warning,
     signposting_level,
 )
 from cdif_harvester.report.render import render_html, render_report
 
 __all__ = [
+    "CHANGE_MEANINGS",
     "FIXES",
     "MAX_URL_ROWS",
     "OUTCOME_MEANINGS",
     "PATTERN_MEANINGS",
+    "HeldRecord",
     "ProblemKind",
     "Report",
     "build_report",
     "classify_error",
     "classify_reason",
+    "classify_warning",
     "render_html",
     "render_report",
     "signposting_level",

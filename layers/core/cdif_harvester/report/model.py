@@ -1,13 +1,15 @@
 """What the publisher report says: the figures, groups and advice of one harvest run.
 
 :func:`build_report` turns what a run wrote (the ``summary.json`` dict and the outcome dicts of
-``outcomes.jsonl``) into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
+``outcomes.jsonl``), and the records the catalogue holds when it closes (:class:`HeldRecord`),
+into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
 do not belong together), every kind of problem with its fix from :data:`FIXES`, the FAIR
 Signposting level reached and what to do next. How the page looks is
 :mod:`cdif_harvester.report.render`'s business. Pure: values in, values out; the publisher's text
 is kept as given (the renderer drops control characters, shortens and escapes it).
 
-See docs/decisions/0044-what-the-publisher-report-says.md.
+See docs/decisions/0044-what-the-publisher-report-says.md and
+docs/decisions/0071-the-report-shows-the-current-state.md.
 """
 
 from __future__ import annotations
@@ -15,32 +17,39 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from cdif_harvester.keys import source_of
 
 __all__ = [
+    "CHANGE_MEANINGS",
     "FIXES",
     "MAX_EXAMPLES",
     "MAX_PROBLEM_KINDS",
+    "MAX_RECORD_ROWS",
     "MAX_URL_ROWS",
     "MAX_WITHDRAWN_ROWS",
     "OUTCOME_MEANINGS",
     "PATTERN_MEANINGS",
+    "ChangeCount",
     "Disagreement",
+    "HeldRecord",
     "LevelCount",
     "OutcomeCount",
     "PatternCount",
     "ProfileCount",
     "Problem",
     "ProblemKind",
+    "RecordRow",
     "Report",
     "Signposting",
     "UrlRow",
     "build_report",
     "classify_error",
     "classify_reason",
+    "classify_warning",
     "printable",
     "signposting_level",
 ]
@@ -52,6 +61,8 @@ MAX_PROBLEM_KINDS = 40
 MAX_EXAMPLES = 3
 #: How many withdrawn URLs are listed; the page says how many more there are.
 MAX_WITHDRAWN_ROWS = 50
+#: How many of the records held the page lists (problems first); it says how many more there are.
+MAX_RECORD_ROWS = 200
 _MAX_MESSAGE = 4000  # characters of a message classified
 _MAX_KEY = 160  # characters of the key of a kind of no known form
 
@@ -64,6 +75,14 @@ OUTCOME_MEANINGS: Mapping[str, str] = {
     "blocked": "refused by the address policy (private, link-local, loopback...) before any "
     "connection",
     "failed": "fetched but unusable (HTTP error, too large, redirect loop, malformed JSON...)",
+}
+
+# What a run did to a record the catalogue holds, in the order the page lists them.
+CHANGE_MEANINGS: Mapping[str, str] = {
+    "new": "harvested for the first time in this run",
+    "changed": "rewritten in this run: its record or its verdict changed",
+    "unchanged": "held as an earlier run left it (or rewritten the same)",
+    "withdrawn": "withdrawn in this run: no longer announced, or gone",
 }
 
 # The README's discovery patterns table: what the publisher serves for each.
@@ -260,9 +279,16 @@ FIXES: Mapping[str, str] = {
         "shows it); the repairs already tried are named in the message."
     ),
     "robots-txt": (
-        "robots.txt disallows this URL for the harvester. If it should be harvested, allow it: "
-        "User-agent: cdif-harvester / Allow: /datasets/. If it is private, nothing to do."
+        "robots.txt disallows {path} for {agent} (the first URL of this kind; the others are "
+        "listed below). If it should be harvested, allow it: User-agent: {agent} / "
+        "Allow: {path}. If it is private, nothing to do."
     ),
+    # -- warnings: what a record may lack and still be valid --
+    "recommended": (
+        "Add {path} ({item}): CDIF recommends it. When it does not apply or is not known, say "
+        "so with nil:missing, nil:unknown or (where allowed) nil:notapplicable."
+    ),
+    "warning": "See the example message, and the record's report under reports/ for the details.",
     "cross-host-location": (
         "The sitemap lists URLs of another host. Announce the sitemap in that host's "
         "robots.txt (Sitemap: …), or list only URLs of the sitemap's own host."
@@ -532,7 +558,7 @@ def _generalise(text: str) -> str:
     return _NUMBER_RE.sub("<n>", text)
 
 
-_PLACEHOLDER_RE = re.compile(r"\{(path|item|types|alternatives)\}")
+_PLACEHOLDER_RE = re.compile(r"\{(path|item|types|alternatives|agent)\}")
 
 
 def _fix_for(key: str, family: str, **values: str) -> str:
@@ -632,6 +658,8 @@ def classify_reason(reason: str | None, outcome: str) -> ProblemKind:
             kind = "http-auth"
         else:
             kind = "http-5xx" if number >= 500 else "http-4xx"
+    elif code == "robots-txt" or (not code and outcome == "disallowed"):
+        return _robots_kind(_details)
     elif code in _REASON_KINDS:
         kind = _REASON_KINDS[code]
     elif outcome in ("blocked", "disallowed", "no-metadata"):
@@ -640,6 +668,43 @@ def classify_reason(reason: str | None, outcome: str) -> ProblemKind:
         general = _generalise(text[:_MAX_MESSAGE])[:_MAX_KEY] or outcome
         return ProblemKind(f"other-reason:{general}", general, FIXES["other"], "url")
     return ProblemKind(kind, _KIND_TITLES.get(kind, kind), FIXES.get(kind, FIXES["other"]), "url")
+
+
+_ROBOTS_DETAILS_RE = re.compile(r"^disallowed for (?P<agent>\S+)(?:: (?P<path>\S.*))?$")
+
+
+def _robots_kind(details: str) -> ProblemKind:
+    """The robots.txt kind, its fix naming the agent refused and the path disallowed
+    (``disallowed for <agent>: <path>``; older reasons named no path)."""
+    found = _ROBOTS_DETAILS_RE.match(details.strip())
+    agent = found.group("agent") if found else "cdif-harvester"
+    path = (found.group("path") if found else None) or "the URLs listed"
+    fix = _fix_for("robots-txt", "robots-txt", agent=agent, path=path)
+    return ProblemKind("robots-txt", _KIND_TITLES["robots-txt"], fix, "url")
+
+
+_RECOMMENDED_RE = re.compile(r"^(?P<path>\S+) is recommended(?: \((?P<item>.*)\))?$")
+
+
+def classify_warning(message: str, keyword: str = "") -> ProblemKind:
+    """Group one warning of a record's report (``message`` with its ``keyword``) into its kind.
+
+    A missing recommended property is keyed by its path (``recommended:schema:keywords``);
+    any other warning by its keyword and its message with the record-specific parts taken
+    out. Never raises.
+    """
+    text = printable(message).strip()[:_MAX_MESSAGE]
+    found = _RECOMMENDED_RE.match(text)
+    if found:
+        path = _general_path(found.group("path"))
+        item = found.group("item") or ""
+        name = item.split(",", 1)[0].strip()
+        title = f"Recommended property {path} missing" + (f" ({name})" if name else "")
+        fix = _fix_for(f"recommended:{path}", "recommended", path=path, item=name or "a CDIF item")
+        return ProblemKind(f"recommended:{path}", title, fix, "warning")
+    general = _generalise(text)[:_MAX_KEY]
+    key = f"warning:{printable(keyword).strip() or 'other'}:{general}"
+    return ProblemKind(key, general or "Warning", FIXES["warning"], "warning")
 
 
 def signposting_level(pattern: str | None) -> int:
@@ -742,8 +807,12 @@ class _Problem:
         return len(self.records) if self.kind.scope == "record" else len(self.urls)
 
 
-def _problems(outcomes: Sequence[Mapping[str, Any]]) -> list[_Problem]:
-    """Every kind of problem met, most hits first."""
+def _problems(
+    outcomes: Sequence[Mapping[str, Any]], held: Sequence[HeldRecord] | None = None
+) -> list[_Problem]:
+    """Every kind of problem met, most hits first: the reasons of the URLs that yielded no
+    record and the errors of the invalid records (the records ``held`` when given, else those
+    the outcomes list)."""
     found: dict[str, _Problem] = {}
 
     def note(kind: ProblemKind, url: str, message: str, record: str | None) -> None:
@@ -761,6 +830,8 @@ def _problems(outcomes: Sequence[Mapping[str, Any]]) -> list[_Problem]:
             reason = outcome.get("reason")
             note(classify_reason(reason, kind), url, str(reason or kind), None)
             continue
+        if held is not None:
+            continue  # the records' errors are those of the records held
         for index, record in enumerate(_records(outcome)):
             if record.get("valid") is True:
                 continue
@@ -769,11 +840,29 @@ def _problems(outcomes: Sequence[Mapping[str, Any]]) -> list[_Problem]:
             for error in errors:
                 problem = classify_error(error) if error else _invalid_without_message()
                 note(problem, url, error, record_id)
+    for kept in held or ():
+        if kept.valid or not kept.read:
+            continue  # a report not read: its errors are counted, not grouped
+        for error in kept.errors or ("",):
+            problem = classify_error(error) if error else _invalid_without_message()
+            note(problem, kept.url, error, kept.record_id)
     # Among equals, what robots.txt disallows goes last: it is usually meant.
     return sorted(
         found.values(),
         key=lambda p: (-p.hits, -len(p.urls), p.kind.key == "robots-txt", p.kind.title),
     )
+
+
+def _warnings(held: Sequence[HeldRecord]) -> list[_Problem]:
+    """Every kind of warning of the records held, grouped as errors are, most records first."""
+    found: dict[str, _Problem] = {}
+    for record in held:
+        for keyword, message in record.warnings:
+            kind = classify_warning(message, keyword)
+            problem = found.setdefault(kind.key, _Problem(kind, example=message))
+            problem.urls.setdefault(record.url, None)
+            problem.records.add((record.url, record.record_id))
+    return sorted(found.values(), key=lambda p: (-p.hits, -len(p.urls), p.kind.title))
 
 
 def _invalid_without_message() -> ProblemKind:
@@ -794,6 +883,49 @@ def _why(outcome: Mapping[str, Any]) -> str:
 
 
 # --- the report ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeldRecord:
+    """One record the catalogue holds for a source when its run closes, as the report shows it.
+
+    ``change`` says what the run did to it (a key of :data:`CHANGE_MEANINGS`). ``errors``,
+    ``warnings`` (``(keyword, message)``) and the error counts of ``profiles``
+    (``("core 1.1", "valid" | "invalid" | "unknown", errors)``) come from its stored report;
+    ``read`` is False when that report was not read (past the cap): its verdicts are known, its
+    messages are not.
+    """
+
+    record_id: str
+    url: str
+    valid: bool
+    change: str
+    errors: tuple[str, ...] = ()
+    warnings: tuple[tuple[str, str], ...] = ()
+    profiles: tuple[tuple[str, str, int], ...] = ()
+    read: bool = True
+
+
+@dataclass(frozen=True)
+class ChangeCount:
+    """How many records held a run marked with one change, and what the mark means."""
+
+    change: str
+    records: int
+    meaning: str
+
+
+@dataclass(frozen=True)
+class RecordRow:
+    """A record held, as the records table lists it."""
+
+    record_id: str
+    url: str
+    valid: bool
+    change: str
+    errors: int
+    warnings: int
+    read: bool
 
 
 @dataclass(frozen=True)
@@ -936,6 +1068,17 @@ class Report:
     url_rows: tuple[UrlRow, ...]  # the first MAX_URL_ROWS, by outcome then URL
     withdrawn: tuple[str, ...]  # the first MAX_WITHDRAWN_ROWS
     withdrawn_urls: int  # every URL withdrawn
+    # The source's records as they stand (from the catalogue), when given: then records,
+    # valid_records, invalid_records, problems and profiles are theirs, not only this run's.
+    current_state: bool = False
+    run_records: int = 0  # the records this run read (what the outcomes list)
+    changes: tuple[ChangeCount, ...] = ()  # every mark, in CHANGE_MEANINGS' order
+    record_rows: tuple[RecordRow, ...] = ()  # the first MAX_RECORD_ROWS, problems first
+    reports_not_read: int = 0  # records held whose report was not read (past the cap)
+    warnings: tuple[Problem, ...] = ()  # the first MAX_PROBLEM_KINDS, most records first
+    warning_kinds: int = 0  # every kind of warning met
+    warning_count: int = 0  # every warning of the records held
+    records_with_warnings: int = 0
 
     @property
     def problem_kinds_not_listed(self) -> int:
@@ -951,6 +1094,16 @@ class Report:
     def withdrawn_not_listed(self) -> int:
         """How many withdrawn URLs are left out of :attr:`withdrawn`."""
         return self.withdrawn_urls - len(self.withdrawn)
+
+    @property
+    def records_not_listed(self) -> int:
+        """How many records held are left out of :attr:`record_rows`."""
+        return self.records - len(self.record_rows) if self.current_state else 0
+
+    @property
+    def warning_kinds_not_listed(self) -> int:
+        """How many kinds of warning are left out of :attr:`warnings`."""
+        return self.warning_kinds - len(self.warnings)
 
 
 def _signposting(outcomes: Sequence[Mapping[str, Any]]) -> Signposting:
@@ -983,21 +1136,97 @@ def _url_rows(outcomes: Sequence[Mapping[str, Any]]) -> list[UrlRow]:
     return [UrlRow(str(o.get("url") or ""), str(o.get("outcome") or ""), _why(o)) for o in listed]
 
 
+def _held_url_rows(
+    outcomes: Sequence[Mapping[str, Any]], current: Sequence[HeldRecord]
+) -> list[UrlRow]:
+    """The URLs without a valid record now: those of this run that yielded none, then those
+    of the invalid records held (with the run's outcome for the URL), by outcome then URL."""
+    rows = {
+        str(o.get("url") or ""): UrlRow(str(o.get("url") or ""), str(o.get("outcome")), _why(o))
+        for o in outcomes
+        if o.get("outcome") not in ("record", "unchanged")
+    }
+    run_outcome = {str(o.get("url") or ""): str(o.get("outcome") or "") for o in outcomes}
+    said: dict[str, list[str]] = {}
+    for record in current:
+        if not record.valid:
+            errors = "; ".join(record.errors) if record.read else "report not read"
+            said.setdefault(record.url, []).append(f"{record.record_id}: {errors or 'invalid'}")
+    for url, why in said.items():
+        rows.setdefault(url, UrlRow(url, run_outcome.get(url) or "held", " | ".join(why)))
+    order = {kind: index for index, kind in enumerate(OUTCOME_MEANINGS)}
+    return sorted(rows.values(), key=lambda r: (order.get(r.outcome, len(order)), r.url))
+
+
+def _held_profiles(current: Sequence[HeldRecord]) -> list[ProfileCount]:
+    """The verdicts of the records held per CDIF profile, core first, then by name."""
+    counts: dict[str, list[int]] = {}
+    for record in current:
+        for name, status, errors in record.profiles:
+            row = counts.setdefault(name, [0, 0, 0, 0])
+            row[{"valid": 0, "invalid": 1}.get(status, 2)] += 1
+            row[3] += errors
+    return [
+        ProfileCount(name, *row)
+        for name, row in sorted(
+            counts.items(), key=lambda kv: (not kv[0].startswith("core "), kv[0])
+        )
+    ]
+
+
+def _record_rows(current: Sequence[HeldRecord]) -> list[RecordRow]:
+    """The records held, the invalid first, then those with warnings, then by change and URL."""
+    order = {change: index for index, change in enumerate(CHANGE_MEANINGS)}
+    listed = sorted(
+        current,
+        key=lambda r: (
+            r.valid,
+            not r.warnings,
+            order.get(r.change, len(order)),
+            r.url,
+            r.record_id,
+        ),
+    )
+    return [
+        RecordRow(r.record_id, r.url, r.valid, r.change, len(r.errors), len(r.warnings), r.read)
+        for r in listed
+    ]
+
+
+def _hosts(sources: Sequence[str], urls: Iterable[str]) -> list[str]:
+    """Each source as its host (``data.example.org``, ``127.0.0.1:8765``), read from the first
+    URL of it; the source name when none is given."""
+    host: dict[str, str] = {}
+    for url in urls:
+        if "://" not in url:
+            continue
+        name = source_of(url)
+        if name in sources and name not in host:
+            netloc = urlsplit(url).netloc.rpartition("@")[2].lower()
+            host[name] = netloc or name
+    return [host.get(name, name) for name in sources]
+
+
 def build_report(
     summary: Mapping[str, Any],
     outcomes: Iterable[Mapping[str, Any]],
     *,
     source: str | None = None,
+    held: Iterable[HeldRecord] | None = None,
 ) -> Report:
     """Say what the publisher report of one harvest run says.
 
     ``summary`` is the dict written to summary.json, ``outcomes`` the outcome dicts (the
     lines of outcomes.jsonl, or :func:`~cdif_harvester.model.outcome_to_dict`). With
     ``source`` (a source name, host, ``host:port`` or URL) the report covers that source's URLs
-    only. Every figure is counted from the outcomes (see the module docstring). Never raises for
-    odd values in the inputs.
+    only. ``held`` are the records the catalogue holds for the run's sources when it closes
+    (withdrawn in this run included, marked so): then the records, their verdicts, problems,
+    warnings and profiles are theirs, what stands now, not only what this run read. Every other
+    figure is counted from the outcomes (see the module docstring). Never raises for odd values
+    in the inputs.
     """
     listed = [o for o in outcomes if isinstance(o, Mapping)]
+    kept = None if held is None else [r for r in held if isinstance(r, HeldRecord)]
     withdrawn = [str(url) for url in summary.get("withdrawn") or []]
     entry_urls = [
         str(url) for url in summary.get("entry_urls") or [summary.get("entry_url")] if url
@@ -1007,6 +1236,8 @@ def build_report(
         listed = [o for o in listed if _source_of_outcome(o) == wanted]
         withdrawn = [url for url in withdrawn if source_of(url) == wanted]
         entry_urls = [url for url in entry_urls if source_of(url) == wanted] or entry_urls
+        if kept is not None:
+            kept = [r for r in kept if source_of(r.url) == wanted]
         sources = [wanted]
     else:
         sources = sorted({_source_of_outcome(o) for o in listed}) or sorted(
@@ -1015,11 +1246,17 @@ def build_report(
     counts = _count(listed)
     # One source's figures are its own, so only the whole run's are held against summary.json.
     disagreements = _disagreements(summary, counts) if source is None else []
-    problems = _problems(listed)
-    url_rows = _url_rows(listed)
+    problems = _problems(listed, kept)
+    current = [r for r in kept or () if r.change != "withdrawn"]
+    url_rows = _url_rows(listed) if kept is None else _held_url_rows(listed, current)
+    warnings = _warnings(current)
+    marks = Counter(r.change for r in kept or ())
+    valid = sum(1 for r in current if r.valid)
     elapsed = summary.get("elapsed_seconds")
-    return Report(
-        label=", ".join(sources) or "no source",
+    urls_seen = [*entry_urls, *(str(o.get("url") or "") for o in listed)]
+    urls_seen += [r.url for r in kept or ()]
+    report = Report(
+        label=", ".join(_hosts(sources, urls_seen)) or "no source",
         run_id=str(summary.get("run_id") or ""),
         started_at=str(summary.get("started_at") or ""),
         finished_at=str(summary.get("finished_at") or ""),
@@ -1048,18 +1285,42 @@ def build_report(
         ),
         profiles=tuple(_profile_counts(listed)),
         signposting=_signposting(listed),
-        problems=tuple(
-            Problem(
-                kind=problem.kind,
-                records=len(problem.records),
-                urls=len(problem.urls),
-                example=problem.example,
-                example_urls=tuple(list(problem.urls)[:MAX_EXAMPLES]),
-            )
-            for problem in problems[:MAX_PROBLEM_KINDS]
-        ),
+        problems=tuple(_public(problem) for problem in problems[:MAX_PROBLEM_KINDS]),
         problem_kinds=len(problems),
         url_rows=tuple(url_rows[:MAX_URL_ROWS]),
         withdrawn=tuple(withdrawn[:MAX_WITHDRAWN_ROWS]),
         withdrawn_urls=len(withdrawn),
+        run_records=counts.records,
+    )
+    if kept is None:
+        return report
+    return replace(
+        report,
+        records=len(current),
+        valid_records=valid,
+        invalid_records=len(current) - valid,
+        urls_without_valid_record=len(url_rows),
+        profiles=tuple(_held_profiles(current)),
+        current_state=True,
+        changes=tuple(
+            ChangeCount(change, marks.get(change, 0), meaning)
+            for change, meaning in CHANGE_MEANINGS.items()
+        ),
+        record_rows=tuple(_record_rows(current)[:MAX_RECORD_ROWS]),
+        reports_not_read=sum(1 for r in current if not r.read),
+        warnings=tuple(_public(p) for p in warnings[:MAX_PROBLEM_KINDS]),
+        warning_kinds=len(warnings),
+        warning_count=sum(len(r.warnings) for r in current),
+        records_with_warnings=sum(1 for r in current if r.warnings),
+    )
+
+
+def _public(problem: _Problem) -> Problem:
+    """A kind of problem met, as the report lists it."""
+    return Problem(
+        kind=problem.kind,
+        records=len(problem.records),
+        urls=len(problem.urls),
+        example=problem.example,
+        example_urls=tuple(list(problem.urls)[:MAX_EXAMPLES]),
     )

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdif_harvester.report.model import Report, build_report, printable
+from cdif_harvester.report.model import HeldRecord, Report, build_report, printable
 
 if TYPE_CHECKING:
     import jinja2
@@ -145,13 +145,16 @@ def render_report(
     outcomes: Iterable[Mapping[str, Any]],
     *,
     source: str | None = None,
+    held: Iterable[HeldRecord] | None = None,
 ) -> str:
     """Render the publisher report of one harvest run as a complete HTML5 document.
 
     ``summary`` is the dict written to summary.json, ``outcomes`` the outcome dicts (the
     lines of outcomes.jsonl, or :func:`~cdif_harvester.model.outcome_to_dict`). With
     ``source`` (a source name, host, ``host:port`` or URL) the page covers that source's URLs
-    only. Every figure is counted from the outcomes (see :func:`build_report`). Never raises for
-    odd values in the inputs; all text is escaped.
+    only; with ``held`` (the records the catalogue holds when the run closes) it shows the
+    records as they stand, with what the run changed marked. Every figure is counted from the
+    inputs (see :func:`build_report`). Never raises for odd values in the inputs; all text is
+    escaped.
     """
-    return render_html(build_report(summary, outcomes, source=source))
+    return render_html(build_report(summary, outcomes, source=source, held=held))

@@ -587,11 +587,18 @@ def _refusal(wiring: Wiring, job: SitemapJob, url: str, policy: RobotsPolicy) ->
             f"cross-host-location: the sitemap on {home} may not list URLs of "
             f"{origin} (that host's robots.txt does not announce it)"
         )
+    # The path refused travels with the reason: the publisher report's fix names it.
     if not policy.allows(url, settings.robots_user_agent):
-        return f"robots-txt: disallowed for {settings.robots_user_agent}"
+        return f"robots-txt: disallowed for {settings.robots_user_agent}: {_path_of(url)}"
     if job.cdif_agent and not policy.allows(url, settings.cdif_user_agent):
-        return f"robots-txt: disallowed for {settings.cdif_user_agent}"
+        return f"robots-txt: disallowed for {settings.cdif_user_agent}: {_path_of(url)}"
     return None
+
+
+def _path_of(url: str) -> str:
+    """The path (and query) of ``url``, as robots.txt rules match it."""
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def _record_partial(wiring: Wiring, job: SitemapJob, parsed: SitemapStream) -> None:

@@ -20,7 +20,15 @@ from urllib.parse import urlsplit
 
 from cdif_harvester.errors import HarvestError
 from cdif_harvester.keys import signmap_key, source_of
-from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, UrlState, outcome_to_dict
+from cdif_harvester.model import (
+    CatalogEntry,
+    Outcome,
+    RunStatus,
+    UrlOutcome,
+    UrlState,
+    outcome_to_dict,
+)
+from cdif_harvester.report.model import HeldRecord
 from cdif_harvester.stages.crosswalk import build_source_signmap
 from cdif_harvester.stages.outcomes import is_gone
 from cdif_harvester.wiring import Wiring
@@ -28,6 +36,7 @@ from cdif_harvester.wiring import Wiring
 __all__ = [
     "RunClosure",
     "close_run",
+    "held_records",
     "run_files_prefix",
     "run_summary",
     "withdraw_vanished",
@@ -53,6 +62,7 @@ class RunClosure:
     errors: list[str] = field(default_factory=list)
     report_key: str | None = None
     outcomes: list[UrlOutcome] = field(default_factory=list)
+    held: list[HeldRecord] = field(default_factory=list)  # read only when the report is written
 
 
 def close_run(wiring: Wiring, run_id: str, *, publish: bool = True) -> RunClosure:
@@ -76,6 +86,7 @@ def close_run(wiring: Wiring, run_id: str, *, publish: bool = True) -> RunClosur
             closure.errors.append(f"signmap of {source}: {exc}")
     now = wiring.clock.now().isoformat(timespec="seconds")
     if publish and run is not None:
+        closure.held = held_records(wiring, run_id, closure.outcomes, closure.withdrawn)
         closure.report_key = _publish(wiring, run, closure)
     if run is not None and run.source_id and wiring.sources is not None:
         wiring.sources.release_source(run.source_id, run_id)
@@ -138,11 +149,102 @@ def _publish(wiring: Wiring, run: RunStatus, closure: RunClosure) -> str:
         "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8"),
         content_type="application/x-ndjson",
     )
-    report = render_report(summary, lines)
+    report = render_report(summary, lines, held=closure.held)
     wiring.store.put(
         prefix + REPORT_NAME, report.encode("utf-8"), content_type="text/html; charset=utf-8"
     )
     return prefix + REPORT_NAME
+
+
+def held_records(
+    wiring: Wiring, run_id: str, outcomes: Sequence[UrlOutcome], withdrawn: Sequence[str]
+) -> list[HeldRecord]:
+    """The records the catalogue holds for the run's sources, as the publisher report shows
+    them: every one not withdrawn, and those withdrawn in this run, each marked with what the
+    run did to it.
+
+    Reads each source's catalogue entries once, then the stored reports of at most
+    ``settings.report_max_reports`` of them (the invalid first, then by URL) for their errors
+    and warnings; the others keep the verdicts of their entries and are marked not read.
+    Raises StorageError when the catalogue cannot be read; a missing or unreadable report is
+    read as none.
+    """
+    sources = sorted({o.source for o in outcomes} | {source_of(url) for url in withdrawn})
+    gone = set(withdrawn)
+    entries = [
+        entry
+        for source in sources
+        for entry in wiring.catalog.records(source)
+        if not entry.withdrawn_at or entry.url in gone
+    ]
+    entries.sort(key=lambda e: (bool(e.withdrawn_at), e.valid, e.url, e.record_id))
+    budget = max(0, wiring.settings.report_max_reports)
+    held: list[HeldRecord] = []
+    for entry in entries:
+        report = None
+        if not entry.withdrawn_at and budget > 0:
+            budget -= 1
+            report = _read_report(wiring, entry.report_key)
+        held.append(_held(entry, _change_of(entry, run_id), report))
+    return held
+
+
+def _change_of(entry: CatalogEntry, run_id: str) -> str:
+    """What run ``run_id`` did to the record of ``entry``."""
+    if entry.withdrawn_at:
+        return "withdrawn"
+    if entry.run_id != run_id:
+        return "unchanged"
+    change = entry.extra.get("change")
+    return change if change in ("new", "changed", "unchanged") else "changed"
+
+
+def _read_report(wiring: Wiring, key: str) -> dict[str, Any] | None:
+    """A record's stored report, or None when it is missing or not a JSON object."""
+    try:
+        report = json.loads(wiring.store.get(key))
+    except (KeyError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _held(entry: CatalogEntry, change: str, report: dict[str, Any] | None) -> HeldRecord:
+    """The record of ``entry`` for the report: its verdicts from the entry, its messages from
+    its stored ``report`` (None: not read)."""
+    errors: dict[str, int] = {}
+    for verdict in (report or {}).get("profiles") or ():
+        if isinstance(verdict, dict):
+            name = f"{verdict.get('profile')}/{verdict.get('version')}"
+            errors[name] = len(verdict.get("errors") or ())
+    profiles = tuple(
+        (key.replace("/", " ", 1), status, errors.get(key, 0))
+        for key, status in entry.profiles.items()
+    )
+    if report is None:
+        return HeldRecord(
+            entry.record_id, entry.url, entry.valid, change, profiles=profiles, read=False
+        )
+    return HeldRecord(
+        record_id=entry.record_id,
+        url=entry.url,
+        valid=entry.valid,
+        change=change,
+        errors=tuple(_messages(report.get("errors"))),
+        warnings=tuple(
+            (str(w.get("keyword") or ""), str(w.get("message") or ""))
+            for w in report.get("warnings") or ()
+            if isinstance(w, dict)
+        ),
+        profiles=profiles,
+    )
+
+
+def _messages(issues: Any) -> list[str]:
+    """The messages of a report's list of issues (dicts with a ``message``, or plain text)."""
+    return [
+        str(issue.get("message") or "") if isinstance(issue, dict) else str(issue)
+        for issue in issues or ()
+    ]
 
 
 _SITEMAP_FAILURES = frozenset({Outcome.FAILED, Outcome.BLOCKED, Outcome.DISALLOWED})

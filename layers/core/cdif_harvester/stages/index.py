@@ -22,6 +22,7 @@ that names the bad field, recorded as the URL's outcome.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from cdif_harvester.contracts import (
@@ -132,7 +133,9 @@ def _index_one(
     authority: Any = [item.authority, *said] if said else item.authority
     digest = record_digest(item.record, _verdict(item.report), links, authority)
     valid = item.report.valid and item.record is not None
-    held = _held_unchanged(wiring, item, digest)
+    # Asked even when not incremental: one read per record, whatever the settings.
+    before = wiring.catalog.get_record(item.record_id)
+    held = _held_unchanged(wiring, before, digest)
     if held is not None:
         # A retry of this very job (same run, same URL) after its entry was written finds its
         # own work: the record is this run's news, not an earlier harvest's (the entry is
@@ -142,8 +145,10 @@ def _index_one(
     report = _report(job, staged, item, links, now)
     rep_key = _store_report(wiring, job, item, report)
     rec_key = _store_record(wiring, job, item, digest)
+    entry = _catalog_entry(job, item, digest, rec_key, rep_key, valid=valid, now=now)
+    # What this harvest did to the record, for the publisher report of its run.
     wiring.catalog.put_record(
-        _catalog_entry(job, item, digest, rec_key, rep_key, valid=valid, now=now)
+        replace(entry, extra={**entry.extra, "change": _change(before, digest)})
     )
     return _ref(job, item, rec_key, rep_key, valid=valid), True
 
@@ -175,13 +180,20 @@ def _verdict(report: StagedReport) -> dict[str, Any]:
     return verdict
 
 
-def _held_unchanged(wiring: Wiring, item: StagedRecord, digest: str) -> CatalogEntry | None:
-    """The catalogue entry of the record when it holds this very version (same digest, not
-    withdrawn) and the harvest is incremental: then nothing is written. Otherwise None."""
-    # Asked even when not incremental: one read per record, whatever the settings.
-    held = wiring.catalog.get_record(item.record_id)
+def _held_unchanged(wiring: Wiring, held: CatalogEntry | None, digest: str) -> CatalogEntry | None:
+    """``held``, the record's catalogue entry, when it holds this very version (same digest,
+    not withdrawn) and the harvest is incremental: then nothing is written. Otherwise None."""
     unchanged = held is not None and held.content_hash == digest and not held.withdrawn_at
     return held if unchanged and wiring.settings.incremental else None
+
+
+def _change(before: CatalogEntry | None, digest: str) -> str:
+    """What writing this version does to the record: ``new`` (none held, or withdrawn),
+    ``changed`` (another version held) or ``unchanged`` (the same one, rewritten because the
+    harvest is not incremental)."""
+    if before is None or before.withdrawn_at:
+        return "new"
+    return "unchanged" if before.content_hash == digest else "changed"
 
 
 def _document_warnings(item: StagedRecord, staged: StagedRecords) -> tuple[str, ...]:

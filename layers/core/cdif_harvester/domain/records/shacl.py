@@ -60,7 +60,11 @@ _METADATA_RECORD = _CDIFH + "MetadataRecord"
 _POINTER = _CDIFH + "pointer"
 _RELATIVE_BASE = "cdif-harvester-relative:/"
 _SH = "http://www.w3.org/ns/shacl#"
-_INSTALL_HINT = "install the shacl extra: pip install 'cdif-harvester[shacl]'"
+# The harvester is installed from a checkout or a wheel, not from a registry: name pyshacl itself.
+_INSTALL_HINT = (
+    "install pyshacl, the 'shacl' extra, into the harvester's environment: "
+    "pip install 'pyshacl>=0.26' (or pip install '.[shacl]' in a checkout)"
+)
 
 
 class ShaclUnavailable(PermanentError):
