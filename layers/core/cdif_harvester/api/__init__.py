@@ -2,8 +2,9 @@
 
 Routes for sources, harvests, runs and records: :mod:`cdif_harvester.api.routes`, one Powertools
 router per resource. Every input is validated (pydantic models, :mod:`cdif_harvester.api.models`);
-every refusal is an RFC 9457 problem with ``error`` and ``detail`` (:mod:`cdif_harvester.api.errors`,
-where exceptions become responses); who may do what is :mod:`cdif_harvester.api.access`.
+every refusal is an RFC 9457 problem with ``error`` and ``detail``
+(:mod:`cdif_harvester.api.errors`, where exceptions become responses); who may do what is
+:mod:`cdif_harvester.api.access`.
 ``python -m cdif_harvester.api`` prints the OpenAPI document (committed as docs/openapi.json).
 
 See docs/api.md for every route, who may call it and what it answers.
