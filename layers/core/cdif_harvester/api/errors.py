@@ -6,7 +6,8 @@ wrong in words, or the fields of a request that does not match its schema).
 :func:`register_error_handlers` gives each exception its status and code; a known path asked
 with another method answers 405 with ``Allow``.
 
-See docs/decisions/0040-api-errors.md and 0074-template-hardening-and-api-conventions.md.
+See docs/decisions/0040-api-errors.md and
+docs/decisions/0074-template-hardening-and-api-conventions.md.
 """
 
 from __future__ import annotations
