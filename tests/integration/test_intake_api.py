@@ -12,9 +12,10 @@ import base64
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import boto3
 import pytest
@@ -28,13 +29,14 @@ from cdif_harvester.api.models import (
     OutcomesPage,
     RecordsPage,
     RecordView,
+    RunsPage,
     RunView,
     SourceList,
     SourceView,
 )
 from cdif_harvester.contracts import SitemapJob, decode
 from cdif_harvester.keys import record_hash, record_report_key, signmap_key, view_key
-from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome
+from cdif_harvester.model import CatalogEntry, Outcome, RunStatus, UrlOutcome
 from tests.support.aws import ProvisionedStack, load_template, mocked_stack
 from tests.support.pipeline import invoke
 
@@ -95,13 +97,32 @@ class Answer:
         return body
 
     def error(self, status: int, error: str) -> Any:
-        """Assert a refusal with ``status`` and ``error``; return its detail."""
+        """Assert a refusal with ``status`` and ``error``, an RFC 9457 problem; return its
+        detail."""
         assert self.status == status, (self.status, self.text)
-        assert self.headers["content-type"] == "application/json"
+        assert self.headers["content-type"] == "application/problem+json"
         body = self.shaped(ErrorBody)
+        # about:blank: the problem is its status, and the title is the status's phrase
+        assert (body["type"], body["title"], body["status"]) == (
+            "about:blank",
+            HTTPStatus(status).phrase,
+            status,
+        ), body
         assert body["error"] == error, body
         assert body["detail"], body
         return body["detail"]
+
+    def next_page(self) -> tuple[str, dict[str, str]] | None:
+        """The path (without the stage) and query of the Link rel="next", or None."""
+        link = self.headers.get("link")
+        if link is None:
+            return None
+        target, relation = link.split(";", 1)
+        assert relation.strip() == 'rel="next"', link
+        parts = urlsplit(target.strip().removeprefix("<").removesuffix(">"))
+        assert parts.path.startswith("/v1/"), link
+        query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
+        return parts.path.removeprefix("/v1"), query
 
 
 def event(
@@ -378,6 +399,7 @@ ROUTES = [
     ("POST", "/sources/data-example-org/harvests", {"url": "https://data.example.org/s.xml"}),
     ("GET", "/sources/data-example-org/signmap", None),
     ("GET", "/sources/data-example-org/records", None),
+    ("GET", "/sources/data-example-org/runs", None),
     ("POST", "/harvests", {"url": "https://data.example.org/robots.txt"}),
     ("GET", "/runs/20260101T000000Z-00000000", None),
     ("GET", "/runs/20260101T000000Z-00000000/report", None),
@@ -425,7 +447,10 @@ def test_every_route_of_the_api_is_in_the_openapi_document_and_the_template() ->
         assert properties["Auth"]["ApiKeyRequired"] is True  # no route open to the world
         assert properties["RestApiId"] == {"Ref": "IntakeApi"}
         deployed.add((properties["Method"].upper(), properties["Path"]))
-    assert deployed == api_routes
+    other_methods = {(m, p) for m, p in deployed if m == "ANY"}
+    assert deployed - other_methods == api_routes
+    # every path takes its other methods too, so that the function answers them 405
+    assert other_methods == {("ANY", path) for path in document["paths"]}
     # the document says how to authenticate, on every operation
     assert document["components"]["securitySchemes"]["apiKey"] == {
         "type": "apiKey",
@@ -876,3 +901,140 @@ def test_the_committed_openapi_document_is_the_generated_one() -> None:
         "docs/openapi.json is out of date: regenerate it with `make openapi` "
         "(python -m cdif_harvester.api > docs/openapi.json)"
     )
+
+
+# --------------------------------------------------------------------------- conventions
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/sources", "GET, POST"),
+        ("POST", "/sources/data-example-org", "DELETE, GET, PUT"),
+        ("PATCH", "/runs/20260101T000000Z-00000000", "GET"),
+        ("DELETE", "/sources/data-example-org/runs", "GET"),
+        ("PUT", f"/records/{encoded(RECORD_ID)}/linkset", "GET"),
+    ],
+)
+def test_a_known_path_asked_with_another_method_answers_405_with_allow(
+    api_stack: ProvisionedStack, method: str, path: str, allowed: str
+) -> None:
+    answer = call(api_stack, method, path)
+    detail = answer.error(405, "method-not-allowed")
+    assert answer.headers["allow"] == allowed
+    assert method in detail and allowed in detail
+    # still behind the key, like every route
+    call(api_stack, method, path, key=None).error(401, "unauthenticated")
+
+
+def test_an_unknown_path_is_still_404_whatever_the_method(api_stack: ProvisionedStack) -> None:
+    for method in ("GET", "DELETE"):
+        answer = call(api_stack, method, "/no/such/route")
+        assert "no route" in answer.error(404, "not-found")
+        assert "allow" not in answer.headers
+
+
+def _pages(
+    stack: ProvisionedStack, path: str, query: dict[str, str], model: type[BaseModel]
+) -> list[dict[str, Any]]:
+    """Every page of a list, following Link rel="next" (checked against next_cursor)."""
+    pages = []
+    target: tuple[str, dict[str, str]] | None = (path, query)
+    while target is not None:
+        answer = call(stack, "GET", target[0], query=target[1])
+        page = answer.shaped(model)
+        pages.append(page)
+        target = answer.next_page()
+        if page["truncated"]:
+            assert target is not None and target[0] == path
+            # the request's own parameters are kept; only the cursor moves
+            assert target[1] == {**query, "cursor": page["next_cursor"]}
+        else:
+            assert target is None and page["next_cursor"] is None
+    return pages
+
+
+def test_get_sources_honours_limit_and_links_the_next_page(api_stack: ProvisionedStack) -> None:
+    ids = [f"source-{n:02d}" for n in range(5)]
+    register(
+        api_stack,
+        *({**SOURCE, "source_id": source_id, "publisher_keys": []} for source_id in reversed(ids)),
+    )
+    pages = _pages(api_stack, "/sources", {"limit": "2"}, SourceList)
+    assert [p["count"] for p in pages] == [2, 2, 1]
+    assert [s["source_id"] for p in pages for s in p["sources"]] == ids
+    everything = call(api_stack, "GET", "/sources").shaped(SourceList)
+    assert everything["count"] == 5 and everything["truncated"] is False
+    for query in ({"limit": "0"}, {"limit": "1001"}, {"cursor": "Not An Id"}):
+        call(api_stack, "GET", "/sources", query=query).error(400, "invalid-request")
+
+
+def test_run_outcomes_and_source_records_link_their_next_page(records: ProvisionedStack) -> None:
+    pages = _pages(
+        records,
+        "/sources/data-example-org/records",
+        {"limit": "1", "host": "data.example.org"},
+        RecordsPage,
+    )
+    assert len(pages) == 2
+    assert all(r["source"] == "data.example.org" for p in pages for r in p["records"])
+    run_id = "20260101T000000Z-0000abcd"
+    table = catalog(records)
+    table.start_run(
+        RunStatus(
+            run_id,
+            ("https://data.example.org/robots.txt",),
+            "2026-01-01T00:00:00+00:00",
+            source_id="data-example-org",
+        )
+    )
+    urls = [_outcome(run_id, n, Outcome.RECORD).url for n in range(3)]
+    table.enter_urls(run_id, urls, step="s")
+    for number in range(3):
+        table.put_outcome(_outcome(run_id, number, Outcome.RECORD))
+    outcomes = _pages(records, f"/runs/{run_id}/outcomes", {"limit": "2"}, OutcomesPage)
+    assert sorted(o["url"] for p in outcomes for o in p["outcomes"]) == sorted(urls)
+
+
+def test_a_source_s_runs_are_listed_newest_first_page_by_page(api_stack: ProvisionedStack) -> None:
+    register(api_stack, SOURCE, OTHER_SOURCE)
+    table = catalog(api_stack)
+    started = [f"2026-01-0{day}T00:00:00+00:00" for day in range(1, 6)]
+    for number, when in enumerate(started):
+        table.start_run(
+            RunStatus(f"run-{number}", (SOURCE["entry_url"],), when, source_id="data-example-org")
+        )
+    table.start_run(
+        RunStatus(
+            "other-run", (OTHER_SOURCE["entry_url"],), started[-1], source_id="repo-example-net"
+        )
+    )
+
+    first = call(
+        api_stack, "GET", "/sources/data-example-org/runs", key=PUBLISHER, query={"limit": "2"}
+    )
+    assert first.shaped(RunsPage)["source_id"] == "data-example-org"
+    pages = _pages(api_stack, "/sources/data-example-org/runs", {"limit": "2"}, RunsPage)
+    listed = [r["run_id"] for p in pages for r in p["runs"]]
+    assert listed == [f"run-{n}" for n in reversed(range(5))]  # newest first, another's left out
+    assert all(r["report"] is None for p in pages for r in p["runs"])
+
+    path = "/sources/data-example-org/runs"
+    call(api_stack, "GET", path, key=OTHER_PUBLISHER).error(403, "forbidden")
+    call(api_stack, "GET", "/sources/nothing-here/runs").error(404, "unknown-source")
+    for query in ({"limit": "0"}, {"limit": "101"}, {"cursor": "abc"}):
+        call(api_stack, "GET", path, query=query).error(400, "invalid-request")
+
+
+def test_the_openapi_document_declares_problems_location_and_link() -> None:
+    for path, operations in openapi_document()["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                where = (method, path, status)
+                if int(status) >= 400:
+                    assert list(response["content"]) == ["application/problem+json"], where
+                if status in {"201", "202"}:
+                    assert "Location" in response.get("headers", {}), where
+                schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+                if status == "200" and schema.get("$ref", "").endswith(("Page", "SourceList")):
+                    assert "Link" in response.get("headers", {}), where

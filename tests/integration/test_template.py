@@ -39,7 +39,9 @@ DEAD_LETTER_QUEUES = [
     for lid, res in RESOURCES.items()
     if lid in QUEUES and "RedrivePolicy" in res.get("Properties", {})
 ]
-WORK_QUEUES = [lid for lid in QUEUES if lid not in DEAD_LETTER_QUEUES]
+# The scheduler's failed ticks: a dead-letter queue that no work queue redrives to.
+SCHEDULER_DEAD_LETTERS = "SchedulerDeadLetterQueue"
+WORK_QUEUES = [lid for lid in QUEUES if lid not in {*DEAD_LETTER_QUEUES, SCHEDULER_DEAD_LETTERS}]
 
 # The pipeline of docs/architecture.md: who may send to which queue, and which queue feeds whom.
 SENDS_TO = {
@@ -382,9 +384,12 @@ def test_every_api_method_requires_an_api_key() -> None:
             assert api_event.get("RestApiId", {}).get("Ref") in apis, function
             assert api_event.get("Auth", {}).get("ApiKeyRequired", True) is True, function
             routes.add((api_event["Method"].upper(), api_event["Path"]))
-    # Exactly the routes of the intake API (its OpenAPI document is generated from the code).
+    # Exactly the routes of the intake API (its OpenAPI document is generated from the code),
+    # and on each of its paths ANY, for the function to answer other methods 405.
     paths = openapi_document()["paths"]
-    assert routes == {(method.upper(), path) for path, ops in paths.items() for method in ops}
+    assert routes == {(method.upper(), path) for path, ops in paths.items() for method in ops} | {
+        ("ANY", path) for path in paths
+    }
 
 
 def test_functions_send_only_to_the_next_stage_and_read_only_where_they_read() -> None:
@@ -416,3 +421,81 @@ def test_functions_share_runtime_tracing_and_a_layer_built_for_their_architectur
         assert layer["Metadata"].get("BuildArchitecture", "x86_64") == architecture
         assert architecture in layer["Properties"]["CompatibleArchitectures"]
         assert props(function)["CodeUri"].startswith("functions/")
+
+
+# ----------------------------------------------------------------------------- hardening
+
+
+def test_the_scheduler_s_failed_ticks_land_in_its_own_dead_letter_queue(
+    stack: ProvisionedStack,
+) -> None:
+    scheduler = props("SchedulerFunction")
+    # Its tick is invoked asynchronously: a failure after Lambda's retries goes to the queue
+    on_failure = scheduler["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+    assert on_failure["Type"] == "SQS"
+    assert getatt_target(on_failure["Destination"]) == SCHEDULER_DEAD_LETTERS
+    assert 0 <= scheduler["EventInvokeConfig"]["MaximumRetryAttempts"] <= 2
+    # and so does a tick EventBridge could not deliver at all
+    (tick,) = [e["Properties"] for e in scheduler["Events"].values() if e["Type"] == "Schedule"]
+    assert getatt_target(tick["DeadLetterConfig"]["Arn"]) == SCHEDULER_DEAD_LETTERS
+    # which only that rule may send to (the rule is named, so the policy can name it)
+    policies = [
+        p
+        for p in RESOURCES.values()
+        if p["Type"] == "AWS::SQS::QueuePolicy"
+        and p["Properties"]["Queues"] == [{"Ref": SCHEDULER_DEAD_LETTERS}]
+    ]
+    (policy,) = policies
+    (statement,) = stack.resolve(policy["Properties"]["PolicyDocument"])["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert statement["Resource"] == stack.queue_arns[SCHEDULER_DEAD_LETTERS]
+    rule = f"arn:aws:events:{stack.region}:{stack.account_id}:rule/{stack.resolve(tick['Name'])}"
+    assert statement["Condition"]["ArnEquals"]["aws:SourceArn"] == rule
+    # Kept as long as the stages' dead letters, encrypted, and never redriven anywhere
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=stack.queue_urls[SCHEDULER_DEAD_LETTERS], AttributeNames=["All"]
+    )["Attributes"]
+    assert attributes["MessageRetentionPeriod"] == "1209600"
+    assert attributes["SqsManagedSseEnabled"] == "true"
+    assert "RedrivePolicy" not in attributes
+    assert json.loads(attributes["Policy"])["Statement"][0]["Principal"] == statement["Principal"]
+
+
+def test_the_fetching_stages_reserve_the_concurrency_their_pollers_may_use() -> None:
+    parameters = TEMPLATE["Parameters"]
+    for function in ("SitemapExpanderFunction", "UrlResolverFunction"):
+        reserved = props(function)["ReservedConcurrentExecutions"]
+        (event,) = sqs_events(function)
+        # Pollers bounded by the same parameter: never throttled by their own reservation
+        assert event["ScalingConfig"]["MaximumConcurrency"] == reserved, function
+        parameter = parameters[reserved["Ref"]]
+        # 0 would stop the stage; SQS's pollers need at least 2
+        assert parameter["MinValue"] >= 2 and parameter["Default"] >= parameter["MinValue"]
+        assert parameter["Default"] <= 50, "a default that leaves the account its concurrency"
+    for function in FUNCTIONS:
+        reserved = props(function).get("ReservedConcurrentExecutions")
+        for event in sqs_events(function) if reserved is not None else []:
+            assert event.get("ScalingConfig", {}).get("MaximumConcurrency") == reserved
+
+
+def test_stages_that_only_read_and_write_objects_cannot_delete_them() -> None:
+    for function in ("ExtractorFunction", "IndexerFunction", "CrosswalkFunction"):
+        policies = props(function)["Policies"]
+        assert not [p for p in policies if "S3CrudPolicy" in p or "S3WritePolicy" in p], function
+        actions = {
+            action
+            for policy in policies
+            for statement in policy.get("Statement", [])
+            for action in (
+                [statement["Action"]]
+                if isinstance(statement["Action"], str)
+                else statement["Action"]
+            )
+        }
+        assert {a for a in actions if a.startswith("s3:")} <= {
+            "s3:GetObject",
+            "s3:PutObject",
+            "s3:ListBucket",
+        }, function

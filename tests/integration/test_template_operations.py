@@ -94,7 +94,8 @@ def _substituted(text: str) -> str:
 
 
 def test_every_dead_letter_queue_has_an_alarm_on_its_first_message() -> None:
-    assert len(DEAD_LETTER_QUEUES) == 5
+    # one per stage queue, and the scheduler's
+    assert len(DEAD_LETTER_QUEUES) == 6 and "SchedulerDeadLetterQueue" in DEAD_LETTER_QUEUES
     for queue in DEAD_LETTER_QUEUES:
         watching = _alarms_watching(
             "AWS/SQS",
@@ -212,3 +213,29 @@ def test_the_dashboard_reads_the_harvester_metrics_where_the_functions_write_the
         assert (
             f"SEARCH('{{{namespace},Stage,service}} MetricName=\"{name}\"', 'Sum', 300)" in searches
         )
+
+
+def test_every_work_queue_has_an_alarm_on_the_age_of_its_oldest_message() -> None:
+    work_queues = [q for q in QUEUES if q not in DEAD_LETTER_QUEUES]
+    assert len(work_queues) == 5
+    for queue in work_queues:
+        watching = _alarms_watching(
+            "AWS/SQS",
+            "ApproximateAgeOfOldestMessage",
+            QueueName={"Fn::GetAtt": [queue, "QueueName"]},
+        )
+        assert len(watching) == 1, f"no age alarm on {queue}"
+        alarm = ALARMS[watching[0]]
+        assert alarm["Statistic"] == "Maximum" and alarm["ComparisonOperator"] in {
+            "GreaterThanThreshold",
+            "GreaterThanOrEqualToThreshold",
+        }
+        assert alarm["TreatMissingData"] == "ignore", queue
+        # The threshold is a parameter whose every allowed value fires before the message
+        # expires (the queue's retention)
+        parameter = PARAMETERS[alarm["Threshold"]["Ref"]]
+        retention = RESOURCES[queue]["Properties"]["MessageRetentionPeriod"]
+        assert parameter["Type"] == "Number"
+        assert parameter["MinValue"] <= parameter["Default"] < parameter["MaxValue"] < retention
+        waited = alarm["Period"] * alarm.get("DatapointsToAlarm", alarm["EvaluationPeriods"])
+        assert parameter["MaxValue"] + waited <= retention, queue

@@ -2,8 +2,9 @@
 
 Routes for sources, harvests, runs and records: :mod:`cdif_harvester.api.routes`, one Powertools
 router per resource. Every input is validated (pydantic models, :mod:`cdif_harvester.api.models`);
-every refusal is ``{"error": ..., "detail": ...}`` (:mod:`cdif_harvester.api.errors`, where
-exceptions become responses); who may do what is :mod:`cdif_harvester.api.access`.
+every refusal is an RFC 9457 problem with ``error`` and ``detail``
+(:mod:`cdif_harvester.api.errors`, where exceptions become responses); who may do what is
+:mod:`cdif_harvester.api.access`.
 ``python -m cdif_harvester.api`` prints the OpenAPI document (committed as docs/openapi.json).
 
 See docs/api.md for every route, who may call it and what it answers.
@@ -26,7 +27,10 @@ _DESCRIPTION = (
     "Register publishers (sources), start harvests, follow runs and read the harvested "
     "records and their views. Every request needs an API key in the x-api-key header; the "
     "key's id decides the caller's role (operator, or publisher of the sources that list it). "
-    'Errors are JSON: {"error": "<code>", "detail": ...}. See docs/api.md.'
+    "Errors are RFC 9457 problems (application/problem+json): type, title and status, with "
+    '"error" (a stable code) and "detail". A known path asked with another method answers 405 '
+    "with Allow. Lists come a page at a time: next_cursor in the body, and a Link header with "
+    'rel="next". See docs/api.md.'
 )
 
 

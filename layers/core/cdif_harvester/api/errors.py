@@ -1,10 +1,13 @@
 """The intake API's errors, and the one place where every exception becomes a response.
 
-Every refusal is JSON, ``{"error": "<code>", "detail": ...}``: ``error`` a short, stable code a
-client can branch on, ``detail`` what was wrong in words (or the fields of a request that does
-not match its schema). :func:`register_error_handlers` gives each exception its status and code.
+Every refusal is an RFC 9457 problem (``application/problem+json``): ``type``, ``title`` and
+``status``, with ``error`` (a short, stable code a client can branch on) and ``detail`` (what was
+wrong in words, or the fields of a request that does not match its schema).
+:func:`register_error_handlers` gives each exception its status and code; a known path asked
+with another method answers 405 with ``Allow``.
 
-See docs/decisions/0040-api-errors.md for the mapping, and docs/api.md ("Errors").
+See docs/decisions/0040-api-errors.md and
+docs/decisions/0074-template-hardening-and-api-conventions.md.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from cdif_harvester.stages.sources import (
 )
 
 __all__ = [
+    "PROBLEM_JSON",
     "ApiError",
     "Conflict",
     "Forbidden",
@@ -46,6 +50,12 @@ __all__ = [
 ]
 
 logger = Logger(child=True)
+
+#: The media type of every refusal (RFC 9457, section 3).
+PROBLEM_JSON = "application/problem+json"
+#: The problem type of every refusal: no type of ours is published at a URL, so each problem
+#: means what its status means (RFC 9457, section 4.2.1), and ``error`` says which one it is.
+PROBLEM_TYPE = "about:blank"
 
 #: Seconds a client is asked to wait after a 503 (a throttled table, a passing S3 fault).
 RETRY_AFTER_SECONDS = 5
@@ -127,13 +137,29 @@ class TooLargeToServe(ApiError):
 def error_response(
     status: HTTPStatus, error: str, detail: Any, *, headers: dict[str, str] | None = None
 ) -> Response[str]:
-    """The JSON error response ``{"error": ..., "detail": ...}`` with ``status``."""
+    """The problem response with ``status``: ``type``, ``title`` (the status's phrase, as
+    ``about:blank`` asks), ``status``, ``error`` and ``detail``."""
+    problem = {
+        "type": PROBLEM_TYPE,
+        "title": status.phrase,
+        "status": status.value,
+        "error": error,
+        "detail": detail,
+    }
     return Response(
         status_code=status.value,
-        content_type="application/json",
-        body=json.dumps({"error": error, "detail": detail}),
+        content_type=PROBLEM_JSON,
+        body=json.dumps(problem),
         headers=dict(headers or {}),
     )
+
+
+def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+    """The methods the routes of ``app`` answer on ``path`` (sorted; empty for a path no
+    route knows)."""
+    # Powertools keeps its routes private and offers no look-up by path alone.
+    routes = app._static_routes + app._dynamic_routes  # noqa: SLF001
+    return sorted({route.method for route in routes if route.rule.match(path)})
 
 
 def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
@@ -174,6 +200,14 @@ def register_error_handlers(
 
     def no_route(exc: NotFoundError) -> Response[str]:
         event = app.current_event
+        allowed = allowed_methods(app, event.path)
+        if allowed:
+            return error_response(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                f"{event.path} answers {', '.join(allowed)}, not {event.http_method}",
+                headers={"Allow": ", ".join(allowed)},
+            )
         return error_response(
             HTTPStatus.NOT_FOUND,
             "not-found",

@@ -27,6 +27,7 @@ __all__ = [
     "RecordView",
     "RecordsPage",
     "RunView",
+    "RunsPage",
     "SourceHarvestRequest",
     "SourceList",
     "SourceReplacement",
@@ -137,10 +138,17 @@ class SourceHarvestRequest(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    """Every refusal: a stable code and what was wrong."""
+    """Every refusal, an RFC 9457 problem (application/problem+json): a stable code and what
+    was wrong."""
 
     model_config = _RESPONSE
 
+    type: str = Field(
+        examples=["about:blank"],
+        description="The problem type: about:blank, the problem is what its status says.",
+    )
+    title: str = Field(examples=["Forbidden"], description="The status's phrase.")
+    status: int = Field(examples=[403], description="The HTTP status of the answer.")
     error: str = Field(examples=["host-not-allowed"])
     detail: Any = Field(
         description="Words, or for a request that does not match its schema a list of "
@@ -172,11 +180,14 @@ class SourceView(BaseModel):
 
 
 class SourceList(BaseModel):
-    """Body of ``GET /sources``."""
+    """Body of ``GET /sources``: one page of sources, by id."""
 
     model_config = _RESPONSE
 
     sources: list[SourceView]
+    count: int = Field(description="Sources on this page.")
+    truncated: bool = Field(description="True when more sources follow: ask for next_cursor.")
+    next_cursor: str | None = Field(description="The cursor of the next page, when truncated.")
 
 
 class HarvestStarted(BaseModel):
@@ -212,6 +223,18 @@ class RunView(BaseModel):
     closed_at: str | None
     report_key: str | None
     report: str | None = Field(description="Path of the run's HTML report, once it is closed.")
+
+
+class RunsPage(BaseModel):
+    """Body of ``GET /sources/{source_id}/runs``: one page of a source's runs, newest first."""
+
+    model_config = _RESPONSE
+
+    source_id: str
+    runs: list[RunView]
+    count: int = Field(description="Runs on this page.")
+    truncated: bool = Field(description="True when older runs follow: ask for next_cursor.")
+    next_cursor: str | None = Field(description="The cursor of the next page, when truncated.")
 
 
 class RecordRefView(BaseModel):

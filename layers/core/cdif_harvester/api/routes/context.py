@@ -78,6 +78,11 @@ class RouteContext:
         """Return the path of a resource of this API, each segment percent-encoded."""
         return self.base_path() + "".join("/" + quote(part, safe="") for part in segments)
 
+    def query(self) -> dict[str, list[str]]:
+        """Return the current request's query parameters, each with all its values."""
+        found = self.app.current_event.multi_value_query_string_parameters or {}
+        return {name: list(values or []) for name, values in found.items()}
+
     def registered(self, source_id: str) -> Source:
         """Return the source ``source_id``; raises UnknownSource."""
         source = self.registry().get_source(source_id)

@@ -26,7 +26,13 @@ from cdif_harvester.api.errors import ApiError, Forbidden, NotAcceptable, NotFou
 from cdif_harvester.api.models import MAX_URL_LENGTH, RecordsPage, RecordView
 from cdif_harvester.api.negotiation import negotiate
 from cdif_harvester.api.routes.context import RouteContext, new_router
-from cdif_harvester.api.routes.responses import JSON, document_response, documented, json_response
+from cdif_harvester.api.routes.responses import (
+    JSON,
+    document_response,
+    documented,
+    json_response,
+    next_link,
+)
 from cdif_harvester.api.routes.sources import SourceIdParam
 from cdif_harvester.domain.records.validation import profile_query
 from cdif_harvester.keys import record_hash, source_of, view_key
@@ -124,7 +130,9 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         "with cursor=next_cursor.",
         operation_id="listSourceRecords",
         tags=["sources"],
-        responses=documented({200: ("One page of records.", RecordsPage, JSON)}, 400, 403, 404),
+        responses=documented(
+            {200: ("One page of records.", RecordsPage, JSON)}, 400, 403, 404, paginated=True
+        ),
     )
     def list_source_records(  # noqa: PLR0913 - the route's query parameters
         source_id: SourceIdParam,
@@ -173,6 +181,7 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         )
         page = entries[:limit]
         truncated = len(entries) > limit
+        next_cursor = page[-1].record_id if truncated else None
         return json_response(
             HTTPStatus.OK,
             {
@@ -180,8 +189,9 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
                 "records": [_entry_view(ctx, entry) for entry in page],
                 "count": len(page),
                 "truncated": truncated,
-                "next_cursor": page[-1].record_id if truncated else None,
+                "next_cursor": next_cursor,
             },
+            next_link(ctx.link("sources", source_id, "records"), ctx.query(), next_cursor),
         )
 
     @routes.get(

@@ -3,7 +3,10 @@
 * ``GET /runs/{run_id}``: its progress (state, URLs entered, settled and queued, sitemap jobs
   left, outcomes counted, and its report's path once closed);
 * ``GET /runs/{run_id}/report``: its HTML report, written when the run is closed;
-* ``GET /runs/{run_id}/outcomes``: its outcomes URL by URL, a page at a time.
+* ``GET /runs/{run_id}/outcomes``: its outcomes URL by URL, a page at a time;
+* ``GET /sources/{source_id}/runs``: a source's runs, newest first, a page at a time.
+
+A page links the next one (``Link: <...>; rel="next"``) as well as naming its ``next_cursor``.
 """
 
 from http import HTTPStatus
@@ -14,9 +17,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from cdif_harvester.api.access import require_run_access
+from cdif_harvester.api.access import require_run_access, require_source_access
 from cdif_harvester.api.errors import NotFound
-from cdif_harvester.api.models import OutcomesPage, RunView
+from cdif_harvester.api.models import OutcomesPage, RunsPage, RunView
 from cdif_harvester.api.routes.context import RouteContext, new_router
 from cdif_harvester.api.routes.responses import (
     HTML,
@@ -24,14 +27,19 @@ from cdif_harvester.api.routes.responses import (
     document_response,
     documented,
     json_response,
+    next_link,
 )
+from cdif_harvester.api.routes.sources import SourceIdParam
 from cdif_harvester.model import Outcome, RunStatus, outcome_to_dict, run_to_dict
 
-__all__ = ["MAX_OUTCOMES_PAGE", "OUTCOMES_PAGE", "router"]
+__all__ = ["MAX_OUTCOMES_PAGE", "MAX_RUNS_PAGE", "OUTCOMES_PAGE", "RUNS_PAGE", "router"]
 
 #: Outcomes per page of ``GET /runs/{run_id}/outcomes``: the default and the most.
 OUTCOMES_PAGE = 100
 MAX_OUTCOMES_PAGE = 1000
+#: Runs per page of ``GET /sources/{source_id}/runs``: the default and the most.
+RUNS_PAGE = 20
+MAX_RUNS_PAGE = 100
 _CURSOR_PATTERN = r"^\d{1,9}$"
 
 RunIdParam = Annotated[str, Path(min_length=1, max_length=128, description="The run's id.")]
@@ -47,6 +55,12 @@ def _visible_run(ctx: RouteContext, run_id: str) -> RunStatus:
         source = ctx.registry().get_source(run.source_id) if run.source_id else None
         require_run_access(who, run, source)
     return run
+
+
+def _run_view(ctx: RouteContext, run: RunStatus) -> dict[str, object]:
+    view = run_to_dict(run)
+    view["report"] = ctx.link("runs", run.run_id, "report") if run.report_key else None
+    return view
 
 
 def router(ctx: RouteContext) -> APIGatewayRouter:
@@ -65,10 +79,7 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         responses=documented({200: ("The run's status.", RunView, JSON)}, 400, 403, 404),
     )
     def get_run(run_id: RunIdParam) -> Response[str]:
-        run = _visible_run(ctx, run_id)
-        view = run_to_dict(run)
-        view["report"] = ctx.link("runs", run.run_id, "report") if run.report_key else None
-        return json_response(HTTPStatus.OK, view)
+        return json_response(HTTPStatus.OK, _run_view(ctx, _visible_run(ctx, run_id)))
 
     @routes.get(
         "/runs/<run_id>/report",
@@ -94,7 +105,9 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         f"{MAX_OUTCOMES_PAGE}); when truncated is true, ask again with cursor=next_cursor.",
         operation_id="listRunOutcomes",
         tags=["runs"],
-        responses=documented({200: ("One page of outcomes.", OutcomesPage, JSON)}, 400, 403, 404),
+        responses=documented(
+            {200: ("One page of outcomes.", OutcomesPage, JSON)}, 400, 403, 404, paginated=True
+        ),
     )
     def list_run_outcomes(
         run_id: RunIdParam,
@@ -115,6 +128,7 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         page = list(islice(kept, start, start + limit + 1))
         truncated = len(page) > limit
         page = page[:limit]
+        next_cursor = str(start + limit) if truncated else None
         return json_response(
             HTTPStatus.OK,
             {
@@ -122,8 +136,48 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
                 "outcomes": [outcome_to_dict(item) for item in page],
                 "count": len(page),
                 "truncated": truncated,
-                "next_cursor": str(start + limit) if truncated else None,
+                "next_cursor": next_cursor,
             },
+            next_link(ctx.link("runs", run.run_id, "outcomes"), ctx.query(), next_cursor),
+        )
+
+    @routes.get(
+        "/sources/<source_id>/runs",
+        summary="The runs of a source, newest first (operators, its publisher)",
+        description=f"One page of at most limit runs (default {RUNS_PAGE}, at most "
+        f"{MAX_RUNS_PAGE}), newest first. When truncated is true, ask again with "
+        "cursor=next_cursor (or follow the Link header).",
+        operation_id="listSourceRuns",
+        tags=["sources"],
+        responses=documented(
+            {200: ("One page of runs.", RunsPage, JSON)}, 400, 403, 404, paginated=True
+        ),
+    )
+    def list_source_runs(
+        source_id: SourceIdParam,
+        limit: Annotated[int, Query(ge=1, le=MAX_RUNS_PAGE)] = RUNS_PAGE,
+        cursor: Annotated[
+            str | None, Query(pattern=_CURSOR_PATTERN, description="next_cursor of a page.")
+        ] = None,
+    ) -> Response[str]:
+        source = ctx.registered(source_id)
+        require_source_access(ctx.caller(), source, "listing this source's runs")
+        start = int(cursor or 0)
+        # One more than the page: whether older runs follow, without counting them all.
+        runs = ctx.wiring().catalog.runs(source_id, limit=start + limit + 1)[start:]
+        truncated = len(runs) > limit
+        page = runs[:limit]
+        next_cursor = str(start + limit) if truncated else None
+        return json_response(
+            HTTPStatus.OK,
+            {
+                "source_id": source_id,
+                "runs": [_run_view(ctx, run) for run in page],
+                "count": len(page),
+                "truncated": truncated,
+                "next_cursor": next_cursor,
+            },
+            next_link(ctx.link("sources", source_id, "runs"), ctx.query(), next_cursor),
         )
 
     return routes

@@ -3,7 +3,7 @@
 * ``POST /sources``: register a source (operators; 201, 409 when it exists);
 * ``PUT /sources/{source_id}``: create or replace one (operators; keeps when and how it last
   ran, and its run under way);
-* ``GET /sources``: list them (operators);
+* ``GET /sources``: list them by id, a page at a time (operators);
 * ``GET /sources/{source_id}``: read one (operators, its publisher);
 * ``DELETE /sources/{source_id}``: remove one (operators; its records and runs stay).
 """
@@ -14,7 +14,7 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
 from cdif_harvester.api.access import Caller, require_operator, require_source_access
@@ -27,12 +27,16 @@ from cdif_harvester.api.models import (
     SourceView,
 )
 from cdif_harvester.api.routes.context import RouteContext, new_router
-from cdif_harvester.api.routes.responses import JSON, documented, json_response
+from cdif_harvester.api.routes.responses import JSON, documented, json_response, next_link
 from cdif_harvester.model import Source, source_to_dict
 from cdif_harvester.stages.sources import UnknownSource, check_source
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["SourceIdParam", "router"]
+__all__ = ["MAX_SOURCES_PAGE", "SOURCES_PAGE", "SourceIdParam", "router"]
+
+#: Sources per page of ``GET /sources``: the default and the most.
+SOURCES_PAGE = 100
+MAX_SOURCES_PAGE = 1000
 
 #: The ``{source_id}`` path parameter (of this resource and of its Signmap and harvests).
 SourceIdParam = Annotated[str, Path(pattern=SOURCE_ID_PATTERN, description="The source's id.")]
@@ -154,13 +158,39 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         summary="List the sources (operators)",
         operation_id="listSources",
         tags=["sources"],
-        responses=documented({200: ("Every registered source, by id.", SourceList, JSON)}, 403),
+        description=f"One page of at most limit sources (default {SOURCES_PAGE}, at most "
+        f"{MAX_SOURCES_PAGE}), by id. When truncated is true, ask again with "
+        "cursor=next_cursor (or follow the Link header).",
+        responses=documented(
+            {200: ("One page of the registered sources, by id.", SourceList, JSON)},
+            400,
+            403,
+            paginated=True,
+        ),
     )
-    def list_sources() -> Response[str]:
+    def list_sources(
+        limit: Annotated[int, Query(ge=1, le=MAX_SOURCES_PAGE)] = SOURCES_PAGE,
+        cursor: Annotated[
+            str | None,
+            Query(pattern=SOURCE_ID_PATTERN, description="next_cursor of a page."),
+        ] = None,
+    ) -> Response[str]:
         who = ctx.caller()
         require_operator(who, "listing the sources")
+        # The registry answers by id: the cursor is the last id of the page before.
+        after = [s for s in ctx.registry().sources() if cursor is None or s.source_id > cursor]
+        page = after[:limit]
+        truncated = len(after) > limit
+        next_cursor = page[-1].source_id if truncated else None
         return json_response(
-            HTTPStatus.OK, {"sources": [_source_view(s, who) for s in ctx.registry().sources()]}
+            HTTPStatus.OK,
+            {
+                "sources": [_source_view(s, who) for s in page],
+                "count": len(page),
+                "truncated": truncated,
+                "next_cursor": next_cursor,
+            },
+            next_link(ctx.link("sources"), ctx.query(), next_cursor),
         )
 
     @routes.get(
