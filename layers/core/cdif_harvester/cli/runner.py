@@ -39,8 +39,9 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
+from cdif_harvester.domain.discovery.entry import SiteDiscovery
 from cdif_harvester.errors import ContractError, Deferred, HarvestError
-from cdif_harvester.keys import origin_of
+from cdif_harvester.keys import origin_of, site_discovery_key
 from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
@@ -102,6 +103,8 @@ class HarvestSummary:
     crosswalk_errors: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
     signmaps: list[str] = field(default_factory=list)
+    # What each site root among the entry URLs led to: its sitemaps and how they were found.
+    sites: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form written to summary.json."""
@@ -122,6 +125,7 @@ class HarvestSummary:
             "crosswalk_errors": self.crosswalk_errors,
             "withdrawn": self.withdrawn,
             "signmaps": self.signmaps,
+            "sites": self.sites,
             "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE, "report": "report.html"},
         }
 
@@ -280,6 +284,7 @@ class LocalHarvester:
         closure = close_run(self.wiring, run_id, publish=False)
         summary.withdrawn = closure.withdrawn
         summary.signmaps = closure.signmaps
+        summary.sites = closure.sites
         summary.crosswalk_errors.extend(closure.errors)
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
@@ -445,6 +450,16 @@ class LocalHarvester:
             exc = future.exception()
             if exc is not None:
                 self._after_failure(work, exc)
+            elif isinstance(work.job, SitemapJob) and work.job.depth == 0:
+                self._say_site(work.job)
+
+    def _say_site(self, job: SitemapJob) -> None:
+        """Say which sitemaps a site root led to, and how they were found."""
+        try:
+            kept = json.loads(self.wiring.store.get(site_discovery_key(job.run_id, job.url)))
+        except (KeyError, ValueError):  # not a site root
+            return
+        self._say(f"  {SiteDiscovery.from_dict(kept).describe()}")
 
     def _pause(self) -> None:
         """Nothing to start: wait for a worker to finish or a deferred job to come due."""
