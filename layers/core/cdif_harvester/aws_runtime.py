@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -54,7 +55,7 @@ from cdif_harvester.errors import (
 )
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
-from cdif_harvester.stages.jobs import give_up, run_job
+from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job
 from cdif_harvester.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ IDEMPOTENCY_SECONDS = 4 * 24 * 3600
 #: Deliveries of one message before SQS dead-letters it: the queues' ``maxReceiveCount`` in
 #: template.yaml (a unit test holds them equal). The last one settles a retryable failure.
 MAX_RECEIVES = 5
+
+#: Draws a retry's backoff within its bounds (:func:`~cdif_harvester.stages.jobs.retry_delay`).
+retry_jitter: Jitter = random.uniform
 
 #: Message attribute of a job sent again after Deferred: replay its fetch journal.
 RESUME_ATTRIBUTE = "cdif-resume"
@@ -336,7 +340,9 @@ def _handle_job(
     cannot take a request now (Deferred: the job is sent again, delayed). Errors get the verdict
     the local runner gives them (:func:`~cdif_harvester.stages.jobs.verdict`): a deterministic
     one is the URL's outcome at once (``run_job``); a RetryableError is raised (after asking SQS
-    to wait out its ``Retry-After``) for SQS to redeliver the record, except on its last delivery
+    to hold the record for the backoff the local runner would wait, or its ``Retry-After``:
+    :func:`~cdif_harvester.stages.jobs.retry_delay`) for SQS to redeliver it, except on its last
+    delivery
     (:data:`MAX_RECEIVES`), when it becomes the URL's ``failed`` outcome instead of a
     dead-letter. A transient error of no known kind is raised on every delivery.
     """
@@ -371,11 +377,16 @@ def _handle_job(
             logger.warning("job failed on its last delivery", error=str(error))
             settled = give_up(bundle, job, error)  # type: ignore[type-var]
             return _Processed(settled.outcome.value)
-        logger.warning(
-            "job failed; SQS redelivers it", error=str(error), retry_after=error.retry_after
+        delay = retry_delay(
+            _receives(record), error.retry_after, bundle.settings, jitter=retry_jitter
         )
-        if error.retry_after is not None:
-            _retry_later(bundle, contract, record, error.retry_after)
+        logger.warning(
+            "job failed; SQS redelivers it",
+            error=str(error),
+            retry_after=error.retry_after,
+            retry_in=delay,
+        )
+        _retry_later(bundle, contract, record, delay, asked=error.retry_after is not None)
         raise
     except Exception:  # a transient fault no adapter mapped (run_job settled the rest)
         logger.exception("job failed unexpectedly; SQS redelivers it")
@@ -557,15 +568,20 @@ def _send_again(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: f
         bundle.queue.send(queue, [record.body], delays=[min(900, math.ceil(delay))])
 
 
-def _retry_later(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float) -> None:
-    """Have SQS redeliver a failed record only after ``delay`` seconds (Retry-After)."""
+def _retry_later(
+    bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float, *, asked: bool
+) -> None:
+    """Have SQS redeliver a failed record only after ``delay`` seconds (its backoff, or the
+    Retry-After the answer ``asked`` for) rather than after the queue's visibility timeout."""
     from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
 
     if not isinstance(bundle.queue, SqsQueue):
         return
     try:
         bundle.queue.retry_later(_QUEUE_OF[contract], record.receipt_handle, delay=delay)
-        metrics.add_metric(name="RetryAfter", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(
+            name="RetryAfter" if asked else "RetryBackoff", unit=MetricUnit.Count, value=1
+        )
     except HarvestError as exc:  # the record still fails; SQS redelivers it after its timeout
         logger.warning("could not delay the retry", error=str(exc))
 

@@ -90,7 +90,8 @@ class LocalWiring:
     """The wiring of a local harvest, and the local adapters the runner drives itself.
 
     ``fetcher`` is the network fetcher under the HTTP cache and the gate; ``own_fetcher`` says
-    whether it was built here (and so is closed here).
+    whether it was built here (and so is closed here). ``sleep`` and ``monotonic`` are the
+    gate's: the runner waits out a retry's backoff with them, on the same clock as the gate.
     """
 
     wiring: Wiring
@@ -99,6 +100,8 @@ class LocalWiring:
     gate: MemoryHostGate
     fetcher: Fetcher
     own_fetcher: bool
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
 
     def close(self) -> None:
         """Release the catalogue and the connections of a fetcher built here."""
@@ -193,4 +196,6 @@ def wiring(
         gate=gate,
         fetcher=network,
         own_fetcher=fetcher is None,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
     )
