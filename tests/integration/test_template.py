@@ -416,3 +416,11 @@ def test_functions_share_runtime_tracing_and_a_layer_built_for_their_architectur
         assert layer["Metadata"].get("BuildArchitecture", "x86_64") == architecture
         assert architecture in layer["Properties"]["CompatibleArchitectures"]
         assert props(function)["CodeUri"].startswith("functions/")
+
+
+def test_the_operators_contact_parameter_reaches_every_function() -> None:
+    # (the User-Agent names it: publishers use it to reach the operator)
+    assert TEMPLATE["Parameters"]["OperatorContact"]["Default"] == ""
+    with mocked_stack(parameters={"OperatorContact": "mailto:ops@example.org"}) as stack:
+        for function in FUNCTIONS:
+            assert stack.function_env(function)["OPERATOR_CONTACT"] == "mailto:ops@example.org"

@@ -35,6 +35,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from cdif_harvester.adapters.local import SystemClock
+from cdif_harvester.contact import InvalidContact, user_agent
 from cdif_harvester.contracts import (
     DOCUMENT_QUEUE,
     INDEX_QUEUE,
@@ -129,6 +130,9 @@ class AwsConfig:
     trusted_contexts: tuple[str, ...] = ()
     idempotency_table: str | None = None
     shacl: bool = False
+    # The operator's contact, named in the User-Agent (OPERATOR_CONTACT; the product's page
+    # when empty).
+    contact: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -150,6 +154,11 @@ class AwsConfig:
             raise ConfigError(f"REQUESTS_PER_HOST(_OVERRIDES): {exc}") from exc
         if per_host < 1:
             raise ConfigError("REQUESTS_PER_HOST must be at least 1")
+        contact = env.get("OPERATOR_CONTACT", "").strip() or None
+        try:
+            user_agent(contact)
+        except InvalidContact as exc:
+            raise ConfigError(f"OPERATOR_CONTACT: {exc}") from exc
         return cls(
             records_bucket=env["RECORDS_BUCKET"],
             catalog_table=env["CATALOG_TABLE"],
@@ -164,6 +173,7 @@ class AwsConfig:
             # Needs pyshacl in the layer (the "shacl" extra); without it every record's
             # extraction fails with a clear, recorded reason.
             shacl=env.get("SHACL_VALIDATION", "false").lower() == "true",
+            contact=contact,
         )
 
     def settings(self) -> Settings:
@@ -213,7 +223,9 @@ def wiring() -> Wiring:
     table = boto3.resource("dynamodb").Table(config.catalog_table)
     store = S3ObjectStore(boto3.client("s3"), config.records_bucket)
     gate = DynamoHostGate(table, lease=settings.host_slot_lease)
-    network = SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback))
+    network = SafeFetcher(
+        FetchPolicy(allow_loopback=config.allow_loopback, user_agent=user_agent(config.contact))
+    )
     _closers.append(network.close)
     fetcher = GatedFetcher(
         # Conditional requests for the answers kept under cache/ (an unchanged page: a 304).

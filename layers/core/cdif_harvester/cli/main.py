@@ -43,6 +43,7 @@ from cdif_harvester.cli.runner import (
 from cdif_harvester.cli.sources import add_parsers as add_source_parsers
 from cdif_harvester.cli.sources import run_command as run_source_command
 from cdif_harvester.cli.sources import source_harvest_settings
+from cdif_harvester.contact import CONTACT_ENV, InvalidContact, check_contact
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.domain.records.shacl import ShaclUnavailable
 from cdif_harvester.domain.records.validation import profile_query
@@ -128,6 +129,13 @@ def _parser() -> argparse.ArgumentParser:
         "may be repeated. Others are never fetched",
     )
     harvest.add_argument(
+        "--contact",
+        type=_contact,
+        metavar="URL",
+        help="your contact, named in the User-Agent so that publishers can reach you: an "
+        f"http(s) URL or e-mail address (default: ${CONTACT_ENV}, else the project's page)",
+    )
+    harvest.add_argument(
         "--full-refresh",
         action="store_true",
         help="ignore what earlier harvests into --out hold: fetch, normalise and rewrite every "
@@ -193,6 +201,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def _contact(text: str) -> str:
+    try:
+        return check_contact(text)
+    except InvalidContact as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _host_slots(text: str) -> tuple[str, int]:
@@ -302,6 +317,7 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             trusted_contexts=args.trust_context,
             incremental=not args.full_refresh,
             shacl=args.shacl,
+            contact=args.contact,
             **source_settings,
         ) as harvester:
             if args.source:
@@ -313,7 +329,13 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
                 summary = harvester.harvest(
                     args.urls, options=options if args.format_parameter else None
                 )
-    except (InvalidEntryUrl, InvalidOptions, ShaclUnavailable, PermanentError) as exc:
+    except (
+        InvalidEntryUrl,
+        InvalidOptions,
+        ShaclUnavailable,
+        PermanentError,
+        InvalidContact,
+    ) as exc:
         print(f"cdif-harvest: {exc}", file=sys.stderr)
         return 2
     _print_summary(summary, args.out)

@@ -179,7 +179,9 @@ class LocalHarvester:
     ``workers`` threads run the fetching stages, at most ``requests_per_host`` of them (and at
     most that many requests in flight) per host; ``host_overrides`` sets another number for
     some hosts (by origin or host name). ``sleep`` is how the politeness gate and a retry's
-    backoff wait; ``jitter`` draws each backoff within its bounds.
+    backoff wait; ``jitter`` draws each backoff within its bounds. ``contact`` is the
+    operator's, named in the User-Agent (``CDIF_HARVESTER_CONTACT`` when not given); an invalid
+    one raises InvalidContact.
     """
 
     def __init__(
@@ -199,6 +201,7 @@ class LocalHarvester:
         shacl: bool = False,
         crawl_delays: Mapping[str, float] | None = None,
         jitter: Jitter = random.uniform,
+        contact: str | None = None,
     ) -> None:
         self.out_dir = out_dir
         self.jitter = jitter
@@ -212,6 +215,7 @@ class LocalHarvester:
                 incremental=incremental,
                 shacl=shacl,
                 crawl_delays=crawl_delays,
+                contact=contact,
             ),
             fetcher=fetcher,
             sleep=sleep,

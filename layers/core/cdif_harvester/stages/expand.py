@@ -130,9 +130,9 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
         return _expand_robots(wiring, job)
     entry = job.depth == 0
     if entry and is_site_root(job.url):
-        found = _expand_site_root(wiring, job)
-        if found is not None:
-            return found
+        site = _expand_site_root(wiring, job)
+        if site is not None:
+            return site
         # No sitemap anywhere: the site root is an entry URL like any other (the page itself).
     response = _fetch(wiring, job.url, max_bytes=wiring.settings.max_sitemap_bytes, entry=entry)
     settings = wiring.settings
