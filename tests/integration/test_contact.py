@@ -58,12 +58,12 @@ def test_the_command_line_option_wins_and_a_bad_contact_is_refused(
     out = str(tmp_path / "out")
     url = site.url("/robots.txt")
     argv = ["harvest", url, "--out", out, "--allow-loopback", "--quiet"]
-    main([*argv, "--contact", "https://cli.example.org/"])
+    main([*argv, "--operator-contact", "https://cli.example.org/"])
     assert _agents(site) == {f"{PRODUCT}/{__version__} (+https://cli.example.org/)"}
     with pytest.raises(SystemExit) as exit_:
-        main([*argv, "--contact", "me (call me)"])
+        main([*argv, "--operator-contact", "me (call me)"])
     assert exit_.value.code == 2
-    assert "--contact" in capsys.readouterr().err
+    assert "--operator-contact" in capsys.readouterr().err
     monkeypatch.setenv(CONTACT_ENV, "not a contact")
     site.requests.clear()
     assert main(argv) == 2

@@ -1,8 +1,8 @@
 """The operator's contact in the User-Agent every request sends.
 
 Publishers read the User-Agent to reach whoever runs the harvester (a crawler that misbehaves
-is reported to the address it names), so the operator sets their own: ``--contact`` or
-``CDIF_HARVESTER_CONTACT`` locally, the ``OperatorContact`` template parameter
+is reported to the address it names), so the operator sets their own: ``--operator-contact`` or
+``CDIF_OPERATOR_CONTACT`` locally, the ``OperatorContact`` template parameter
 (``OPERATOR_CONTACT``) on AWS. Without one, the product's own page is named.
 
 See docs/decisions/0070-site-roots-backoff-and-contact.md.
@@ -17,8 +17,8 @@ from cdif_harvester import CONTACT_URL, PRODUCT, __version__
 
 __all__ = ["CONTACT_ENV", "InvalidContact", "check_contact", "user_agent"]
 
-#: The environment variable of the local commands' contact (``--contact`` wins over it).
-CONTACT_ENV = "CDIF_HARVESTER_CONTACT"
+#: The environment variable of the local commands' contact (``--operator-contact`` wins over it).
+CONTACT_ENV = "CDIF_OPERATOR_CONTACT"
 
 MAX_CONTACT_LENGTH = 256
 

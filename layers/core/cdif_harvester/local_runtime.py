@@ -56,7 +56,7 @@ class LocalConfig:
     ``host_overrides`` gives some hosts (by origin or host name) another number of request slots
     than ``requests_per_host``; ``crawl_delays`` are registered sources' own Crawl-delays by
     host, below which a robots.txt cannot bring a host's interval. ``contact`` is the operator's
-    (the User-Agent names it); without one, ``CDIF_HARVESTER_CONTACT`` is read.
+    (the User-Agent names it); without one, ``CDIF_OPERATOR_CONTACT`` is read.
     """
 
     allow_loopback: bool = False

@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
         "may be repeated. Others are never fetched",
     )
     harvest.add_argument(
-        "--contact",
+        "--operator-contact",
         type=_contact,
         metavar="URL",
         help="your contact, named in the User-Agent so that publishers can reach you: an "
@@ -317,7 +317,7 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             trusted_contexts=args.trust_context,
             incremental=not args.full_refresh,
             shacl=args.shacl,
-            contact=args.contact,
+            contact=args.operator_contact,
             **source_settings,
         ) as harvester:
             if args.source:

@@ -180,7 +180,7 @@ class LocalHarvester:
     most that many requests in flight) per host; ``host_overrides`` sets another number for
     some hosts (by origin or host name). ``sleep`` is how the politeness gate and a retry's
     backoff wait; ``jitter`` draws each backoff within its bounds. ``contact`` is the
-    operator's, named in the User-Agent (``CDIF_HARVESTER_CONTACT`` when not given); an invalid
+    operator's, named in the User-Agent (``CDIF_OPERATOR_CONTACT`` when not given); an invalid
     one raises InvalidContact.
     """
 
