@@ -4,6 +4,7 @@ path, and only when neither exists is the page itself resolved."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 from pathlib import Path
@@ -54,6 +55,10 @@ def test_a_site_root_is_harvested_from_the_sitemaps_robots_txt_announces(
     assert written["sites"] == [summary.sites[0]]
     assert summary.sites[0]["found_by"] == "robots.txt"
     assert summary.sites[0]["sitemaps"] == [index]
+    # and so does the publisher report
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "Sitemaps found" in report
+    assert html.escape(summary.sites[0]["note"]) in report
 
 
 def test_without_robots_sitemaps_a_well_known_sitemap_path_is_used(

@@ -936,6 +936,8 @@ class Report:
     url_rows: tuple[UrlRow, ...]  # the first MAX_URL_ROWS, by outcome then URL
     withdrawn: tuple[str, ...]  # the first MAX_WITHDRAWN_ROWS
     withdrawn_urls: int  # every URL withdrawn
+    # What each site root among the entry URLs led to: its sitemaps, and how they were found.
+    site_notes: tuple[str, ...] = ()
 
     @property
     def problem_kinds_not_listed(self) -> int:
@@ -983,6 +985,16 @@ def _url_rows(outcomes: Sequence[Mapping[str, Any]]) -> list[UrlRow]:
     return [UrlRow(str(o.get("url") or ""), str(o.get("outcome") or ""), _why(o)) for o in listed]
 
 
+def _site_notes(summary: Mapping[str, Any]) -> tuple[str, ...]:
+    """The notes summary.json keeps of each site root (``sites``), odd entries left out."""
+    sites = summary.get("sites")
+    if not isinstance(sites, list):
+        return ()
+    return tuple(
+        str(site["note"]) for site in sites if isinstance(site, Mapping) and site.get("note")
+    )
+
+
 def build_report(
     summary: Mapping[str, Any],
     outcomes: Iterable[Mapping[str, Any]],
@@ -1027,6 +1039,7 @@ def build_report(
             elapsed if isinstance(elapsed, int | float) and not isinstance(elapsed, bool) else None
         ),
         entry_urls=tuple(entry_urls),
+        site_notes=_site_notes(summary),
         disagreements=tuple(Disagreement(*found) for found in disagreements),
         urls=counts.urls,
         records=counts.records,
