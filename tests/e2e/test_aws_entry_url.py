@@ -125,3 +125,32 @@ def test_a_410_entry_url_withdraws_what_it_held_when_its_run_is_closed(
         s3.get_object(Bucket=stack.bucket_name, Key=f"runs/{run_id}/summary.json")["Body"].read()
     )
     assert summary["withdrawn"] == [url]
+
+
+def test_a_site_root_is_harvested_as_a_site_on_aws(
+    stack: ProvisionedStack, site: PublisherSite
+) -> None:
+    sqs = boto3.client("sqs", region_name=stack.region)
+    s3 = boto3.client("s3", region_name=stack.region)
+    # Given a site whose robots.txt announces no sitemap but which serves /sitemap.xml
+    site.add_route("/robots.txt", headers=TEXT, body="User-agent: *\nAllow: /\n")
+    index = (site.directory / "sitemap-index.xml").read_text()
+    site.add_route("/sitemap.xml", headers={"Content-Type": "application/xml"}, body=index)
+
+    # When the site's address is posted as a harvest, every message delivered, the run closed
+    run_id = _post_harvest(stack, site.url("/"))
+    assert run_pipeline(sqs, stack, ALLOW_LOOPBACK="true").failures == []
+    tick = json.loads((EVENTS / "scheduler.json").read_text())
+    assert run_id in invoke(stack, "SchedulerFunction", tick)["closed"]
+
+    # Then the sitemap's pages gave records, the home page itself was not resolved
+    outcomes = _outcomes(stack, run_id)
+    assert outcomes[site.url("/datasets/north-atlantic-ctd-2021.html")].outcome is Outcome.RECORD
+    assert site.url("/") not in outcomes
+    # and the run's summary says which sitemap was found, and how
+    summary = json.loads(
+        s3.get_object(Bucket=stack.bucket_name, Key=f"runs/{run_id}/summary.json")["Body"].read()
+    )
+    (found,) = summary["sites"]
+    assert found["found_by"] == "well-known path"
+    assert found["sitemaps"] == [site.url("/sitemap.xml")]

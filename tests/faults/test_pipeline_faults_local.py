@@ -156,7 +156,10 @@ def _harvest(
     progress = io.StringIO()
     monkeypatch.setattr(runner, "start_run", _armed(faults, True, runner.start_run))
     monkeypatch.setattr(runner, "close_run", _armed(faults, False, runner.close_run))
-    with LocalHarvester(out, allow_loopback=True, progress=progress, workers=1) as harvester:
+    # (the retries' backoff is waited on a clock that moves without real sleeping)
+    with LocalHarvester(
+        out, allow_loopback=True, progress=progress, workers=1, sleep=lambda seconds: None
+    ) as harvester:
         wiring = harvester.wiring
         harvester.wiring = replace(
             wiring,

@@ -199,3 +199,45 @@ def test_the_expander_records_a_robots_crawl_delay_on_the_hosts_gate_item(
         origin = origin_of(site.base_url)
         item = table.get_item(Key={"pk": f"HOST#{origin}", "sk": "GATE"})["Item"]
         assert float(item["crawl_delay"]) == 2.0
+
+
+def test_a_503_without_retry_after_is_redelivered_after_a_growing_backoff(
+    stack: ProvisionedStack, sqs: Any, resolver_env: Wiring, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The visibility changes the handler asks SQS for; the backoff drawn at the top of its step
+    client = resolver_env.queue.client  # type: ignore[attr-defined]
+    asked: list[dict[str, Any]] = []
+    change = client.change_message_visibility
+
+    def record(**kwargs: Any) -> Any:
+        asked.append(kwargs)
+        return change(**kwargs)
+
+    monkeypatch.setattr(client, "change_message_visibility", record)
+    monkeypatch.setattr(aws_runtime, "retry_jitter", lambda low, high: high)
+    queue = stack.sqs_event_sources[FUNCTION].queue_url
+    with PublisherSite(None) as site:
+        # Given a page whose server answers 503, without Retry-After, twice
+        site.add_route("/page.html", headers={"Content-Type": "text/html"}, body=PAGE)
+        site.add_route("/page.html", status=503, headers={"Content-Type": "text/plain"}, times=2)
+        _send(sqs, stack, site.url("/page.html"))
+
+        # When it is delivered, and redelivered as soon as SQS would let it come back
+        failures = []
+        for _ in range(3):
+            failures.append(len(_drive(sqs, stack, resolve_url).failures))
+            if failures[-1]:  # (time passing, without waiting: the message is made visible now)
+                assert (
+                    sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=0).get("Messages") is None
+                )
+                sqs.change_message_visibility(
+                    QueueUrl=queue, ReceiptHandle=asked[-1]["ReceiptHandle"], VisibilityTimeout=0
+                )
+            if len(failures) == 1:
+                assert "RetryBackoff" in aws_runtime.metrics.metric_set
+
+    # Then each failed delivery was held 1 s, then 2 s, not the queue's visibility timeout,
+    # and the third delivery harvested the page
+    assert failures == [1, 1, 0]
+    assert [call["VisibilityTimeout"] for call in asked] == [1, 2]
+    assert [timing.status for timing in site.timings] == [503, 503, 200]

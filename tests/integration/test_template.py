@@ -499,3 +499,11 @@ def test_stages_that_only_read_and_write_objects_cannot_delete_them() -> None:
             "s3:PutObject",
             "s3:ListBucket",
         }, function
+
+
+def test_the_operators_contact_parameter_reaches_every_function() -> None:
+    # (the User-Agent names it: publishers use it to reach the operator)
+    assert TEMPLATE["Parameters"]["OperatorContact"]["Default"] == ""
+    with mocked_stack(parameters={"OperatorContact": "mailto:ops@example.org"}) as stack:
+        for function in FUNCTIONS:
+            assert stack.function_env(function)["OPERATOR_CONTACT"] == "mailto:ops@example.org"

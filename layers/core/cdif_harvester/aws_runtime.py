@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -34,6 +35,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from cdif_harvester.adapters.local import SystemClock
+from cdif_harvester.contact import InvalidContact, user_agent
 from cdif_harvester.contracts import (
     DOCUMENT_QUEUE,
     INDEX_QUEUE,
@@ -54,7 +56,7 @@ from cdif_harvester.errors import (
 )
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
-from cdif_harvester.stages.jobs import give_up, run_job
+from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job
 from cdif_harvester.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -85,6 +87,9 @@ IDEMPOTENCY_SECONDS = 4 * 24 * 3600
 #: Deliveries of one message before SQS dead-letters it: the queues' ``maxReceiveCount`` in
 #: template.yaml (a unit test holds them equal). The last one settles a retryable failure.
 MAX_RECEIVES = 5
+
+#: Draws a retry's backoff within its bounds (:func:`~cdif_harvester.stages.jobs.retry_delay`).
+retry_jitter: Jitter = random.uniform
 
 #: Message attribute of a job sent again after Deferred: replay its fetch journal.
 RESUME_ATTRIBUTE = "cdif-resume"
@@ -125,6 +130,9 @@ class AwsConfig:
     trusted_contexts: tuple[str, ...] = ()
     idempotency_table: str | None = None
     shacl: bool = False
+    # The operator's contact, named in the User-Agent (OPERATOR_CONTACT; the product's page
+    # when empty).
+    contact: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -146,6 +154,11 @@ class AwsConfig:
             raise ConfigError(f"REQUESTS_PER_HOST(_OVERRIDES): {exc}") from exc
         if per_host < 1:
             raise ConfigError("REQUESTS_PER_HOST must be at least 1")
+        contact = env.get("OPERATOR_CONTACT", "").strip() or None
+        try:
+            user_agent(contact)
+        except InvalidContact as exc:
+            raise ConfigError(f"OPERATOR_CONTACT: {exc}") from exc
         return cls(
             records_bucket=env["RECORDS_BUCKET"],
             catalog_table=env["CATALOG_TABLE"],
@@ -160,6 +173,7 @@ class AwsConfig:
             # Needs pyshacl in the layer (the "shacl" extra); without it every record's
             # extraction fails with a clear, recorded reason.
             shacl=env.get("SHACL_VALIDATION", "false").lower() == "true",
+            contact=contact,
         )
 
     def settings(self) -> Settings:
@@ -209,7 +223,9 @@ def wiring() -> Wiring:
     table = boto3.resource("dynamodb").Table(config.catalog_table)
     store = S3ObjectStore(boto3.client("s3"), config.records_bucket)
     gate = DynamoHostGate(table, lease=settings.host_slot_lease)
-    network = SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback))
+    network = SafeFetcher(
+        FetchPolicy(allow_loopback=config.allow_loopback, user_agent=user_agent(config.contact))
+    )
     _closers.append(network.close)
     fetcher = GatedFetcher(
         # Conditional requests for the answers kept under cache/ (an unchanged page: a 304).
@@ -336,7 +352,9 @@ def _handle_job(
     cannot take a request now (Deferred: the job is sent again, delayed). Errors get the verdict
     the local runner gives them (:func:`~cdif_harvester.stages.jobs.verdict`): a deterministic
     one is the URL's outcome at once (``run_job``); a RetryableError is raised (after asking SQS
-    to wait out its ``Retry-After``) for SQS to redeliver the record, except on its last delivery
+    to hold the record for the backoff the local runner would wait, or its ``Retry-After``:
+    :func:`~cdif_harvester.stages.jobs.retry_delay`) for SQS to redeliver it, except on its last
+    delivery
     (:data:`MAX_RECEIVES`), when it becomes the URL's ``failed`` outcome instead of a
     dead-letter. A transient error of no known kind is raised on every delivery.
     """
@@ -371,11 +389,16 @@ def _handle_job(
             logger.warning("job failed on its last delivery", error=str(error))
             settled = give_up(bundle, job, error)  # type: ignore[type-var]
             return _Processed(settled.outcome.value)
-        logger.warning(
-            "job failed; SQS redelivers it", error=str(error), retry_after=error.retry_after
+        delay = retry_delay(
+            _receives(record), error.retry_after, bundle.settings, jitter=retry_jitter
         )
-        if error.retry_after is not None:
-            _retry_later(bundle, contract, record, error.retry_after)
+        logger.warning(
+            "job failed; SQS redelivers it",
+            error=str(error),
+            retry_after=error.retry_after,
+            retry_in=delay,
+        )
+        _retry_later(bundle, contract, record, delay, asked=error.retry_after is not None)
         raise
     except Exception:  # a transient fault no adapter mapped (run_job settled the rest)
         logger.exception("job failed unexpectedly; SQS redelivers it")
@@ -557,15 +580,20 @@ def _send_again(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: f
         bundle.queue.send(queue, [record.body], delays=[min(900, math.ceil(delay))])
 
 
-def _retry_later(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float) -> None:
-    """Have SQS redeliver a failed record only after ``delay`` seconds (Retry-After)."""
+def _retry_later(
+    bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float, *, asked: bool
+) -> None:
+    """Have SQS redeliver a failed record only after ``delay`` seconds (its backoff, or the
+    Retry-After the answer ``asked`` for) rather than after the queue's visibility timeout."""
     from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
 
     if not isinstance(bundle.queue, SqsQueue):
         return
     try:
         bundle.queue.retry_later(_QUEUE_OF[contract], record.receipt_handle, delay=delay)
-        metrics.add_metric(name="RetryAfter", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(
+            name="RetryAfter" if asked else "RetryBackoff", unit=MetricUnit.Count, value=1
+        )
     except HarvestError as exc:  # the record still fails; SQS redelivers it after its timeout
         logger.warning("could not delay the retry", error=str(exc))
 

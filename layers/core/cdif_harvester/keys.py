@@ -32,6 +32,8 @@ __all__ = [
     "record_report_key",
     "sitemap_part_key",
     "signmap_key",
+    "site_discovery_key",
+    "site_discovery_prefix",
     "source_of",
     "staging_key",
     "url_hash",
@@ -115,6 +117,16 @@ def staging_key(run_id: str, url: str) -> str:
 def sitemap_part_key(run_id: str, url: str, index: int) -> str:
     """Key of part ``index`` (from 1) of a sitemap handed on by follow-up jobs."""
     return f"staging/{run_id}/sitemaps/{url_hash(url)}/{index:05d}.json"
+
+
+def site_discovery_key(run_id: str, url: str) -> str:
+    """Key of what the site root ``url`` of ``run_id`` led to (its sitemaps, and how found)."""
+    return f"staging/{run_id}/sites/{url_hash(url)}.json"
+
+
+def site_discovery_prefix(run_id: str) -> str:
+    """Key prefix of every :func:`site_discovery_key` of ``run_id``."""
+    return f"staging/{run_id}/sites/"
 
 
 def journal_key(run_id: str, job: str) -> str:

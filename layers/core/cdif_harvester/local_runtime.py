@@ -17,6 +17,7 @@ See docs/decisions/0010-local-runner.md and docs/decisions/0043-state-on-the-wir
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,7 @@ from cdif_harvester.adapters.local import (
     SystemClock,
 )
 from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate
+from cdif_harvester.contact import CONTACT_ENV, InvalidContact, user_agent
 from cdif_harvester.contracts import CROSSWALK_QUEUE
 from cdif_harvester.domain.records.shacl import check_shacl_available
 from cdif_harvester.keys import RECORDS_PREFIX
@@ -53,7 +55,8 @@ class LocalConfig:
 
     ``host_overrides`` gives some hosts (by origin or host name) another number of request slots
     than ``requests_per_host``; ``crawl_delays`` are registered sources' own Crawl-delays by
-    host, below which a robots.txt cannot bring a host's interval.
+    host, below which a robots.txt cannot bring a host's interval. ``contact`` is the operator's
+    (the User-Agent names it); without one, ``CDIF_OPERATOR_CONTACT`` is read.
     """
 
     allow_loopback: bool = False
@@ -63,6 +66,16 @@ class LocalConfig:
     incremental: bool = True
     shacl: bool = False
     crawl_delays: Mapping[str, float] | None = None
+    contact: str | None = None
+
+    def user_agent(self) -> str:
+        """The User-Agent of every request. Raises InvalidContact (naming where it came from)."""
+        if self.contact:
+            return user_agent(self.contact)
+        try:
+            return user_agent(os.environ.get(CONTACT_ENV) or None)
+        except InvalidContact as exc:
+            raise InvalidContact(f"{CONTACT_ENV}: {exc}") from exc
 
     def settings(self) -> Settings:
         """The stage settings these options change.
@@ -90,7 +103,8 @@ class LocalWiring:
     """The wiring of a local harvest, and the local adapters the runner drives itself.
 
     ``fetcher`` is the network fetcher under the HTTP cache and the gate; ``own_fetcher`` says
-    whether it was built here (and so is closed here).
+    whether it was built here (and so is closed here). ``sleep`` and ``monotonic`` are the
+    gate's: the runner waits out a retry's backoff with them, on the same clock as the gate.
     """
 
     wiring: Wiring
@@ -99,6 +113,8 @@ class LocalWiring:
     gate: MemoryHostGate
     fetcher: Fetcher
     own_fetcher: bool
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
 
     def close(self) -> None:
         """Release the catalogue and the connections of a fetcher built here."""
@@ -142,13 +158,17 @@ def wiring(
 
     ``fetcher`` replaces the network fetcher (which is otherwise built here, and closed by
     :meth:`LocalWiring.close`); ``sleep`` is how the politeness gate waits. Raises
-    ShaclUnavailable as :meth:`LocalConfig.settings` does.
+    ShaclUnavailable as :meth:`LocalConfig.settings` does, InvalidContact as
+    :meth:`LocalConfig.user_agent` does.
     """
+    agent = config.user_agent()
+    settings = config.settings()
     out_dir.mkdir(parents=True, exist_ok=True)
     queue = InProcessQueue()
     catalog = SqliteCatalog(out_dir / CATALOG_FILE)
-    network = fetcher or SafeFetcher(FetchPolicy(allow_loopback=config.allow_loopback))
-    settings = config.settings()
+    network = fetcher or SafeFetcher(
+        FetchPolicy(allow_loopback=config.allow_loopback, user_agent=agent)
+    )
     directory = DirectoryObjectStore(out_dir)
     store = NotifyingObjectStore(
         directory,
@@ -193,4 +213,6 @@ def wiring(
         gate=gate,
         fetcher=network,
         own_fetcher=fetcher is None,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
     )

@@ -44,6 +44,12 @@ class Settings:
     # A Retry-After (429, 503) holds the host closed for at most this long: 15 minutes, the
     # longest SQS message delay, so one answer cannot park a host for days.
     max_retry_after: float = 900.0
+    # A job that failed with a retryable error (a 503 without Retry-After, a timeout) is tried
+    # again after an exponential backoff with jitter: about retry_base seconds after the first
+    # failure, doubling with each, never more than retry_cap
+    # (stages.jobs.retry_delay; docs/decisions/0070-site-roots-backoff-and-contact.md).
+    retry_base: float = 1.0
+    retry_cap: float = 30.0
     # Anti-spoofing (1997 metadata-linking draft): a self-asserted metadata document that claims
     # a resource on another origin is checked against that resource's own metadata links. It
     # costs one or two requests per such document; operators of trusted sources may turn it off.

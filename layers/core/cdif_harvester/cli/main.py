@@ -47,6 +47,7 @@ from cdif_harvester.cli.runner import (
 from cdif_harvester.cli.sources import add_parsers as add_source_parsers
 from cdif_harvester.cli.sources import run_command as run_source_command
 from cdif_harvester.cli.sources import source_harvest_settings
+from cdif_harvester.contact import CONTACT_ENV, InvalidContact, check_contact
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.domain.records.shacl import ShaclUnavailable
 from cdif_harvester.domain.records.validation import profile_query
@@ -139,6 +140,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="a remote JSON-LD context that may be fetched (a URL, or a prefix ending in /); "
         "may be repeated. Others are never fetched",
+    )
+    harvest.add_argument(
+        "--operator-contact",
+        type=_contact,
+        metavar="URL",
+        help="your contact, named in the User-Agent so that publishers can reach you: an "
+        f"http(s) URL or e-mail address (default: ${CONTACT_ENV}, else the project's page)",
     )
     harvest.add_argument(
         "--full-refresh",
@@ -237,6 +245,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def _contact(text: str) -> str:
+    try:
+        return check_contact(text)
+    except InvalidContact as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _host_slots(text: str) -> tuple[str, int]:
@@ -364,6 +379,7 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             trusted_contexts=args.trust_context,
             incremental=not args.full_refresh,
             shacl=args.shacl,
+            contact=args.operator_contact,
             **source_settings,
         ) as harvester:
             if args.source:
@@ -378,7 +394,13 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             status = harvest_status(
                 harvester.catalog, summary.run_id, summary.entry_urls, args.fail_on
             )
-    except (InvalidEntryUrl, InvalidOptions, ShaclUnavailable, PermanentError) as exc:
+    except (
+        InvalidEntryUrl,
+        InvalidOptions,
+        ShaclUnavailable,
+        PermanentError,
+        InvalidContact,
+    ) as exc:
         _close(progress)
         print(f"cdif-harvest: {exc}", file=sys.stderr)
         return 2

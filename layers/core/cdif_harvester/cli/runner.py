@@ -4,8 +4,9 @@ The output directory is the object store (the key layout of the S3 bucket), ``ca
 it the catalogue, and in-process queues link the stages in the order of the SQS queues; running
 again on the same directory continues the same catalogue. The adapters are built by the local
 composition root, :mod:`cdif_harvester.local_runtime`; this module holds the loop that drives
-them. Retryable errors are retried up to ``max_attempts`` times, then the URL ends ``failed``;
-any other error ends it at once (:func:`~cdif_harvester.stages.jobs.verdict`, as on AWS).
+them. Retryable errors are retried up to ``max_attempts`` times, each after a backoff
+(:func:`~cdif_harvester.stages.jobs.retry_delay`, as on AWS), then the URL ends ``failed``; any
+other error ends it at once (:func:`~cdif_harvester.stages.jobs.verdict`, as on AWS).
 The stages that fetch run on a pool of ``workers`` threads spread across hosts, every request
 through one in-memory host gate.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import random
 import shutil
 import sys
 import time
@@ -40,8 +42,9 @@ from cdif_harvester.contracts import (
     UrlJob,
     decode,
 )
+from cdif_harvester.domain.discovery.entry import SiteDiscovery
 from cdif_harvester.errors import ContractError, Deferred, HarvestError
-from cdif_harvester.keys import origin_of
+from cdif_harvester.keys import origin_of, site_discovery_key
 from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
@@ -51,7 +54,7 @@ from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.finish import REPORT_NAME, close_run, held_records, run_files_prefix
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
-from cdif_harvester.stages.jobs import give_up, run_job, verdict
+from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job, verdict
 from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.stages.sources import claim_source_run
 from cdif_harvester.wiring import Wiring
@@ -104,6 +107,8 @@ class HarvestSummary:
     crosswalk_errors: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
     signmaps: list[str] = field(default_factory=list)
+    # What each site root among the entry URLs led to: its sitemaps and how they were found.
+    sites: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form written to summary.json."""
@@ -124,6 +129,7 @@ class HarvestSummary:
             "crosswalk_errors": self.crosswalk_errors,
             "withdrawn": self.withdrawn,
             "signmaps": self.signmaps,
+            "sites": self.sites,
             "files": {"outcomes": OUTCOMES_FILE, "catalog": CATALOG_FILE, "report": "report.html"},
         }
 
@@ -174,7 +180,10 @@ class LocalHarvester:
 
     ``workers`` threads run the fetching stages, at most ``requests_per_host`` of them (and at
     most that many requests in flight) per host; ``host_overrides`` sets another number for
-    some hosts (by origin or host name). ``sleep`` is how the politeness gate waits.
+    some hosts (by origin or host name). ``sleep`` is how the politeness gate and a retry's
+    backoff wait; ``jitter`` draws each backoff within its bounds. ``contact`` is the
+    operator's, named in the User-Agent (``CDIF_OPERATOR_CONTACT`` when not given); an invalid
+    one raises InvalidContact.
     """
 
     def __init__(
@@ -193,8 +202,11 @@ class LocalHarvester:
         incremental: bool = True,
         shacl: bool = False,
         crawl_delays: Mapping[str, float] | None = None,
+        jitter: Jitter = random.uniform,
+        contact: str | None = None,
     ) -> None:
         self.out_dir = out_dir
+        self.jitter = jitter
         local = local_runtime.wiring(
             out_dir,
             LocalConfig(
@@ -205,6 +217,7 @@ class LocalHarvester:
                 incremental=incremental,
                 shacl=shacl,
                 crawl_delays=crawl_delays,
+                contact=contact,
             ),
             fetcher=fetcher,
             sleep=sleep,
@@ -282,6 +295,7 @@ class LocalHarvester:
         closure = close_run(self.wiring, run_id, publish=False)
         summary.withdrawn = closure.withdrawn
         summary.signmaps = closure.signmaps
+        summary.sites = closure.sites
         summary.crosswalk_errors.extend(closure.errors)
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
@@ -378,19 +392,30 @@ class LocalHarvester:
     def _after_failure(self, work: _Work, exc: BaseException) -> None:
         """Decide what becomes of a job that raised: later turn, retry, or recorded outcome."""
         if isinstance(exc, Deferred):  # not an attempt: back in line after the delay
-            self._delayed_seq += 1
-            ready = time.monotonic() + exc.delay
-            heapq.heappush(self._delayed, (ready, self._delayed_seq, work))
+            self._later(work, exc.delay)
         elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the run stops
             raise exc
         elif (error := verdict(exc)) is not None:  # (run_job settles these itself)
             give_up(self.wiring, work.job, error)
         else:  # retryable (SQS would redeliver it): another attempt, up to max_attempts
             self._attempts[work.body] += 1
-            if self._attempts[work.body] < self.max_attempts:
-                self.queue.send(self._queue_of(work.contract), [work.body])
+            failures = self._attempts[work.body]
+            if failures < self.max_attempts:
+                retry_after = getattr(exc, "retry_after", None)
+                delay = retry_delay(failures, retry_after, self.wiring.settings, jitter=self.jitter)
+                self._say(
+                    f"  retrying {work.job.url} in {delay:.1f} s "
+                    f"({_reason_of(exc)}; attempt {failures + 1} of {self.max_attempts})"
+                )
+                self._later(work, delay)
             else:
                 give_up(self.wiring, work.job, _given_up(exc))
+
+    def _later(self, work: _Work, delay: float) -> None:
+        """Put ``work`` back in line once ``delay`` seconds have passed (on the gate's clock)."""
+        self._delayed_seq += 1
+        ready = self._local.monotonic() + delay
+        heapq.heappush(self._delayed, (ready, self._delayed_seq, work))
 
     @staticmethod
     def _queue_of(contract: type[Any]) -> str:
@@ -399,13 +424,17 @@ class LocalHarvester:
     # -- the fetching stages, per host ---------------------------------------------------------
 
     def _take_fetch_jobs(self) -> None:
-        """Move queued fetch jobs (and deferred ones whose time has come) into host lines."""
+        """Move queued fetch jobs (and delayed ones whose time has come) into host lines."""
         for name, contract, stage in _FETCH_STAGES:
             while (body := self.queue.receive(name)) is not None:
                 self._line_up(self._decode(body, contract, stage))
-        now = time.monotonic()
+        now = self._local.monotonic()
         while self._delayed and self._delayed[0][0] <= now:
-            self._line_up(heapq.heappop(self._delayed)[2])
+            work = heapq.heappop(self._delayed)[2]
+            if work.contract in (UrlJob, SitemapJob):
+                self._line_up(work)
+            else:  # a main-thread stage's job, retried: back on its queue
+                self.queue.send(self._queue_of(work.contract), [work.body])
 
     def _line_up(self, work: _Work) -> None:
         line = self._lines.setdefault(work.host, _HostLine())
@@ -454,16 +483,30 @@ class LocalHarvester:
             exc = future.exception()
             if exc is not None:
                 self._after_failure(work, exc)
+            elif isinstance(work.job, SitemapJob) and work.job.depth == 0:
+                self._say_site(work.job)
+
+    def _say_site(self, job: SitemapJob) -> None:
+        """Say which sitemaps a site root led to, and how they were found."""
+        try:
+            kept = json.loads(self.wiring.store.get(site_discovery_key(job.run_id, job.url)))
+        except (KeyError, ValueError):  # not a site root
+            return
+        self._say(f"  {SiteDiscovery.from_dict(kept).describe()}")
 
     def _pause(self) -> None:
-        """Nothing to start: wait for a worker to finish or a deferred job to come due."""
-        timeout = 0.25
-        if self._delayed:
-            timeout = min(timeout, max(0.0, self._delayed[0][0] - time.monotonic()))
+        """Nothing to start: wait for a worker to finish or a delayed job to come due.
+
+        With no worker busy only a delayed job can bring work: its wait is slept whole, with
+        the runner's ``sleep``, which is what a backoff's wait is made of."""
+        due = max(0.0, self._delayed[0][0] - self._local.monotonic()) if self._delayed else None
         if self._running:
+            timeout = 0.25 if due is None else min(0.25, due)
             wait(list(self._running), timeout=timeout, return_when=FIRST_COMPLETED)
-        elif timeout > 0:
-            time.sleep(timeout)
+        elif due is not None and due > 0:
+            self._local.sleep(due)
+        elif due is None:
+            time.sleep(0.25)  # (nothing running, nothing delayed: not reached while work is left)
 
     def _finished(self) -> bool:
         return not (self.queue.pending() or self._lines or self._running or self._delayed)
@@ -554,6 +597,11 @@ class LocalHarvester:
     def _say(self, text: str) -> None:
         if self.progress is not None:
             print(text, file=self.progress, flush=True)
+
+
+def _reason_of(exc: Exception) -> str:
+    """A short reason for a retry's progress line."""
+    return exc.reason if isinstance(exc, HarvestError) else type(exc).__name__
 
 
 def _given_up(exc: Exception) -> HarvestError:

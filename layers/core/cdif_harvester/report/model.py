@@ -1079,6 +1079,8 @@ class Report:
     warning_kinds: int = 0  # every kind of warning met
     warning_count: int = 0  # every warning of the records held
     records_with_warnings: int = 0
+    # What each site root among the entry URLs led to: its sitemaps, and how they were found.
+    site_notes: tuple[str, ...] = ()
 
     @property
     def problem_kinds_not_listed(self) -> int:
@@ -1207,6 +1209,16 @@ def _hosts(sources: Sequence[str], urls: Iterable[str]) -> list[str]:
     return [host.get(name, name) for name in sources]
 
 
+def _site_notes(summary: Mapping[str, Any]) -> tuple[str, ...]:
+    """The notes summary.json keeps of each site root (``sites``), odd entries left out."""
+    sites = summary.get("sites")
+    if not isinstance(sites, list):
+        return ()
+    return tuple(
+        str(site["note"]) for site in sites if isinstance(site, Mapping) and site.get("note")
+    )
+
+
 def build_report(
     summary: Mapping[str, Any],
     outcomes: Iterable[Mapping[str, Any]],
@@ -1264,6 +1276,7 @@ def build_report(
             elapsed if isinstance(elapsed, int | float) and not isinstance(elapsed, bool) else None
         ),
         entry_urls=tuple(entry_urls),
+        site_notes=_site_notes(summary),
         disagreements=tuple(Disagreement(*found) for found in disagreements),
         urls=counts.urls,
         records=counts.records,

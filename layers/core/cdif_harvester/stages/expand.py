@@ -6,11 +6,13 @@ robots.txt, or on another host that does not announce the sitemap, ends ``disall
 ``<lastmod>`` is not newer ends ``unchanged``; Crawl-delay spreads a host's URL jobs over time.
 A location that cannot be fetched, or whose host's robots.txt cannot be read, ends with its own
 outcome; the rest of its sitemap goes on. Index children on another host follow the same
-cross-submission rule as locations. An entry URL that is not a sitemap is a URL job.
+cross-submission rule as locations. An entry URL that is not a sitemap is a URL job; a site
+root is first asked for the site's sitemaps (robots.txt's, then a few well-known paths).
 
 See docs/decisions/0016-sitemap-expansion.md,
-docs/decisions/0046-isolated-locations-and-url-identity.md and
-docs/decisions/0067-what-an-entry-url-is.md.
+docs/decisions/0046-isolated-locations-and-url-identity.md,
+docs/decisions/0067-what-an-entry-url-is.md and
+docs/decisions/0070-site-roots-backoff-and-contact.md.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
-from cdif_harvester.domain.discovery.entry import entry_sitemap
+from cdif_harvester.domain.discovery.entry import (
+    ROBOTS,
+    SITEMAP_STATUSES,
+    WELL_KNOWN,
+    WELL_KNOWN_SITEMAP_PATHS,
+    SiteDiscovery,
+    entry_sitemap,
+    is_site_root,
+)
 from cdif_harvester.domain.discovery.incremental import lastmod_not_newer, lastmod_reason
 from cdif_harvester.domain.discovery.lastmod import normalise_lastmod
 from cdif_harvester.domain.discovery.robots import (
@@ -32,7 +42,12 @@ from cdif_harvester.domain.discovery.robots import (
     allow_all,
     parse_robots,
 )
-from cdif_harvester.domain.discovery.sitemap import SitemapEntry, SitemapStream, iter_sitemap
+from cdif_harvester.domain.discovery.sitemap import (
+    SitemapEntry,
+    SitemapError,
+    SitemapStream,
+    iter_sitemap,
+)
 from cdif_harvester.domain.discovery.urls import canonical_origin, canonical_url
 from cdif_harvester.errors import (
     AddressRefused,
@@ -41,7 +56,7 @@ from cdif_harvester.errors import (
     PermanentError,
     RetryableError,
 )
-from cdif_harvester.keys import origin_of, sitemap_part_key
+from cdif_harvester.keys import origin_of, site_discovery_key, sitemap_part_key
 from cdif_harvester.model import (
     FetchResponse,
     Outcome,
@@ -114,6 +129,11 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
     if urlsplit(job.url).path == "/robots.txt":
         return _expand_robots(wiring, job)
     entry = job.depth == 0
+    if entry and is_site_root(job.url):
+        site = _expand_site_root(wiring, job)
+        if site is not None:
+            return site
+        # No sitemap anywhere: the site root is an entry URL like any other (the page itself).
     response = _fetch(wiring, job.url, max_bytes=wiring.settings.max_sitemap_bytes, entry=entry)
     settings = wiring.settings
     if entry:
@@ -177,6 +197,78 @@ def _expand_robots(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
     children = [_child(job, url, cdif_agent=url in policy.cdif_sitemaps) for url in policy.sitemaps]
     _send_sitemaps(wiring, job, children, what="children")
     return ExpansionResult(sitemap_jobs=len(children))
+
+
+def _expand_site_root(wiring: Wiring, job: SitemapJob) -> ExpansionResult | None:
+    """The sitemaps of the site whose root ``job`` names, as child jobs, or None when it has
+    none (the page itself is then resolved).
+
+    robots.txt's Sitemap lines first; when it announces none, each of
+    :data:`WELL_KNOWN_SITEMAP_PATHS` that robots.txt allows, until one answers a sitemap. A
+    probe that answers anything else (404, an HTML "not found" page, a refused or failed
+    fetch) is noted, never failed. Raises the retryable errors of the site's robots.txt (RFC
+    9309 section 2.3.1.4: not now) and Deferred. What was found is kept for the run's summary.
+    """
+    policy = _robots_for(wiring, job.url)
+    if policy.sitemaps:
+        discovery = SiteDiscovery(site=job.url, found_by=ROBOTS, sitemaps=tuple(policy.sitemaps))
+        children = [
+            _child(job, url, cdif_agent=url in policy.cdif_sitemaps) for url in policy.sitemaps
+        ]
+    else:
+        home = _origin(job.url)
+        probed: list[tuple[str, str]] = []
+        found: str | None = None
+        for path in WELL_KNOWN_SITEMAP_PATHS:
+            url = home + path
+            answer = _probe(wiring, url, policy)
+            if answer is None:
+                found = url
+                break
+            probed.append((url, answer))
+        discovery = SiteDiscovery(
+            site=job.url,
+            found_by=WELL_KNOWN if found else None,
+            sitemaps=(found,) if found else (),
+            probed=tuple(probed),
+        )
+        children = [_child(job, found, cdif_agent=False)] if found else []
+    logger.info("run %s: %s", job.run_id, discovery.describe())
+    wiring.store.put(
+        site_discovery_key(job.run_id, job.url),
+        json.dumps(discovery.to_dict()).encode("utf-8"),
+        content_type="application/json",
+    )
+    if not children:
+        return None
+    _send_sitemaps(wiring, job, children, what="children")
+    return ExpansionResult(sitemap_jobs=len(children))
+
+
+def _probe(wiring: Wiring, url: str, policy: RobotsPolicy) -> str | None:
+    """None when the well-known ``url`` answers a sitemap (one the reader takes, or a sitemap
+    it cannot read, which its own job then reports), else what it answered instead."""
+    settings = wiring.settings
+    if not policy.allows(url, settings.robots_user_agent):
+        return f"robots-txt: disallowed for {settings.robots_user_agent}"
+    try:
+        response = wiring.fetcher.fetch(url, max_bytes=settings.max_sitemap_bytes)
+    except (PermanentError, RetryableError) as error:  # a probe, not a failure of the run
+        return error.reason
+    if response.status not in SITEMAP_STATUSES:
+        return f"http-{response.status}"
+    try:
+        stream = entry_sitemap(
+            response.status,
+            response.media_type,
+            response.body,
+            url=response.url,
+            max_urls=settings.max_sitemap_urls,
+            max_bytes=settings.max_sitemap_bytes,
+        )
+    except SitemapError:
+        return None
+    return None if stream is not None else f"not a sitemap ({response.media_type or 'no type'})"
 
 
 def _child(job: SitemapJob, url: str, *, cdif_agent: bool) -> SitemapJob:

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.errors import HarvestError
-from cdif_harvester.keys import signmap_key, source_of
+from cdif_harvester.keys import signmap_key, site_discovery_prefix, source_of
 from cdif_harvester.model import (
     CatalogEntry,
     Outcome,
@@ -39,6 +39,7 @@ __all__ = [
     "held_records",
     "run_files_prefix",
     "run_summary",
+    "site_discoveries",
     "withdraw_vanished",
 ]
 
@@ -63,6 +64,8 @@ class RunClosure:
     report_key: str | None = None
     outcomes: list[UrlOutcome] = field(default_factory=list)
     held: list[HeldRecord] = field(default_factory=list)  # read only when the report is written
+    # What each site root among the entry URLs led to (SiteDiscovery.to_dict()).
+    sites: list[dict[str, Any]] = field(default_factory=list)
 
 
 def close_run(wiring: Wiring, run_id: str, *, publish: bool = True) -> RunClosure:
@@ -79,6 +82,7 @@ def close_run(wiring: Wiring, run_id: str, *, publish: bool = True) -> RunClosur
         wiring, run_id, sitemaps=wiring.catalog.run_sitemaps(run_id), entry_urls=entry_urls
     )
     closure.outcomes = list(wiring.catalog.outcomes(run_id))
+    closure.sites = site_discoveries(wiring, run_id)
     for source in _changed_sources(wiring, closure.outcomes, closure.withdrawn):
         try:
             closure.signmaps.append(build_source_signmap(wiring, source))
@@ -92,6 +96,17 @@ def close_run(wiring: Wiring, run_id: str, *, publish: bool = True) -> RunClosur
         wiring.sources.release_source(run.source_id, run_id)
     wiring.catalog.close_run(run_id, at=now, report_key=closure.report_key)
     return closure
+
+
+def site_discoveries(wiring: Wiring, run_id: str) -> list[dict[str, Any]]:
+    """What each site root of ``run_id`` led to, as the expander kept it (none unreadable)."""
+    found: list[dict[str, Any]] = []
+    for key in wiring.store.list(site_discovery_prefix(run_id)):
+        try:
+            found.append(json.loads(wiring.store.get(key)))
+        except (KeyError, ValueError):  # gone meanwhile, or cut: the summary goes on without it
+            continue
+    return found
 
 
 def _changed_sources(wiring: Wiring, outcomes: list[UrlOutcome], withdrawn: list[str]) -> list[str]:
@@ -128,6 +143,7 @@ def run_summary(
         "crosswalk_errors": list(closure.errors) if closure else [],
         "withdrawn": list(closure.withdrawn) if closure else [],
         "signmaps": list(closure.signmaps) if closure else [],
+        "sites": list(closure.sites) if closure else [],
         "files": {"outcomes": OUTCOMES_NAME, "report": REPORT_NAME},
     }
 

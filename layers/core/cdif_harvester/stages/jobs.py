@@ -1,7 +1,9 @@
-"""Running one job of a stage: its stable key, its politeness scope, and the one verdict on an
-error (:func:`verdict`) that both drivers, the local runner and the AWS handlers, follow.
+"""Running one job of a stage: its stable key, its politeness scope, the one verdict on an
+error (:func:`verdict`) and the one backoff before a retry (:func:`retry_delay`) that both
+drivers, the local runner and the AWS handlers, follow.
 
-See docs/decisions/0052-one-verdict-on-errors.md.
+See docs/decisions/0052-one-verdict-on-errors.md and
+docs/decisions/0070-site-roots-backoff-and-contact.md.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import random
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -22,11 +25,15 @@ from cdif_harvester.model import (
     UrlOutcome,
     plain,
 )
+from cdif_harvester.settings import Settings
 from cdif_harvester.stages.outcomes import settle
 from cdif_harvester.stages.runs import sitemap_done
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["give_up", "job_key", "run_job", "retry_after_of", "verdict"]
+__all__ = ["Jitter", "give_up", "job_key", "retry_after_of", "retry_delay", "run_job", "verdict"]
+
+Jitter = Callable[[float, float], float]
+"""Draws a number between its two arguments (``random.uniform``; a test's is fixed)."""
 
 logger = logging.getLogger(__name__)
 
@@ -159,3 +166,24 @@ def retry_after_of(wiring: Wiring, response: FetchResponse) -> float | None:
     value = response.header("retry-after")
     seconds = parse_retry_after(value, now=wiring.clock.now()) if value else None
     return None if seconds is None else min(seconds, wiring.settings.max_retry_after)
+
+
+def retry_delay(
+    failures: int,
+    retry_after: float | None,
+    settings: Settings,
+    *,
+    jitter: Jitter = random.uniform,
+) -> float:
+    """Seconds to wait before trying a job again after its ``failures``-th failed attempt.
+
+    The wait the answer asked for (``Retry-After``, already capped by ``max_retry_after``)
+    when there is one; else an exponential backoff, ``retry_base`` doubled with each failure
+    and capped at ``retry_cap``, of which the upper half is drawn by ``jitter`` ("equal
+    jitter": at least half the step is always waited, so a retry never follows at once, and
+    jobs that failed together on one host do not come back together).
+    """
+    if retry_after is not None:
+        return max(0.0, min(retry_after, settings.max_retry_after))
+    step = min(settings.retry_cap, settings.retry_base * 2.0 ** max(0, failures - 1))
+    return jitter(step / 2, step)

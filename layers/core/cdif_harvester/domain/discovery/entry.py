@@ -4,17 +4,38 @@ A harvest starts from one URL. robots.txt is known by its path (RFC 9309 fixes i
 entry URL is fetched once and :func:`entry_sitemap` reads the answer: a sitemap (whatever the
 sitemap reader accepts: urlset, sitemap index, or further kinds it learns) or a text sitemap
 served as plain text, or else a URL to resolve exactly as if a sitemap listed it (an HTML
-landing page, a JSON-LD document, a 410 tombstone, a 204 with Link headers, anything). Pure.
+landing page, a JSON-LD document, a 410 tombstone, a 204 with Link headers, anything). A
+site root (``https://host/``) is first asked for the site's sitemaps: robots.txt's, then the
+:data:`WELL_KNOWN_SITEMAP_PATHS`. Pure.
 
-See docs/decisions/0067-what-an-entry-url-is.md.
+See docs/decisions/0067-what-an-entry-url-is.md and
+docs/decisions/0070-site-roots-backoff-and-contact.md.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
 from cdif_harvester.domain.discovery.sitemap import SitemapError, SitemapStream, iter_sitemap
 from cdif_harvester.model import HTML_MEDIA_TYPES
 
-__all__ = ["SITEMAP_STATUSES", "TEXT_SITEMAP_MEDIA_TYPES", "entry_sitemap"]
+__all__ = [
+    "SITEMAP_STATUSES",
+    "TEXT_SITEMAP_MEDIA_TYPES",
+    "WELL_KNOWN_SITEMAP_PATHS",
+    "SiteDiscovery",
+    "entry_sitemap",
+    "is_site_root",
+]
+
+WELL_KNOWN_SITEMAP_PATHS = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.xml.gz")
+"""Where a site that announces no sitemap in robots.txt most often keeps one, asked in this
+order, the first sitemap found ending the search: ``/sitemap.xml`` (the sitemaps.org example
+and the default of most generators and repository platforms), ``/sitemap_index.xml`` (the
+index the common CMS plugins serve) and ``/sitemap.xml.gz`` (generators that compress). Three
+requests at most: see docs/decisions/0070-site-roots-backoff-and-contact.md."""
 
 SITEMAP_STATUSES = frozenset({200, 203})
 """Answers whose body may be a sitemap (a 203 is a 200 a proxy transformed, RFC 9110 15.3.4).
@@ -65,3 +86,73 @@ def entry_sitemap(
     if stream.kind == "text" and media_type not in TEXT_SITEMAP_MEDIA_TYPES:
         return None
     return stream
+
+
+def is_site_root(url: str) -> bool:
+    """True for the address of a whole site: an http(s) URL whose path is empty or ``/``, with
+    no query (``https://data.example.org/``). A fragment is ignored (never sent)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return (
+        parts.scheme.lower() in {"http", "https"}
+        and bool(parts.hostname)
+        and parts.path in {"", "/"}
+        and not parts.query
+    )
+
+
+ROBOTS = "robots.txt"
+WELL_KNOWN = "well-known path"
+
+
+@dataclass(frozen=True)
+class SiteDiscovery:
+    """What a site root led to: its sitemaps and how they were found (``found_by``: robots.txt,
+    a well-known path, or nothing, when the page itself is resolved), and what each well-known
+    path probed answered (``probed``: ``(url, answer)`` pairs)."""
+
+    site: str
+    found_by: str | None
+    sitemaps: tuple[str, ...] = ()
+    probed: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form kept for the run's summary."""
+        return {
+            "site": self.site,
+            "found_by": self.found_by,
+            "sitemaps": list(self.sitemaps),
+            "probed": [{"url": url, "answer": answer} for url, answer in self.probed],
+            "note": self.describe(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SiteDiscovery:
+        """The discovery :meth:`to_dict` wrote."""
+        return cls(
+            site=str(data["site"]),
+            found_by=data.get("found_by"),
+            sitemaps=tuple(str(url) for url in data.get("sitemaps") or ()),
+            probed=tuple((str(p["url"]), str(p["answer"])) for p in data.get("probed") or ()),
+        )
+
+    def describe(self) -> str:
+        """One line for people: which sitemaps were found and how."""
+        if self.found_by == ROBOTS:
+            count = len(self.sitemaps)
+            return (
+                f"site {self.site}: {count} sitemap{'s' if count != 1 else ''} announced in "
+                f"robots.txt: {', '.join(self.sitemaps)}"
+            )
+        tried = ", ".join(f"{url} ({answer})" for url, answer in self.probed)
+        if self.found_by == WELL_KNOWN:
+            return (
+                f"site {self.site}: robots.txt announces no sitemap; found at a well-known "
+                f"path: {', '.join(self.sitemaps)}" + (f" (after {tried})" if tried else "")
+            )
+        return (
+            f"site {self.site}: no sitemap announced in robots.txt nor found at "
+            f"{tried or 'a well-known path'}; the page itself is resolved"
+        )
