@@ -9,6 +9,7 @@ Commands (``cdif-harvest COMMAND --help`` lists the options of each):
   registry, harvest runs and scheduled harvests of DIR (see :mod:`.sources`).
 * ``dlq redrive --queue STAGE --stack NAME``: move a stage's dead-lettered jobs back to its
   queue on AWS (see :mod:`.dlq` and docs/deploy.md).
+* ``check FILE|URL [--json]``: judge one document or landing page, writing nothing.
 * ``demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and harvest it.
 
 Exit status: 0 when the harvest ran (whatever the outcomes of its URLs), 2 for usage errors;
@@ -31,7 +32,7 @@ from typing import Any
 
 from cdif_harvester import __version__
 from cdif_harvester.adapters.local import SqliteCatalog
-from cdif_harvester.cli import dlq
+from cdif_harvester.cli import check, dlq
 from cdif_harvester.cli.runner import (
     DEFAULT_WORKERS,
     HarvestInterrupted,
@@ -174,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_source_parsers(commands)
     dlq.add_parser(commands)
+    check.add_parser(commands)
 
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="output directory")
@@ -250,6 +252,8 @@ def _command(args: argparse.Namespace, progress: Any) -> int:
         return run_source_command(args)
     if args.command == dlq.COMMAND:
         return dlq.run(args)
+    if args.command == check.COMMAND:
+        return check.run(args)
     if args.command == "catalog":
         return _query_catalog(args)
     if args.command == "demo":
