@@ -17,6 +17,7 @@ from typing import Any
 
 from cdif_harvester import __version__
 from cdif_harvester.api.routes import build_api
+from cdif_harvester.api.routes.check import REQUEST_BODY as CHECK_REQUEST_BODY
 from cdif_harvester.wiring import Wiring
 
 __all__ = ["OPENAPI_TITLE", "build_api", "openapi_document"]
@@ -38,7 +39,8 @@ def openapi_document() -> dict[str, Any]:
     """Return the OpenAPI document of the intake API, as generated from its routes.
 
     Powertools documents a 422 for request validation on every route; this API answers 400
-    (with the same detail), which every route documents itself, so the 422s are dropped.
+    (with the same detail), which every route documents itself, so the 422s are dropped; the
+    body of ``POST /check`` is declared here.
     """
     from aws_lambda_powertools.event_handler.openapi.models import (  # noqa: PLC0415
         APIKey,
@@ -61,6 +63,8 @@ def openapi_document() -> dict[str, Any]:
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             operation.get("responses", {}).pop("422", None)
+    # (The check reads its body itself, a document of any shape: Powertools cannot know it.)
+    document["paths"]["/check"]["post"]["requestBody"] = CHECK_REQUEST_BODY
     schemas = document.get("components", {}).get("schemas", {})
     text = json.dumps(document["paths"])
     for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):

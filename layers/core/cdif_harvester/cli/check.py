@@ -33,7 +33,16 @@ from cdif_harvester.stages.check import (
     check_url,
 )
 
-__all__ = ["COMMAND", "EXIT_INVALID", "EXIT_UNCHECKED", "EXIT_VALID", "add_parser", "run"]
+__all__ = [
+    "COMMAND",
+    "EXIT_INVALID",
+    "EXIT_UNCHECKED",
+    "EXIT_VALID",
+    "UnreadableFile",
+    "add_parser",
+    "render_text",
+    "run",
+]
 
 COMMAND = "check"
 EXIT_VALID = 0
@@ -82,7 +91,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         report = _check(args)
-    except _Unreadable as exc:
+    except UnreadableFile as exc:
         print(f"cdif-harvest check: {exc}", file=sys.stderr)
         return EXIT_UNCHECKED
     except ShaclUnavailable as exc:
@@ -97,7 +106,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_UNCHECKED if report.verdict == FAILED else EXIT_INVALID
 
 
-class _Unreadable(Exception):
+class UnreadableFile(Exception):
     """The FILE cannot be read."""
 
 
@@ -124,9 +133,9 @@ def _read(target: str) -> tuple[bytes, str]:
                 body = handle.read(_MAX_FILE_BYTES + 1)
             url = path.resolve().as_uri()
     except OSError as exc:
-        raise _Unreadable(f"cannot read {target}: {exc.strerror or exc}") from exc
+        raise UnreadableFile(f"cannot read {target}: {exc.strerror or exc}") from exc
     if len(body) > _MAX_FILE_BYTES:
-        raise _Unreadable(
+        raise UnreadableFile(
             f"{target} is larger than {_MAX_FILE_BYTES} bytes, the harvester's document cap"
         )
     return body, url
