@@ -1,9 +1,10 @@
 """The HTTP intake API (API Gateway REST API, an API key on every route).
 
-Routes for sources, harvests, runs and records: :mod:`cdif_harvester.api.routes`, one Powertools
-router per resource. Every input is validated (pydantic models, :mod:`cdif_harvester.api.models`);
-every refusal is ``{"error": ..., "detail": ...}`` (:mod:`cdif_harvester.api.errors`, where
-exceptions become responses); who may do what is :mod:`cdif_harvester.api.access`.
+Routes for sources, harvests, runs, records and checking one document:
+:mod:`cdif_harvester.api.routes`, one Powertools router per resource. Every input is validated
+(pydantic models, :mod:`cdif_harvester.api.models`); every refusal is ``{"error": ...,
+"detail": ...}`` (:mod:`cdif_harvester.api.errors`, where exceptions become responses); who may
+do what is :mod:`cdif_harvester.api.access`.
 ``python -m cdif_harvester.api`` prints the OpenAPI document (committed as docs/openapi.json).
 
 See docs/api.md for every route, who may call it and what it answers.
@@ -25,8 +26,9 @@ __all__ = ["OPENAPI_TITLE", "build_api", "openapi_document"]
 OPENAPI_TITLE = "CDIF harvester intake API"
 _DESCRIPTION = (
     "Register publishers (sources), start harvests, follow runs and read the harvested "
-    "records and their views. Every request needs an API key in the x-api-key header; the "
-    "key's id decides the caller's role (operator, or publisher of the sources that list it). "
+    "records and their views, and check one metadata document before publishing it. Every "
+    "request needs an API key in the x-api-key header; the key's id decides the caller's "
+    "role (operator, or publisher of the sources that list it). "
     'Errors are JSON: {"error": "<code>", "detail": ...}. See docs/api.md.'
 )
 
