@@ -208,6 +208,21 @@ def test_standard_input_and_the_publishing_url(files: dict[str, Path]) -> None:
     assert report["target"] == url
 
 
+def test_shacl_finds_what_json_schema_cannot(tmp_path: Path) -> None:
+    pytest.importorskip("pyshacl")
+    record = record_10()
+    record["schema:temporalCoverage"] = "2021-05-01/2020-01-01"  # ends before it starts
+    path = tmp_path / "backwards.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    status, report = checked(str(path))
+    assert (status, report["verdict"], report["shacl"]) == (0, "valid", False)
+    status, report = checked(str(path), "--shacl")
+    assert (status, report["verdict"], report["shacl"]) == (1, "invalid", True)
+    (error,) = report["records"][0]["errors"]
+    assert error["keyword"].startswith("shacl:")
+    assert "ends before it starts" in error["message"]
+
+
 # --------------------------------------------------------------------------- URLs
 
 
