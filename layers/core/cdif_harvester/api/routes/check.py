@@ -18,8 +18,6 @@ from cdif_harvester.api.errors import UnsupportedMediaType
 from cdif_harvester.api.models import MAX_URL_LENGTH, CheckAnswer
 from cdif_harvester.api.routes.context import RouteContext, new_router
 from cdif_harvester.api.routes.responses import JSON, documented, json_response
-from cdif_harvester.local_runtime import check_wiring
-from cdif_harvester.stages.check import check_document
 
 __all__ = ["CHECK_MEDIA_TYPES", "DEFAULT_URL", "REQUEST_BODY", "router"]
 
@@ -78,6 +76,11 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
                 "send the document as application/ld+json, application/json or text/html"
             )
         body = (event.decoded_body or "").encode("utf-8")
+        # Imported here: the extractor's rules and schemas load only when a check is asked for,
+        # not on the cold start of every other route.
+        from cdif_harvester.local_runtime import check_wiring  # noqa: PLC0415
+        from cdif_harvester.stages.check import check_document  # noqa: PLC0415
+
         with check_wiring() as wiring:
             report = check_document(wiring, body, url=url or DEFAULT_URL, media_type=media)
         return json_response(HTTPStatus.OK, report.to_dict())
