@@ -408,6 +408,7 @@ ROUTES = [
     ("GET", f"/records/{encoded(RECORD_ID)}/report", None),
     ("GET", f"/records/{encoded(RECORD_ID)}/pid-kernel", None),
     ("GET", f"/records/{encoded(RECORD_ID)}/linkset", None),
+    ("POST", "/check", {"@context": "https://schema.org/", "@type": "Dataset"}),
     ("GET", "/no/such/route", None),
 ]
 

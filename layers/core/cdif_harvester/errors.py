@@ -58,9 +58,11 @@ test keeps this tree complete::
             NotFound (api.errors): permanent; no such source, run, record or view (404)
             NotAcceptable (api.errors): permanent; ``Accept`` allows no media type (406)
             Conflict (api.errors): permanent; the resource exists already, or is busy (409)
-            PayloadTooLarge (api.errors): permanent; a body over 8 KiB (413)
+            PayloadTooLarge (api.errors): permanent; a body over 8 KiB (1 MiB: /check) (413)
+            UnsupportedMediaType (api.errors): permanent; a body of a type not taken (415)
             TooLargeToServe (api.errors): permanent; a document too big for Lambda (501)
         UsageError (cli.dlq): permanent; ``cdif-harvest dlq`` given no usable queue (exit 2)
+        UnreadableFile (cli.check): permanent; ``cdif-harvest check`` cannot read its FILE (exit 2)
         HarvestInterrupted (cli.runner): a local run stopped by SIGINT or SIGTERM, marked
             ``interrupted`` (exit 130 or 143)
         Declined (domain.records.jsonld_fast): internal, caught there; pyld takes over
@@ -68,8 +70,13 @@ test keeps this tree complete::
         Terminated (cli.runner): SIGTERM, raised by the command line's handler; stops a run
     RuntimeError
         ConfigError (aws_runtime): fatal until redeployed; the environment lacks a setting
+        NotImplementedError
+            UnsupportedTemplate (cli.moto_stack): ``cdif-harvest invoke`` meets a template
+                construct it cannot reproduce in moto (exit 2)
     ValueError
         NotItsSource (adapters.dlq): permanent; a redrive target that does not dead-letter there
+        InvalidContact (contact): the operator's contact cannot go in the User-Agent (exit 2;
+            on AWS a configuration error at start-up)
 """
 
 from __future__ import annotations

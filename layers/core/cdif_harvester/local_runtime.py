@@ -10,9 +10,11 @@ the SQLite catalogue, the politeness gate.
 The output directory is the object store (same key layout as the S3 bucket), wrapped so that a
 record written plays the S3 notification that triggers the crosswalk; ``catalog.sqlite`` in it is
 the catalogue; every fetch goes through one in-memory host gate in ``sleep`` mode (waiting is free
-on one machine) over the HTTP cache kept in the directory.
+on one machine) over the HTTP cache kept in the directory. :func:`check_wiring` is the wiring of
+a check (``cdif-harvest check``, ``POST /check``): everything in memory, nothing kept.
 
-See docs/decisions/0010-local-runner.md and docs/decisions/0043-state-on-the-wiring.md.
+See docs/decisions/0010-local-runner.md, docs/decisions/0043-state-on-the-wiring.md and
+docs/decisions/0072-the-publisher-checker.md.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,7 +33,9 @@ from cdif_harvester.adapters.httpcache import RevalidatingFetcher
 from cdif_harvester.adapters.local import (
     DirectoryObjectStore,
     InProcessQueue,
+    MemoryObjectStore,
     NotifyingObjectStore,
+    OfflineFetcher,
     SqliteCatalog,
     SystemClock,
 )
@@ -43,7 +48,7 @@ from cdif_harvester.ports import Fetcher
 from cdif_harvester.settings import Settings
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["CATALOG_FILE", "LocalConfig", "LocalWiring", "wiring"]
+__all__ = ["CATALOG_FILE", "LocalConfig", "LocalWiring", "check_wiring", "wiring"]
 
 #: The catalogue's file in the output directory.
 CATALOG_FILE = "catalog.sqlite"
@@ -216,3 +221,27 @@ def wiring(
         sleep=clock.sleep,
         monotonic=clock.monotonic,
     )
+
+
+@contextmanager
+def check_wiring(*, fetcher: Fetcher | None = None, shacl: bool = False) -> Iterator[Wiring]:
+    """The wiring of one check: a store, queue and catalogue in memory, gone when it closes.
+
+    ``fetcher`` reads URLs (None: nothing is fetched, for a document given whole). Incremental
+    harvesting is off (a check compares with no earlier harvest). Raises ShaclUnavailable when
+    ``shacl`` is asked for and pyshacl is not installed.
+    """
+    settings = LocalConfig(incremental=False, shacl=shacl).settings()
+    # (An SQLite database in memory: the stages record outcomes as they would in a harvest.)
+    catalog = SqliteCatalog(Path(":memory:"))
+    try:
+        yield Wiring(
+            store=MemoryObjectStore(),
+            catalog=catalog,
+            queue=InProcessQueue(),
+            fetcher=fetcher or OfflineFetcher(),
+            clock=SystemClock(),
+            settings=settings,
+        )
+    finally:
+        catalog.close()

@@ -3,7 +3,8 @@
 They let every stage run on one machine with no AWS account. The directory uses exactly the key
 layout of the S3 bucket (:mod:`cdif_harvester.keys`), so a local output folder and the bucket can be
 compared file by file. :class:`NotifyingObjectStore` plays the part of the S3 event notification
-that triggers the crosswalk on AWS.
+that triggers the crosswalk on AWS. :class:`MemoryObjectStore` and :class:`OfflineFetcher` serve
+a check of one document, which keeps nothing and fetches nothing.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cdif_harvester.errors import StorageError
+from cdif_harvester.errors import PermanentError, StorageError
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
+    FetchResponse,
     ProfileQuery,
     RunState,
     RunStatus,
@@ -46,7 +48,9 @@ from cdif_harvester.ports import JobQueue, ObjectStore
 __all__ = [
     "DirectoryObjectStore",
     "InProcessQueue",
+    "MemoryObjectStore",
     "NotifyingObjectStore",
+    "OfflineFetcher",
     "SqliteCatalog",
     "SystemClock",
 ]
@@ -123,6 +127,63 @@ class DirectoryObjectStore:
             if path.is_file() and not path.name.startswith(".tmp-")
         )
         yield from (key for key in keys if key.startswith(prefix))
+
+
+class MemoryObjectStore:
+    """An object store in a dictionary: what a check writes is gone with it."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(
+        self,
+        key: str,
+        body: bytes,
+        *,
+        content_type: str = "application/octet-stream",
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        """Keep ``body`` under ``key`` (replacing what was there)."""
+        with self._lock:
+            self._objects[key] = bytes(body)
+
+    def get(self, key: str) -> bytes:
+        """Return the object under ``key``. Raises KeyError when absent."""
+        with self._lock:
+            return self._objects[key]
+
+    def exists(self, key: str) -> bool:
+        """Tell whether ``key`` holds an object."""
+        with self._lock:
+            return key in self._objects
+
+    def list(self, prefix: str) -> Iterator[str]:
+        """Yield the keys under ``prefix`` in key order."""
+        with self._lock:
+            keys = sorted(key for key in self._objects if key.startswith(prefix))
+        yield from keys
+
+
+class OfflineFetcher:
+    """A fetcher that fetches nothing: the check of a document given whole reads no network.
+
+    Every fetch raises PermanentError (reason ``offline``) before any connection.
+    """
+
+    def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int | None = None,
+        truncate: bool = False,
+    ) -> FetchResponse:
+        """Refuse ``url``: raises PermanentError (reason ``offline``)."""
+        raise PermanentError(
+            f"{url} was not fetched: checking a document fetches nothing", reason="offline"
+        )
 
 
 class NotifyingObjectStore:

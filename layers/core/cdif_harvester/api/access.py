@@ -10,8 +10,9 @@ The function maps that id to a role:
   records harvested from their hosts), and on nothing else.
 
 A request without a key id (a route deployed without ``ApiKeyRequired``, ``sam local
-start-api``) is refused with 401 before its body is read; a body over 8 KiB with 413, one that is
-not UTF-8 text (or not valid base64 when ``isBase64Encoded``) with 400, before it is parsed.
+start-api``) is refused with 401 before its body is read; a body over 8 KiB (1 MiB for ``POST
+/check``, whose body is a metadata document) with 413, one that is not UTF-8 text (or not valid
+base64 when ``isBase64Encoded``) with 400, before it is parsed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from cdif_harvester.stages.sources import host_allowed
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "MAX_CHECK_BODY_BYTES",
     "OPERATOR_KEYS_VARIABLE",
     "Caller",
     "admit",
@@ -43,6 +45,11 @@ __all__ = [
 OPERATOR_KEYS_VARIABLE = "OPERATOR_API_KEY_IDS"
 #: The largest request body accepted; every body of this API is a small JSON object.
 MAX_BODY_BYTES = 8 * 1024
+#: The largest document ``POST /check`` takes: metadata records are some KiB to a few hundred;
+#: the cap keeps a request (and its JSON answer) far below Lambda's 6 MB payload.
+MAX_CHECK_BODY_BYTES = 1024 * 1024
+# Routes (API Gateway resource paths) whose bodies may be larger than MAX_BODY_BYTES.
+_BODY_CAPS: Mapping[str, int] = {"/check": MAX_CHECK_BODY_BYTES}
 
 
 @dataclass(frozen=True)
@@ -124,8 +131,9 @@ def admit(event: Mapping[str, Any], operators: Iterable[str]) -> Caller:
             "(requestContext.identity.apiKeyId is absent)"
         )
     size = _body_size(event)
-    if size > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"request body is {size} bytes; at most {MAX_BODY_BYTES} accepted")
+    cap = _BODY_CAPS.get(str(event.get("resource") or ""), MAX_BODY_BYTES)
+    if size > cap:
+        raise PayloadTooLarge(f"request body is {size} bytes; at most {cap} accepted")
     _readable(event)
     return Caller(key_id=key_id, operator=key_id in set(operators))
 

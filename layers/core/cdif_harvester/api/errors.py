@@ -45,6 +45,7 @@ __all__ = [
     "PayloadTooLarge",
     "TooLargeToServe",
     "Unauthenticated",
+    "UnsupportedMediaType",
     "error_response",
     "register_error_handlers",
 ]
@@ -120,10 +121,17 @@ class Conflict(ApiError):
 
 
 class PayloadTooLarge(ApiError):
-    """The request body is larger than the API accepts (8 KiB)."""
+    """The request body is larger than the route accepts (8 KiB; 1 MiB for ``POST /check``)."""
 
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
     error = "payload-too-large"
+
+
+class UnsupportedMediaType(ApiError):
+    """The request body is of a media type the route does not take."""
+
+    status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+    error = "unsupported-media-type"
 
 
 class TooLargeToServe(ApiError):

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CheckAnswer",
     "ErrorBody",
     "HarvestRequest",
     "HarvestStarted",
@@ -322,3 +323,22 @@ class RecordsPage(BaseModel):
     count: int
     truncated: bool
     next_cursor: str | None = Field(description="The cursor of the next page, when truncated.")
+
+
+class CheckAnswer(BaseModel):
+    """The report of ``POST /check``: what ``cdif-harvest check --json`` prints (see
+    :class:`~cdif_harvester.stages.check.CheckReport`; each record's profiles, errors and
+    warnings carry ``pointer``, ``message``, ``keyword``, ``title`` and ``fix``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target: str
+    verdict: str = Field(description="valid, invalid, no-metadata or malformed")
+    reason: str | None
+    fix: str | None
+    pattern: str | None
+    shacl: bool
+    counts: dict[str, int]
+    records: list[dict[str, Any]]
+    skipped: list[str]
+    notes: list[str]

@@ -10,6 +10,7 @@ Commands (``cdif-harvest COMMAND --help`` lists the options of each):
 * ``dlq redrive --queue STAGE --stack NAME``: move a stage's dead-lettered jobs back to its
   queue on AWS (see :mod:`.dlq` and docs/deploy.md).
 * ``invoke FUNCTION --event FILE``: run one Lambda handler against moto (see :mod:`.invoke`).
+* ``check FILE|URL [--json]``: judge one document or landing page, writing nothing.
 * ``demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and harvest it.
 
 Exit status of a harvest: 0 ran, 1 by ``--fail-on``, 2 usage error, 3 entry URL unreadable or
@@ -33,7 +34,7 @@ from typing import Any
 
 from cdif_harvester import __version__
 from cdif_harvester.adapters.local import SqliteCatalog
-from cdif_harvester.cli import dlq, invoke
+from cdif_harvester.cli import check, dlq, invoke
 from cdif_harvester.cli.exit_status import DEFAULT_FAIL_ON, EPILOG, FAIL_ON, harvest_status
 from cdif_harvester.cli.options import add_out, check_out, iso_date, resource_ids, source_keys
 from cdif_harvester.cli.progress import LiveProgress, ProgressOut, progress_for
@@ -212,6 +213,7 @@ def _parser() -> argparse.ArgumentParser:
     add_source_parsers(commands)
     dlq.add_parser(commands)
     invoke.add_parser(commands)
+    check.add_parser(commands)
 
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="output directory")
@@ -327,6 +329,8 @@ def _command(args: argparse.Namespace, progress: Any) -> int:
         return dlq.run(args)
     if args.command == invoke.COMMAND:
         return invoke.run(args)
+    if args.command == check.COMMAND:
+        return check.run(args)
     if args.command == "catalog":
         return _query_catalog(args)
     if args.command == "demo":

@@ -8,7 +8,8 @@ of each resource:
 * :mod:`~cdif_harvester.api.routes.signmap`: ``/sources/{source_id}/signmap``;
 * :mod:`~cdif_harvester.api.routes.harvests`: ``/sources/{source_id}/harvests``, ``/harvests``;
 * :mod:`~cdif_harvester.api.routes.runs`: ``/runs/{run_id}``, its report and outcomes;
-* :mod:`~cdif_harvester.api.routes.records`: ``/records/{record_id}``, its report and views.
+* :mod:`~cdif_harvester.api.routes.records`: ``/records/{record_id}``, its report and views;
+* :mod:`~cdif_harvester.api.routes.check`: ``/check`` (one document judged, nothing kept).
 
 What they share is :class:`~cdif_harvester.api.routes.context.RouteContext` (the caller, the
 wiring, links, look-ups) and :mod:`~cdif_harvester.api.routes.responses`.
@@ -24,7 +25,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from cdif_harvester.api.access import admit, operator_keys
 from cdif_harvester.api.errors import register_error_handlers
-from cdif_harvester.api.routes import harvests, records, runs, signmap, sources
+from cdif_harvester.api.routes import check, harvests, records, runs, signmap, sources
 from cdif_harvester.api.routes.context import CALLER, RouteContext
 from cdif_harvester.api.routes.records import LINKSET_MEDIA_TYPES
 from cdif_harvester.wiring import Wiring
@@ -37,7 +38,7 @@ MAX_BODY_DEPTH = 32
 
 # The order the routes have always been registered in: Powertools tries a request against the
 # routes in the order they were included.
-_RESOURCES = (sources, signmap, harvests, runs, records)
+_RESOURCES = (sources, signmap, harvests, runs, records, check)
 
 
 def parse_body(text: str) -> dict[str, Any]:

@@ -42,8 +42,8 @@ _ERRORS: dict[int, str] = {
     404: "No such resource (yet).",
     406: "The Accept header allows none of the representations.",
     409: "The resource exists already, or a run of the source is under way.",
-    413: "The body is larger than 8 KiB.",
-    415: "The body is not application/json.",
+    413: "The body is larger than 8 KiB (1 MiB for POST /check).",
+    415: "The body is not application/json (POST /check: JSON-LD, JSON or HTML).",
     501: "The stored document is larger than a response may be; read it from the bucket.",
 }
 
