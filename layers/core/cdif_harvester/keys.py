@@ -68,10 +68,13 @@ def source_of(url: str) -> str:
     file-name safe."""
     try:
         parts = urlsplit(canonical_origin(url))
-        port = parts.port
+        hostname, port = parts.hostname, parts.port
     except (PermanentError, ValueError):
-        parts, port = urlsplit(url), None
-    host = (parts.hostname or "unknown").lower()
+        try:
+            hostname, port = urlsplit(url).hostname, None
+        except ValueError:  # not even splittable ("http://[x/"): a name that says so
+            hostname, port = None, None
+    host = (hostname or "unknown").lower()
     name = f"{host}_{port}" if port else host
     return _UNSAFE.sub("_", name)
 

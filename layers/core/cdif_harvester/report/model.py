@@ -1204,7 +1204,10 @@ def _hosts(sources: Sequence[str], urls: Iterable[str]) -> list[str]:
             continue
         name = source_of(url)
         if name in sources and name not in host:
-            netloc = urlsplit(url).netloc.rpartition("@")[2].lower()
+            try:
+                netloc = urlsplit(url).netloc.rpartition("@")[2].lower()
+            except ValueError:  # a malformed location: the source's own name will do
+                continue
             host[name] = netloc or name
     return [host.get(name, name) for name in sources]
 
