@@ -672,6 +672,49 @@ def _network_reason(exc: BaseException, default: str) -> str:
     return default
 
 
+#: What is left of a response the fetcher did not read (the end of a HEAD or 304 answer, a
+#: redirect's body, the rest of a refused or cut body) is read and dropped when it is at most this
+#: long and arrives within :data:`DRAIN_SECONDS`, so the connection goes back to the pool; a
+#: longer or slower rest costs the connection instead
+#: (docs/decisions/0078-cold-start-layer-and-connections.md).
+DRAIN_BYTES = 64 * KiB
+DRAIN_SECONDS = 1.0
+
+
+def _bodiless(method: str, status: int) -> bool:
+    """Whether a response to ``method`` with ``status`` has no body (RFC 9110 section 6.4.1)."""
+    return method == "HEAD" or status in (204, 304) or 100 <= status < 200
+
+
+def _drain(response: httpx.Response, chunks: Iterator[bytes]) -> None:
+    """Read the unread rest of ``response`` (a short one only) so its connection can be reused.
+
+    Within the fetch's deadline and at most :data:`DRAIN_SECONDS` of it; any error, a rest
+    declared or found longer than :data:`DRAIN_BYTES`, or no running fetch ends the drain, and
+    the caller's ``response.close()`` then discards the connection.
+    """
+    budget = _BUDGET.get()
+    if response.is_closed or budget is None:
+        return
+    if not _bodiless(response.request.method, response.status_code):
+        declared = response.headers.get("content-length", "").strip()
+        if declared.isdigit() and int(declared) - response.num_bytes_downloaded > DRAIN_BYTES:
+            return
+    deadline = budget.deadline
+    budget.deadline = min(deadline, time.monotonic() + DRAIN_SECONDS)
+    left = DRAIN_BYTES
+    try:
+        for raw in chunks:
+            left -= len(raw)
+            if left < 0:
+                return
+    except Exception:  # noqa: BLE001 - whatever ends the drain, the connection is dropped
+        return
+    finally:
+        # A redirect's next hop still has the whole deadline of the fetch.
+        budget.deadline = deadline
+
+
 def _current_budget() -> _Budget:
     """The budget of the fetch under way (set by :meth:`SafeFetcher.fetch`)."""
     budget = _BUDGET.get()
@@ -844,17 +887,27 @@ class SafeFetcher:
     ) -> FetchResponse | tuple[httpx.URL, int]:
         """One request: the final response, or the redirect target and status to follow."""
         response = self._send(method, url, headers)
+        chunks = response.iter_raw()
+        # Whether the connection may be kept: not after a network, protocol or deadline error,
+        # where reading on would only fail again (or wait).
+        reusable = False
         try:
             target = self._redirect_target(response, url)
             if target is not None:
+                reusable = True
                 return target, response.status_code
             # HEAD, 204 and 304 answers have no body, whatever their Content-Length says.
-            bodiless = method == "HEAD" or response.status_code in (204, 304)
-            body, cut = (
-                (b"", False)
-                if bodiless
-                else self._read_body(response, str(url), wire_cap, truncate=truncate)
-            )
+            bodiless = _bodiless(method, response.status_code)
+            try:
+                body, cut = (
+                    (b"", False)
+                    if bodiless
+                    else self._read_body(response, chunks, str(url), wire_cap, truncate=truncate)
+                )
+            except BodyTooLarge:
+                reusable = True
+                raise
+            reusable = True
             return FetchResponse(
                 url=str(url),
                 status=response.status_code,
@@ -863,7 +916,10 @@ class SafeFetcher:
                 truncated=cut,
             )
         finally:
-            # Closing an unread stream discards the connection rather than draining it.
+            if reusable:
+                _drain(response, chunks)
+            # Closing a stream read to its end returns the connection to the pool; closing one
+            # read only in part discards the connection.
             response.close()
 
     def _send(self, method: str, url: httpx.URL, headers: Mapping[str, str]) -> httpx.Response:
@@ -907,7 +963,13 @@ class SafeFetcher:
         return target.copy_with(fragment=None)
 
     def _read_body(
-        self, response: httpx.Response, url: str, cap: int, *, truncate: bool
+        self,
+        response: httpx.Response,
+        chunks: Iterator[bytes],
+        url: str,
+        cap: int,
+        *,
+        truncate: bool,
     ) -> tuple[bytes, bool]:
         """The decoded body, and whether it was cut at ``cap`` (only ever with ``truncate``)."""
         declared = response.headers.get("content-length", "").strip()
@@ -925,11 +987,11 @@ class SafeFetcher:
         body = bytearray()
         received = 0
         try:
-            for raw in response.iter_raw():
+            for raw in chunks:
                 received += len(raw)
                 chunk = raw
                 if received > cap and truncate:
-                    # Cut where the cap falls; the rest is never read (the connection is dropped).
+                    # Cut where the cap falls; the rest is drained, if short (see _drain).
                     chunk = raw[: len(raw) - (received - cap)]
                 elif received > cap:
                     raise BodyTooLarge(
