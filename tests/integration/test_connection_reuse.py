@@ -35,7 +35,7 @@ def _answer(method: str, path: str) -> bytes:
     if path == "/chunked":
         chunk = f"{len(BODY):x}\r\n".encode() + BODY + b"\r\n0\r\n\r\n"
         return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk
-    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(BODY)}\r\nETag: \"v1\"\r\n\r\n".encode()
+    head = f'HTTP/1.1 200 OK\r\nContent-Length: {len(BODY)}\r\nETag: "v1"\r\n\r\n'.encode()
     # A HEAD answer declares the length a GET would have, and sends no body.
     return head if method == "HEAD" else head + BODY
 
@@ -96,4 +96,3 @@ def test_connections_are_reused_after_unread_answers(
             fetch(fetcher, server)
         opened = server.connections
     assert opened == 1, f"{FETCHES} fetches opened {opened} connections"
-
