@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
@@ -72,12 +72,54 @@ __all__ = [
     "wiring",
     "reset",
     "tracer",
+    "tracing_on",
+    "Untraced",
     "work_key",
 ]
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Untraced:
+    """The tracer when tracing is off: its decorators return the function unchanged.
+
+    Powertools' Tracer imports the X-Ray SDK and builds its recorder even when disabled, which
+    costs every cold start; this stands in for it (docs/decisions/0078).
+    """
+
+    def capture_lambda_handler(self, function: _F) -> _F:
+        """Return ``function`` unchanged."""
+        return function
+
+    def capture_method(self, function: _F) -> _F:
+        """Return ``function`` unchanged."""
+        return function
+
+
+def tracing_on(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether X-Ray tracing is on: in Lambda (not SAM local), unless POWERTOOLS_TRACE_DISABLED.
+
+    The same conditions as Powertools' own, so nothing changes where traces were written.
+    """
+    disabled = environ.get("POWERTOOLS_TRACE_DISABLED", "false").strip().lower()
+    if disabled in ("1", "true", "yes", "on", "y", "t"):
+        return False
+    return bool(environ.get("LAMBDA_TASK_ROOT")) and not environ.get("AWS_SAM_LOCAL")
+
+
+def _make_tracer() -> Untraced:
+    """Powertools' Tracer (X-Ray SDK imported, clients patched) only when tracing is on."""
+    if not tracing_on():
+        return Untraced()
+    from aws_lambda_powertools import Tracer  # noqa: PLC0415 - only when tracing is on
+
+    # The same two decorators, typed as the stand-in's (Powertools' are untyped).
+    return cast(Untraced, Tracer())
+
+
 logger = Logger()
 metrics = Metrics()
-tracer = Tracer()
+tracer = _make_tracer()
 
 _J = TypeVar("_J")
 
