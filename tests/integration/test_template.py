@@ -10,7 +10,9 @@ method, and least-privilege policies.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -29,6 +31,7 @@ from tests.support.aws import (
 
 pytestmark = pytest.mark.aws
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = load_template()
 RESOURCES: dict[str, Any] = TEMPLATE["Resources"]
 GLOBALS: dict[str, Any] = TEMPLATE.get("Globals", {}).get("Function", {})
@@ -412,7 +415,12 @@ def test_functions_share_runtime_tracing_and_a_layer_built_for_their_architectur
     layer = RESOURCES["CoreLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
     assert layer["Properties"]["ContentUri"].rstrip("/") == "layers/core"
-    assert layer["Metadata"]["BuildMethod"] == "python3.11"
+    # Built by layers/core/Makefile (bytecode, locked wheels): its target, runtime and platform.
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    makefile = (REPO_ROOT / "layers" / "core" / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^build-CoreLayer:", makefile, flags=re.MULTILINE)
+    assert "--python-version 3.11" in makefile
+    assert f"_{layer['Metadata']['BuildArchitecture']} " in makefile
     for function in FUNCTIONS:
         assert function_setting(function, "Runtime") == "python3.11"
         assert function_setting(function, "Tracing") == "Active"
