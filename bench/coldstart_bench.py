@@ -8,7 +8,7 @@ The layer is built by its Makefile (layers/core/Makefile, what ``sam build`` run
 temporary directory, or taken from ``--layer`` (e.g. .aws-sam/build/CoreLayer). ``--baseline``
 builds it instead the way the python3.11 builder of ``sam build`` did: requirements.txt
 pip-installed, no bytecode. Each handler (functions/*/app.py) is imported in a fresh
-``python3.11 -I -S`` whose path is the function's directory, the layer's ``python/`` and the
+``python3.11 -I -S -B`` whose path is the function's directory, the layer's ``python/`` and the
 runtime's boto3 (pip-installed once into the scratch directory), as on Lambda; no bytecode is
 written (the layer is read-only there). Import time is perf_counter around ``import app``, the
 median of ``--runs`` runs, with tracing on (LAMBDA_TASK_ROOT set, the template's
@@ -46,7 +46,6 @@ ENVIRONMENT = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
-    "PYTHONDONTWRITEBYTECODE": "1",
 }
 
 TIMED_IMPORT = """
@@ -102,7 +101,8 @@ def import_time(function: Path, paths: list[str], *, tracing: bool) -> float:
         environment["POWERTOOLS_TRACE_DISABLED"] = "true"
     code = TIMED_IMPORT.format(paths=[str(function), *paths])
     done = subprocess.run(
-        [PYTHON, "-I", "-S", "-c", code],
+        # -B: -I ignores PYTHONDONTWRITEBYTECODE, and a layer is read-only on Lambda.
+        [PYTHON, "-I", "-S", "-B", "-c", code],
         env=environment,
         capture_output=True,
         text=True,
