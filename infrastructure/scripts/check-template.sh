@@ -8,7 +8,8 @@
 #   BUILD_DIR where `sam build` writes (default: a temporary directory, removed afterwards)
 #
 # No AWS account is needed: fake credentials and region are set for this script only.
-# `sam build` pip-installs layers/core/requirements.txt for arm64, so it needs PyPI.
+# `sam build` runs layers/core/Makefile, which pip-installs layers/core/requirements.lock (x86_64
+# wheels): it needs make, python3.11 and the package index pip is set up for.
 # Prints one "check <name>: ok|FAILED (<seconds> s)" line per step; exits non-zero if any failed.
 set -uo pipefail
 
