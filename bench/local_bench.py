@@ -7,8 +7,9 @@ Run from the repository root::
 
 It writes the re-harvest benchmark's site (``reharvest_bench.write_site``: robots.txt, a sitemap
 index, two sitemaps with lastmod) with the extraction benchmark's N landing pages (about 40 KB,
-one CDIF block of 2 to 10 KB, seven publishers' styles, nearly all valid) into a temporary folder and serves it on 127.0.0.1 with the product's demo server in a process of its
-own (so the server's memory and CPU are not counted). Then:
+one CDIF block of 2 to 10 KB, seven publishers' styles, nearly all valid; ``--small``: the
+re-harvest benchmark's 12 KB pages) into a temporary folder and serves it on 127.0.0.1 with the
+product's demo server in a process of its own (its memory and CPU are not counted). Then:
 
 1. **harvest**: a fresh interpreter runs ``LocalHarvester`` (default settings) on the site's
    robots.txt into an empty folder and reports wall seconds, its own CPU seconds
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -49,7 +51,7 @@ site.stop()
 
 
 def _peak_rss_mib() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
+    with Path("/proc/self/status").open(encoding="ascii") as status:
         for line in status:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
@@ -117,11 +119,11 @@ def _child_httpx(base: str, pages: int, workers: int) -> None:
     print(json.dumps({"seconds": seconds, "pages": len(sizes), "bytes": sum(sizes)}))
 
 
-def _run_child(*args: str) -> dict[str, object]:
+def _run_child(*args: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, __file__, *args], check=True, capture_output=True, text=True
     )
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -129,7 +131,7 @@ def _tree_bytes(root: Path) -> tuple[int, int]:
     total = files = 0
     for folder, _, names in os.walk(root):
         for name in names:
-            total += os.path.getsize(os.path.join(folder, name))
+            total += (Path(folder) / name).stat().st_size
             files += 1
     return total, files
 
@@ -170,25 +172,29 @@ def main() -> None:
             base = server.stdout.readline().strip()
             extra = ["--profile", args.profile] if args.profile else []
             harvest = _run_child("--child-harvest", base, str(out), *extra)
-            baseline = None if args.no_baseline else _run_child("--child-httpx", base, str(args.pages))
+            pages = str(args.pages)
+            baseline = None if args.no_baseline else _run_child("--child-httpx", base, pages)
         finally:
             assert server.stdin is not None
             server.stdin.close()
             server.wait(timeout=30)
         written, files = _tree_bytes(out)
-    records = int(harvest["records"])  # type: ignore[call-overload]
-    rate = records / float(harvest["seconds"])  # type: ignore[arg-type]
+    records = int(harvest["records"])
+    rate = records / float(harvest["seconds"])
+    httpx_rate = args.pages / float(baseline["seconds"]) if baseline else float("nan")
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {args.pages} pages")
     print(f"outcomes {harvest['outcomes']}, valid {harvest['valid']}")
-    print(f"peak RSS before closing the run {float(harvest['crawl_peak_rss_mib']):.0f} MiB")  # type: ignore[arg-type]
-    print(f"| pages | records | seconds | records/s | CPU ms/record | peak RSS MiB "
-          f"| bytes/record | files | httpx pages/s | ratio |")
-    httpx_rate = args.pages / float(baseline["seconds"]) if baseline else float("nan")  # type: ignore[arg-type]
+    print(f"peak RSS before closing the run {float(harvest['crawl_peak_rss_mib']):.0f} MiB")
     print(
-        f"| {args.pages} | {records} | {float(harvest['seconds']):.1f} | {rate:.0f} "  # type: ignore[arg-type]
-        f"| {1000 * float(harvest['cpu']) / max(records, 1):.2f} "  # type: ignore[arg-type]
-        f"| {float(harvest['peak_rss_mib']):.0f} | {written / max(records, 1):,.0f} | {files} "  # type: ignore[arg-type]
-        f"| {httpx_rate:.0f} | {rate / httpx_rate:.2f} |"
+        "| pages | records | seconds | records/s | CPU ms/record | peak RSS MiB "
+        "| bytes/record | files | httpx pages/s | ratio |"
+    )
+    cpu_ms = 1000 * float(harvest["cpu"]) / max(records, 1)
+    print(
+        f"| {args.pages} | {records} | {float(harvest['seconds']):.1f} | {rate:.0f} "
+        f"| {cpu_ms:.2f} | {float(harvest['peak_rss_mib']):.0f} "
+        f"| {written / max(records, 1):,.0f} | {files} | {httpx_rate:.0f} "
+        f"| {rate / httpx_rate:.2f} |"
     )
 
 

@@ -90,7 +90,11 @@ def _expanded_to_nquads(expanded: list[Any]) -> str:
     issuer = jsonld.IdentifierIssuer("_:b")
     node_map: dict[str, Any] = {"@default": {}}
     processor._create_node_map(expanded, node_map, "@default", issuer)  # noqa: SLF001
-    options = {"produceGeneralizedRdf": False, "rdfDirection": None, "processingMode": "json-ld-1.1"}
+    options = {
+        "produceGeneralizedRdf": False,
+        "rdfDirection": None,
+        "processingMode": "json-ld-1.1",
+    }
     dataset = {
         name: processor._graph_to_rdf(graph, issuer, options)  # noqa: SLF001
         for name, graph in sorted(node_map.items())
