@@ -80,6 +80,11 @@ _FETCH_STAGES: list[tuple[str, type[Any], Stage]] = [
 _STAGES = _MAIN_STAGES + _FETCH_STAGES
 
 DEFAULT_WORKERS = 4
+# Decoded fetch jobs held in the host lines at most: enough for the round-robin to find work for
+# every worker across many hosts, few enough that memory does not grow with the site (a
+# sitemap's part of 5,000 URL jobs waits in the queue as message bodies). Delayed jobs coming
+# due are lined up whatever the count (there are at most as many as jobs that failed).
+_LINED_UP = 512
 _OUTCOME_NAMES = frozenset(kind.value for kind in Outcome)
 
 
@@ -424,10 +429,15 @@ class LocalHarvester:
     # -- the fetching stages, per host ---------------------------------------------------------
 
     def _take_fetch_jobs(self) -> None:
-        """Move queued fetch jobs (and delayed ones whose time has come) into host lines."""
+        """Move queued fetch jobs (and delayed ones whose time has come) into host lines.
+
+        At most ``_LINED_UP`` jobs are held decoded in the lines; the rest wait in the queue as
+        the message bodies they are (see :func:`lined_up`)."""
+        held = self.lined_up()
         for name, contract, stage in _FETCH_STAGES:
-            while (body := self.queue.receive(name)) is not None:
+            while held < _LINED_UP and (body := self.queue.receive(name)) is not None:
                 self._line_up(self._decode(body, contract, stage))
+                held += 1
         now = self._local.monotonic()
         while self._delayed and self._delayed[0][0] <= now:
             work = heapq.heappop(self._delayed)[2]
@@ -435,6 +445,10 @@ class LocalHarvester:
                 self._line_up(work)
             else:  # a main-thread stage's job, retried: back on its queue
                 self.queue.send(self._queue_of(work.contract), [work.body])
+
+    def lined_up(self) -> int:
+        """How many decoded fetch jobs the host lines hold (not counting those running)."""
+        return sum(len(line) for line in self._lines.values())
 
     def _line_up(self, work: _Work) -> None:
         line = self._lines.setdefault(work.host, _HostLine())

@@ -1,0 +1,202 @@
+"""Benchmark: the local harvest's speed, memory and disk against a plain httpx client (issue 20).
+
+Run from the repository root::
+
+    .venv/bin/python bench/local_bench.py --pages 1000
+    .venv/bin/python bench/local_bench.py --pages 4000 --profile /tmp/harvest.prof
+
+It writes the re-harvest benchmark's site (``reharvest_bench.write_site``: robots.txt, a sitemap
+index, two sitemaps with lastmod) with the extraction benchmark's N landing pages (about 40 KB,
+one CDIF block of 2 to 10 KB, seven publishers' styles, nearly all valid; ``--small``: the
+re-harvest benchmark's 12 KB pages) into a temporary folder and serves it on 127.0.0.1 with the
+product's demo server in a process of its own (its memory and CPU are not counted). Then:
+
+1. **harvest**: a fresh interpreter runs ``LocalHarvester`` (default settings) on the site's
+   robots.txt into an empty folder and reports wall seconds, its own CPU seconds
+   (``getrusage``, every thread) and its peak RSS (``VmHWM`` of its own process image);
+2. **baseline**: a fresh interpreter fetches the same pages with one ``httpx.Client`` on as many
+   threads as the harvester has workers (4), reading every body.
+
+Reported: records/s, CPU ms per record, peak RSS, bytes written per record (every file under the
+output folder) and the ratio harvest rate / httpx rate. ``--profile FILE`` writes a cProfile of
+the harvest (which slows it; figures from a profiled run are not the rates).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from extraction_bench import generate  # noqa: E402 - the benchmark's own folder, on the path
+from reharvest_bench import write_site  # noqa: E402
+
+_SERVER = """
+import sys
+from cdif_harvester.demo.server import PublisherSite
+site = PublisherSite(sys.argv[1]).start()
+print(site.base_url, flush=True)
+sys.stdin.read()
+site.stop()
+"""
+
+
+def _peak_rss_mib() -> float:
+    with Path("/proc/self/status").open(encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _cpu_seconds() -> float:
+    import resource  # noqa: PLC0415 - Linux-only, in the child
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _child_harvest(base: str, out: str, profile: str | None) -> None:
+    from cdif_harvester.cli import runner  # noqa: PLC0415
+    from cdif_harvester.cli.runner import LocalHarvester  # noqa: PLC0415
+
+    # The peak before the run is closed (the crawl) apart from the peak of closing it (the
+    # report over every outcome of the run).
+    marks: dict[str, float] = {}
+    close_run = runner.close_run
+
+    def marked_close_run(*args: object, **kwargs: object) -> object:
+        marks["crawl"] = _peak_rss_mib()
+        return close_run(*args, **kwargs)  # type: ignore[arg-type]
+
+    runner.close_run = marked_close_run  # type: ignore[assignment]
+    cpu0, t0 = _cpu_seconds(), time.perf_counter()
+    with LocalHarvester(Path(out), allow_loopback=True) as harvester:
+        if profile:
+            import cProfile  # noqa: PLC0415
+
+            profiler = cProfile.Profile()
+            summary = profiler.runcall(harvester.harvest, f"{base}/robots.txt")
+            profiler.dump_stats(profile)
+        else:
+            summary = harvester.harvest(f"{base}/robots.txt")
+    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "cpu": cpu,
+                "records": summary.records,
+                "valid": summary.valid_records,
+                "urls": summary.urls,
+                "outcomes": {k: v for k, v in summary.outcomes.items() if v},
+                "peak_rss_mib": _peak_rss_mib(),
+                "crawl_peak_rss_mib": marks.get("crawl", float("nan")),
+            }
+        )
+    )
+
+
+def _child_httpx(base: str, pages: int, workers: int) -> None:
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    import httpx  # noqa: PLC0415
+
+    urls = [f"{base}/datasets/{i:05d}.html" for i in range(pages)]
+    t0 = time.perf_counter()
+    with httpx.Client() as client, ThreadPoolExecutor(workers) as pool:
+        sizes = list(pool.map(lambda url: len(client.get(url).content), urls))
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"seconds": seconds, "pages": len(sizes), "bytes": sum(sizes)}))
+
+
+def _run_child(*args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _tree_bytes(root: Path) -> tuple[int, int]:
+    total = files = 0
+    for folder, _, names in os.walk(root):
+        for name in names:
+            total += (Path(folder) / name).stat().st_size
+            files += 1
+    return total, files
+
+
+def main() -> None:
+    """Serve the site, run the harvest and the baseline, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument("--profile", help="write a cProfile of the harvest here")
+    parser.add_argument(
+        "--small", action="store_true", help="the re-harvest benchmark's 12 KB pages instead"
+    )
+    parser.add_argument("--no-baseline", action="store_true", help="skip the httpx baseline")
+    parser.add_argument("--child-harvest", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--child-httpx", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_harvest:
+        _child_harvest(*args.child_harvest, args.profile)
+        return
+    if args.child_httpx:
+        _child_httpx(args.child_httpx[0], int(args.child_httpx[1]), 4)
+        return
+    with tempfile.TemporaryDirectory(prefix="cdif-local-bench-") as tmp:
+        site, out = Path(tmp) / "site", Path(tmp) / "out"
+        write_site(site, args.pages, lastmod=True)
+        # The pages themselves: the extraction benchmark's corpus (valid CDIF records, so every
+        # record gets its views), in place of the re-harvest benchmark's small pages.
+        for index, page in enumerate([] if args.small else generate(args.pages)):
+            (site / "datasets" / f"{index:05d}.html").write_bytes(page.html)
+        server = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, str(site)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            base = server.stdout.readline().strip()
+            extra = ["--profile", args.profile] if args.profile else []
+            harvest = _run_child("--child-harvest", base, str(out), *extra)
+            pages = str(args.pages)
+            baseline = None if args.no_baseline else _run_child("--child-httpx", base, pages)
+        finally:
+            assert server.stdin is not None
+            server.stdin.close()
+            server.wait(timeout=30)
+        written, files = _tree_bytes(out)
+    records = int(harvest["records"])
+    rate = records / float(harvest["seconds"])
+    httpx_rate = args.pages / float(baseline["seconds"]) if baseline else float("nan")
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {args.pages} pages")
+    print(f"outcomes {harvest['outcomes']}, valid {harvest['valid']}")
+    print(f"peak RSS before closing the run {float(harvest['crawl_peak_rss_mib']):.0f} MiB")
+    print(
+        "| pages | records | seconds | records/s | CPU ms/record | peak RSS MiB "
+        "| bytes/record | files | httpx pages/s | ratio |"
+    )
+    cpu_ms = 1000 * float(harvest["cpu"]) / max(records, 1)
+    print(
+        f"| {args.pages} | {records} | {float(harvest['seconds']):.1f} | {rate:.0f} "
+        f"| {cpu_ms:.2f} | {float(harvest['peak_rss_mib']):.0f} "
+        f"| {written / max(records, 1):,.0f} | {files} | {httpx_rate:.0f} "
+        f"| {rate / httpx_rate:.2f} |"
+    )
+
+
+if __name__ == "__main__":
+    main()
