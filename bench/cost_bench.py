@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import reharvest_bench  # noqa: E402
-from cost_model import CallCounter, Prices, Tally, Usage, price  # noqa: E402
+from cost_model import CallCounter, Prices, Usage, price  # noqa: E402
 
 INTAKE_EVENT = REPO / "infrastructure/events/intake-post-harvest.json"
 PLATFORM_LOG_BYTES = 300  # START, END and REPORT lines Lambda writes per invocation (modelled)
@@ -93,16 +93,19 @@ class Bench:
         template = cost_model_template()
         globals_ = template.get("Globals", {}).get("Function", {})
         self.memory_mb = {
-            lid: int(template["Resources"][lid]["Properties"].get("MemorySize", globals_.get("MemorySize", 128)))
+            lid: int(
+                template["Resources"][lid]["Properties"].get(
+                    "MemorySize", globals_.get("MemorySize", 128)
+                )
+            )
             for lid in stack.function_timeouts
         }
 
     def harvest(self, name: str, site_url: str, pages: int) -> Harvest:
         """POST /harvests for the site, then drain every queue; returns what it cost."""
-        from tests.support.lambda_driver import FakeLambdaContext, receive_batch
-        from tests.support.pipeline import STAGE_FUNCTIONS, function_environment, handler_of
         from tests.support.aws import sqs_event
-        from tests.support.lambda_driver import Route
+        from tests.support.lambda_driver import FakeLambdaContext, Route, receive_batch
+        from tests.support.pipeline import STAGE_FUNCTIONS, function_environment, handler_of
 
         before = self.counter.tally.copy()
         logs_before = self.logs.bytes
@@ -116,7 +119,9 @@ class Bench:
             nonlocal invocations, gb_seconds
             aws_before = self.counter.aws_cpu
             cpu_before = time.process_time()
-            result = handler_of(self.stack, function)(event, FakeLambdaContext(function_name=function))
+            result = handler_of(self.stack, function)(
+                event, FakeLambdaContext(function_name=function)
+            )
             spent = (time.process_time() - cpu_before) - (self.counter.aws_cpu - aws_before)
             invocations += 1
             cpu[function] += spent
@@ -173,7 +178,9 @@ class Bench:
         from cdif_harvester.adapters.aws import DynamoCatalog
         from cdif_harvester.model import Outcome
 
-        catalog = DynamoCatalog(boto3.resource("dynamodb", region_name=self.stack.region).Table(self.stack.table_name))
+        catalog = DynamoCatalog(
+            boto3.resource("dynamodb", region_name=self.stack.region).Table(self.stack.table_name)
+        )
         return sum(1 for o in catalog.outcomes(run_id) if o.outcome is Outcome.RECORD)
 
 
@@ -192,7 +199,9 @@ def _change_pages(site_dir: Path, pages: int) -> int:
         text = page.read_text(encoding="utf-8")
         # a new name, and a new sdDatePublished (else the extractor rightly calls it unchanged)
         text = text.replace("Benchmark dataset", "Benchmark dataset (revised)")
-        text = text.replace('"schema:sdDatePublished": "2025-01-16"', '"schema:sdDatePublished": "2025-03-01"')
+        text = text.replace(
+            '"schema:sdDatePublished": "2025-01-16"', '"schema:sdDatePublished": "2025-03-01"'
+        )
         page.write_text(text, encoding="utf-8")
         changed += 1
     for sitemap in site_dir.glob("sitemap-[ab].xml"):
@@ -258,18 +267,20 @@ def per_million(harvest: Harvest, prices: Prices) -> dict[str, float]:
 def report(harvests: list[Harvest], prices: Prices) -> str:
     """The Markdown tables."""
     lines = [
-        "| pages | harvest | new records | S3 PUT-class / record | S3 GET-class / record | SQS chunks / record | "
-        "DynamoDB WRU / record | DynamoDB RRU / record | Lambda invocations / record | "
+        "| pages | harvest | new records | S3 PUT-class / record | S3 GET-class / record | "
+        "SQS chunks / record | DynamoDB WRU / record | DynamoDB RRU / record | Lambda invocations / record | "
         "est. CPU ms / record | log bytes / record | $ per million records |",
         "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for h in harvests:
         t, n = h.usage.tally, h.pages
         total = sum(per_million(h, prices).values())
+        put, get = t.s3_put_class() / n, t.s3_get_class() / n
+        sqs = (t.sqs_chunks + h.usage.sqs_delivery_requests) / n
+        wru, rru = sum(t.wru.values()) / n, sum(t.rru.values()) / n
         lines.append(
-            f"| {n} | {h.name} | {h.records} | {t.s3_put_class() / n:.2f} | {t.s3_get_class() / n:.2f} | "
-            f"{(t.sqs_chunks + h.usage.sqs_delivery_requests) / n:.2f} | {sum(t.wru.values()) / n:.2f} | "
-            f"{sum(t.rru.values()) / n:.2f} | {h.usage.lambda_requests / n:.3f} | "
+            f"| {n} | {h.name} | {h.records} | {put:.2f} | {get:.2f} | {sqs:.2f} | {wru:.2f} | "
+            f"{rru:.2f} | {h.usage.lambda_requests / n:.3f} | "
             f"{sum(h.cpu_seconds.values()) * 1000 / n:.1f} | {h.usage.log_bytes / n:.0f} | "
             f"**{total:.2f}** |"
         )
@@ -279,7 +290,9 @@ def report(harvests: list[Harvest], prices: Prices) -> str:
     lines.append("| --- |" + " ---: |" * len(harvests))
     for item in items:
         lines.append(
-            f"| {item} | " + " | ".join(f"{per_million(h, prices)[item]:.2f}" for h in harvests) + " |"
+            f"| {item} | "
+            + " | ".join(f"{per_million(h, prices)[item]:.2f}" for h in harvests)
+            + " |"
         )
     lines.append(
         "| **total** | "
@@ -289,7 +302,13 @@ def report(harvests: list[Harvest], prices: Prices) -> str:
     biggest = max(harvests, key=lambda h: (h.name == "first", h.pages))
     n = biggest.pages
     t = biggest.usage.tally
-    lines += ["", f"Calls per record, {n} pages, first harvest:", "", "| call | per record |", "| --- | ---: |"]
+    lines += [
+        "",
+        f"Calls per record, {n} pages, first harvest:",
+        "",
+        "| call | per record |",
+        "| --- | ---: |",
+    ]
     for op, count in sorted(t.calls.items(), key=lambda kv: -kv[1]):
         lines.append(f"| {op} | {count / n:.2f} |")
     lines += ["", "| DynamoDB write units by table | per record |", "| --- | ---: |"]

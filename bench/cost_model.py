@@ -234,7 +234,7 @@ class CallCounter:
         operation = model.name
         self.tally.calls[f"{service}.{operation}"] += 1
         body = params.get("body") or b""
-        size = len(body if isinstance(body, bytes) else str(body).encode("utf-8"))
+        size = _body_size(body)
         if service == "s3" and operation in ("PutObject", "UploadPart"):
             self.tally.s3_put_bytes += size
         if service == "sqs":
@@ -291,7 +291,6 @@ class CallCounter:
                     self.tally.rru[table] += read_units(item_size(item), consistent=consistent)
 
     # -- DynamoDB item sizes
-
 
     def _writes_before(
         self, operation: str, request: dict[str, Any]
@@ -363,8 +362,22 @@ class CallCounter:
                 self.tally.wru[name] += write_units(item_size(new) + 100)
 
 
+def _body_size(body: Any) -> int:
+    """Bytes of a request body: bytes, text, or a file object (S3 streams its bodies)."""
+    if isinstance(body, bytes):
+        return len(body)
+    if isinstance(body, str):
+        return len(body.encode("utf-8"))
+    if hasattr(body, "seek") and hasattr(body, "tell"):
+        position = body.tell()
+        end = body.seek(0, 2)
+        body.seek(position)
+        return int(end)
+    return 0
+
+
 def _json(body: Any) -> dict[str, Any]:
-    if not body:
+    if not body or not isinstance(body, (bytes, str)):
         return {}
     try:
         loaded = json.loads(body)
