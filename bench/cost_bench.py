@@ -268,7 +268,8 @@ def report(harvests: list[Harvest], prices: Prices) -> str:
     """The Markdown tables."""
     lines = [
         "| pages | harvest | new records | S3 PUT-class / record | S3 GET-class / record | "
-        "SQS chunks / record | DynamoDB WRU / record | DynamoDB RRU / record | Lambda invocations / record | "
+        "SQS chunks / record | DynamoDB WRU / record | DynamoDB RRU / record | "
+        "Lambda invocations / record | "
         "est. CPU ms / record | log bytes / record | $ per million records |",
         "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
