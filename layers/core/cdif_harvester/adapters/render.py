@@ -337,9 +337,7 @@ class _PageRun:
         finally:
             # Disposing of the context ends its renderer processes, a page stuck in a loop too.
             with suppress(BrowserUnavailable):
-                self.browser.call(
-                    "Target.disposeBrowserContext", {"browserContextId": context_id}
-                )
+                self.browser.call("Target.disposeBrowserContext", {"browserContextId": context_id})
         return RenderedPage(
             url=self.final_url,
             html=html,
