@@ -367,6 +367,7 @@ class _PageRun:
         self.crashed = False
         self.scripts = 0
         probe: int | None = None
+        cap_s = self.limits.page_seconds
         next_probe = time.monotonic()
         while True:
             now = time.monotonic()
@@ -375,7 +376,12 @@ class _PageRun:
             if now >= deadline:
                 break
             if self._settled(now):
-                return self._dom(deadline), None
+                html = self._dom(deadline)
+                if html:
+                    return html, None
+                # Settled on the network, but the main thread never answered: a script that
+                # runs without end, stopped by disposing of its context.
+                return b"", f"page-time cap: the page's scripts ran for {cap_s:g} s"
             if probe is None and now >= next_probe:
                 probe = self.browser.pipe.send(
                     "Runtime.evaluate", {"expression": _PROBE}, sessionId=self.session
@@ -392,7 +398,7 @@ class _PageRun:
         # Out of time: stop loading and take the DOM if the page still answers.
         self.browser.pipe.send("Page.stopLoading", sessionId=self.session)
         html = self._dom(time.monotonic() + 1.0)
-        cap = f"page-time cap: stopped after {self.limits.page_seconds:g} s"
+        cap = f"page-time cap: stopped after {cap_s:g} s"
         return html, cap if not html else f"{cap} (the DOM so far was read)"
 
     def _settled(self, now: float) -> bool:
