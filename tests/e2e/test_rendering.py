@@ -23,6 +23,7 @@ from cdif_harvester.adapters.render import (
     RenderLimits,
     chromium_path,
 )
+from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.model import FetchResponse, Outcome, UrlOutcome
@@ -263,3 +264,16 @@ def test_a_script_cannot_reach_a_forbidden_address(publisher: PublisherSite, chr
     assert spy.asked == [publisher.url("/page")]
     assert trap.connections == 0
     assert not any(path == "/write" for _m, path, _h in publisher.requests)
+
+
+def test_the_command_line_renders_with_render_fallback(
+    publisher: PublisherSite, tmp_path: Path, chromium: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHROMIUM", chromium)
+    script = f"insert(JSON.stringify({json.dumps(DATASET)}));"
+    publisher.add_route("/page", headers=HTML, body=_page(script))
+    out = tmp_path / "out"
+    argv = ["harvest", publisher.url("/page"), "--out", str(out), "--allow-loopback", "-q"]
+    assert main([*argv, "--render", "fallback"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["patterns"] == {"rendered": 1}

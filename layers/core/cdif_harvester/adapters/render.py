@@ -186,12 +186,12 @@ class _Browser:
             for fd in (to_child_r, from_child_w, *high, devnull):
                 os.close(fd)
         self.pipe = _Pipe(from_child_r, to_child_w)
-        self.events: list[dict[str, Any]] = []
 
     def call(
         self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 10.0
     ) -> dict[str, Any]:
-        """One browser-level command, waited for; events meanwhile are kept in ``events``."""
+        """One browser-level command, waited for (events meanwhile are of pages already done
+        with, or of the browser, and are dropped)."""
         wanted = self.pipe.send(method, params)
         deadline = time.monotonic() + timeout
         while True:
@@ -203,8 +203,6 @@ class _Browser:
                     raise BrowserUnavailable(f"{method} failed: {message['error']}")
                 result: dict[str, Any] = message.get("result", {})
                 return result
-            if "method" in message:
-                self.events.append(message)
 
     def next(self, deadline: float) -> dict[str, Any] | None:
         """The next message, or None at the deadline. Raises BrowserUnavailable when the
