@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,30 @@ def test_the_command_line_renders_with_render_fallback(
     assert main([*argv, "--render", "fallback"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["patterns"] == {"rendered": 1}
+
+
+def test_the_browsers_requests_keep_the_hosts_crawl_delay(
+    publisher: PublisherSite, tmp_path: Path, chromium: str
+) -> None:
+    publisher.add_route(
+        "/robots.txt",
+        headers={"content-type": "text/plain"},
+        body="User-agent: *\nCrawl-delay: 1\n",
+    )
+    parts = ", ".join(f"fetch('/part{n}.json')" for n in range(3))
+    script = f"Promise.all([{parts}]).then(() => insert(JSON.stringify({json.dumps(DATASET)})));"
+    publisher.add_route("/page", headers=HTML, body=_page(script))
+    for n in range(3):
+        publisher.add_route(f"/part{n}.json", headers={"content-type": "application/json"})
+    outcome, _ = _harvest(publisher, tmp_path, chromium, "fallback")
+    assert outcome.pattern == "rendered", outcome.reason
+    starts = sorted(
+        timing.started
+        for (_method, path, _headers), timing in zip(
+            publisher.requests, publisher.timings, strict=True
+        )
+        if path.startswith("/part")
+    )
+    assert len(starts) == 3
+    # The parts were asked for at once by the page; the gate spaced them by the Crawl-delay.
+    assert all(later - earlier >= 0.9 for earlier, later in pairwise(starts))

@@ -430,8 +430,9 @@ class _PageRun:
             return
         params = message.get("params", {})
         if method == "Fetch.requestPaused":
-            self.last_request = time.monotonic()
             self._answer(params)
+            # Quiet is counted from the end of the last answer (a gate may have waited).
+            self.last_request = time.monotonic()
         elif method == "Page.loadEventFired":
             self.loaded_at = time.monotonic()
         elif method == "Inspector.targetCrashed":
