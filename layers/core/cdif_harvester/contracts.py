@@ -34,6 +34,7 @@ __all__ = [
     "SITEMAP_QUEUE",
     "URL_QUEUE",
     "MAX_MESSAGE_BYTES",
+    "RENDER_MODES",
     "RESOLUTION_OPTIONS",
     "DocumentJob",
     "DocumentRef",
@@ -64,7 +65,11 @@ MAX_MESSAGE_BYTES = 200 * 1024
 # Resolution options a source may set, carried on its sitemap and URL jobs:
 # ``format_parameter``: ``name=value`` appended to each URL's query to ask a metadata server
 # for CDIF (CDIF metadata publication, Option 2; e.g. ``format=CDIF1.0``).
-RESOLUTION_OPTIONS = frozenset({"format_parameter"})
+# ``render``: ``never`` (default), ``fallback`` (render the page in a browser when it yields no
+# metadata as served) or ``always`` (docs/decisions/0075-rendering-pages-in-a-browser.md).
+RESOLUTION_OPTIONS = frozenset({"format_parameter", "render"})
+#: The values of the ``render`` option.
+RENDER_MODES = ("never", "fallback", "always")
 
 # Logical queue names; adapters map them to SQS queue URLs or in-process queues.
 SITEMAP_QUEUE = "sitemap"

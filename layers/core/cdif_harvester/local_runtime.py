@@ -40,6 +40,7 @@ from cdif_harvester.adapters.local import (
     SystemClock,
 )
 from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate
+from cdif_harvester.adapters.render import ChromiumRenderer
 from cdif_harvester.contact import CONTACT_ENV, InvalidContact, user_agent
 from cdif_harvester.contracts import CROSSWALK_QUEUE
 from cdif_harvester.domain.records.shacl import check_shacl_available
@@ -72,6 +73,7 @@ class LocalConfig:
     shacl: bool = False
     crawl_delays: Mapping[str, float] | None = None
     contact: str | None = None
+    render: str | None = None
 
     def user_agent(self) -> str:
         """The User-Agent of every request. Raises InvalidContact (naming where it came from)."""
@@ -97,6 +99,8 @@ class LocalConfig:
             settings = replace(settings, trusted_contexts=tuple(self.trusted_contexts))
         if not self.incremental:
             settings = replace(settings, incremental=False)
+        if self.render:
+            settings = replace(settings, render=self.render)
         if self.shacl:
             check_shacl_available()
             settings = replace(settings, shacl=True)
@@ -118,12 +122,15 @@ class LocalWiring:
     gate: MemoryHostGate
     fetcher: Fetcher
     own_fetcher: bool
+    renderer: ChromiumRenderer | None = None
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
 
     def close(self) -> None:
         """Release the catalogue and the connections of a fetcher built here."""
         self.catalog.close()
+        if self.renderer is not None:
+            self.renderer.close()
         if self.own_fetcher and isinstance(self.fetcher, SafeFetcher):
             self.fetcher.close()
 
@@ -201,6 +208,10 @@ def wiring(
         settings=settings,
         sources=catalog,
     )
+    # Chromium starts only when a page is first rendered (a source or the run asks for it); its
+    # requests go through the same gate and cache as every other fetch.
+    renderer = ChromiumRenderer(bundle.fetcher, allow_loopback=config.allow_loopback)
+    bundle.renderer = renderer
     floors = dict(config.crawl_delays or {})
 
     def floor_of(origin: str) -> float:
@@ -218,6 +229,7 @@ def wiring(
         gate=gate,
         fetcher=network,
         own_fetcher=fetcher is None,
+        renderer=renderer,
         sleep=clock.sleep,
         monotonic=clock.monotonic,
     )

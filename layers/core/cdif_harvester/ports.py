@@ -34,6 +34,8 @@ __all__ = [
     "HostSlot",
     "JobQueue",
     "ObjectStore",
+    "RenderedPage",
+    "Renderer",
     "SourceRegistry",
     "Wait",
 ]
@@ -324,4 +326,30 @@ class HostGate(Protocol):
     def set_interval(self, host: str, seconds: float) -> None:
         """Space request starts on ``host`` at least ``seconds`` apart from now on (Crawl-delay);
         the start of the last request already counts."""
+        ...
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    """A page as a browser left it: the final ``url``, the DOM serialised (``html``, empty when
+    it could not be read), the ``seconds`` it took, the requests and bytes the fetcher answered
+    for it, the requests ``refused`` (``<url>: <why>``) and what ``stopped`` it early (a cap, a
+    crash), None when it settled."""
+
+    url: str
+    html: bytes
+    seconds: float
+    requests: int = 0
+    bytes: int = 0
+    refused: tuple[str, ...] = ()
+    stopped: str | None = None
+
+
+class Renderer(Protocol):
+    """Loads a page in a browser whose every request goes through the safe fetcher, and returns
+    the DOM once the page has settled (docs/decisions/0075-rendering-pages-in-a-browser.md)."""
+
+    def render(self, url: str, *, page: FetchResponse | None = None) -> RenderedPage:
+        """Render ``url``; ``page`` is its answer already fetched (not asked for again).
+        Raises BrowserUnavailable (permanent) when no browser can run."""
         ...

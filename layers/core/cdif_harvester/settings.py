@@ -72,6 +72,10 @@ class Settings:
     # warnings; the rest are counted from their entries. 1,000 reads of a few KiB each stay
     # well inside the finisher's time (docs/decisions/0071-the-report-shows-the-current-state.md).
     report_max_reports: int = 1_000
+    # The run's rendering mode (``fallback`` or ``always``; None: each source's ``render``
+    # option, ``never`` by default): pages are rendered in a browser only when asked for
+    # (docs/decisions/0075-rendering-pages-in-a-browser.md).
+    render: str | None = None
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""

@@ -23,6 +23,7 @@ from cdif_harvester.ports import (
     Fetcher,
     JobQueue,
     ObjectStore,
+    Renderer,
     SourceRegistry,
 )
 from cdif_harvester.settings import Settings
@@ -60,7 +61,8 @@ class Wiring:
     ``sources`` is the registry of publishers (None where no registry is used);
     ``record_crawl_delay`` tells the host gate a robots.txt's Crawl-delay (None: nothing paces
     by it); ``contexts`` serves the JSON-LD contexts (the shipped ones and the trusted ones
-    registered) and remembers the trusted ones that failed."""
+    registered) and remembers the trusted ones that failed; ``renderer`` renders pages in a browser
+    for the sources and runs that ask for it (None: no browser here)."""
 
     store: ObjectStore
     catalog: CatalogIndex
@@ -72,3 +74,4 @@ class Wiring:
     sources: SourceRegistry | None = None
     record_crawl_delay: CrawlDelayRecorder | None = None
     contexts: JsonLdContexts = field(default_factory=JsonLdContexts)
+    renderer: Renderer | None = None

@@ -163,6 +163,13 @@ def _parser() -> argparse.ArgumentParser:
         "extra: pip install 'pyshacl>=0.26'); violations count as errors",
     )
     harvest.add_argument(
+        "--render",
+        choices=("fallback", "always"),
+        help="render landing pages in headless Chromium (every request through the address "
+        "policy and the host gate) when they yield no metadata as served (fallback) or always; "
+        "by default only sources whose 'render' option asks for it are rendered",
+    )
+    harvest.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default=DEFAULT_FAIL_ON,
@@ -384,6 +391,7 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             incremental=not args.full_refresh,
             shacl=args.shacl,
             contact=args.operator_contact,
+            render=args.render,
             **source_settings,
         ) as harvester:
             if args.source:

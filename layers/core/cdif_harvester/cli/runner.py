@@ -209,6 +209,7 @@ class LocalHarvester:
         crawl_delays: Mapping[str, float] | None = None,
         jitter: Jitter = random.uniform,
         contact: str | None = None,
+        render: str | None = None,
     ) -> None:
         self.out_dir = out_dir
         self.jitter = jitter
@@ -223,6 +224,7 @@ class LocalHarvester:
                 shacl=shacl,
                 crawl_delays=crawl_delays,
                 contact=contact,
+                render=render,
             ),
             fetcher=fetcher,
             sleep=sleep,

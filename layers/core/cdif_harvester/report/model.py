@@ -95,6 +95,7 @@ PATTERN_MEANINGS: Mapping[str, str] = {
     "linkset": "a linkset (RFC 9264) announced with rel=linkset",
     "legacy-meta": "an old-style rel=meta link (1997 draft)",
     "embedded-script": "JSON-LD embedded in the landing page",
+    "rendered": "JSON-LD inserted by the page's scripts (read from the page rendered in a browser)",
     "html-link": "a describedby link element in the page head",
     "content-negotiation": "JSON-LD by content negotiation, nothing announced",
     "html-meta": "Dublin Core / Highwire meta tags only (last resort)",

@@ -11,7 +11,13 @@ import secrets
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-from cdif_harvester.contracts import RESOLUTION_OPTIONS, SITEMAP_QUEUE, SitemapJob, encode
+from cdif_harvester.contracts import (
+    RENDER_MODES,
+    RESOLUTION_OPTIONS,
+    SITEMAP_QUEUE,
+    SitemapJob,
+    encode,
+)
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import source_of
 from cdif_harvester.model import RunStatus
@@ -58,6 +64,9 @@ def check_options(options: Mapping[str, str] | None) -> dict[str, str]:
     value = checked.get("format_parameter")
     if value is not None and not _FORMAT_PARAMETER.match(value):
         raise InvalidOptions(f"format_parameter must look like name=value, got {value!r}")
+    render = checked.get("render")
+    if render is not None and render not in RENDER_MODES:
+        raise InvalidOptions(f"render must be one of {list(RENDER_MODES)}, got {render!r}")
     return checked
 
 

@@ -3,12 +3,14 @@
 Every way CDIF and FAIR Signposting let a URL lead to its metadata is tried, cheapest and most
 authoritative first, and the way that worked is recorded as the job's ``pattern``
 (``format-parameter``, ``signmap``, ``content-type``, ``item-list``, ``http-link``, ``linkset``,
-``legacy-meta``, ``embedded-script``, ``html-link``, ``content-negotiation``, ``html-meta``).
+``legacy-meta``, ``embedded-script``, ``html-link``, ``content-negotiation``, ``html-meta``, and
+``rendered`` when a source or run asks for pages to be rendered in a browser).
 This stage fetches; :mod:`cdif_harvester.domain.resolution.rules` decides.
 
 See docs/decisions/0019-where-the-resolver-looks.md, docs/decisions/0020-anti-spoofing.md and
 docs/decisions/0056-cut-bodies-and-advisory-claims.md (bodies over their cap, advisory claims)
-and docs/decisions/0065-link-identity-and-authority.md (every link read kept, conflicts).
+and docs/decisions/0065-link-identity-and-authority.md (every link read kept, conflicts),
+docs/decisions/0075-rendering-pages-in-a-browser.md (rendered pages).
 """
 
 from __future__ import annotations
@@ -187,7 +189,12 @@ class _Resolver:
                 return self._hand_on(pattern, found)
         head: HtmlHead | None = None
         cut = page.response.truncated
-        if page.body_read and (page.media.type in HTML_MEDIA_TYPES or not page.media.type):
+        is_html = page.body_read and (page.media.type in HTML_MEDIA_TYPES or not page.media.type)
+        if is_html and self._render_mode() == "always":
+            found = self._rendered(page)
+            if found:
+                return self._hand_on("rendered", found)
+        if is_html:
             if cut:
                 self._page_cut(page)
             if self._has_embedded_dataset(page.response.body):
@@ -212,6 +219,10 @@ class _Resolver:
             found = self._html_meta(page, head)
             if found:
                 return self._hand_on("html-meta", found)
+        if is_html and self._render_mode() == "fallback":
+            found = self._rendered(page)
+            if found:
+                return self._hand_on("rendered", found)
         if self.too_large:
             raise self._too_large()
         return self._no_metadata(page)
@@ -543,6 +554,43 @@ class _Resolver:
         )
         body = json.dumps(record, indent=2, ensure_ascii=False).encode("utf-8")
         return [_Found(page.response, "html-meta", body=body, media_type="application/ld+json")]
+
+    def _render_mode(self) -> str:
+        """The run's mode when it sets one, else the source's option (``never`` by default)."""
+        return self.wiring.settings.render or self.job.options.get("render") or "never"
+
+    def _rendered(self, page: _Page) -> list[_Found]:
+        """The page rendered in a browser, when its DOM then holds a Dataset in JSON-LD."""
+        renderer = self.wiring.renderer
+        if renderer is None:
+            self.tried.append("rendering (no browser available here)")
+            return []
+        try:
+            rendered = renderer.render(self.job.url, page=page.response)
+        except PermanentError as exc:
+            self.tried.append(f"rendering ({exc.reason})")
+            self.notes.append(f"the page could not be rendered: {exc.reason}: {exc}")
+            return []
+        what = f"rendered in {rendered.seconds:.2f} s ({rendered.requests} request(s)"
+        what += f", {len(rendered.refused)} refused)" if rendered.refused else ")"
+        self.notes.append(f"{rendered.url}: {what}")
+        self.notes.extend(f"rendering refused {refusal}" for refusal in rendered.refused[:10])
+        if rendered.stopped:
+            self.notes.append(f"rendering stopped: {rendered.stopped}")
+        found = bool(rendered.html) and self._has_embedded_dataset(rendered.html)
+        # The step is named for what it did (the last "embedded script" entry is this one's).
+        self.tried.append(f"rendering ({rendered.stopped})" if rendered.stopped else "rendering")
+        if not found:
+            return []
+        response = FetchResponse(
+            url=rendered.url,
+            status=page.response.status,
+            headers=(("content-type", "text/html; charset=utf-8"),),
+            body=rendered.html,
+            redirects=page.response.redirects,
+            elapsed=rendered.seconds,
+        )
+        return [_Found(response, "rendered", warnings=[f"rendered: {what}"])]
 
     # ---------------------------------------------------------------------------- spoofing
 

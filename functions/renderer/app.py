@@ -1,0 +1,32 @@
+"""Renderer Lambda handler (a container image with Chromium): URL jobs of the sources that opt
+in to rendering, resolved with a browser at hand.
+
+See docs/decisions/0075-rendering-pages-in-a-browser.md.
+"""
+
+from dataclasses import replace
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from cdif_harvester.adapters.render import ChromiumRenderer
+from cdif_harvester.aws_runtime import handle_sqs_batch, logger, metrics, tracer
+from cdif_harvester.contracts import UrlJob
+from cdif_harvester.stages.resolve import resolve_url
+from cdif_harvester.wiring import Wiring
+
+# One browser per execution environment, started at its first page and kept warm.
+_RENDERERS: dict[int, ChromiumRenderer] = {}
+
+
+def _resolve(wiring: Wiring, job: UrlJob) -> Any:
+    renderer = _RENDERERS.setdefault(id(wiring.fetcher), ChromiumRenderer(wiring.fetcher))
+    return resolve_url(replace(wiring, renderer=renderer), job)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Process the batch; failed records are returned for SQS to redeliver."""
+    return handle_sqs_batch(event, context, UrlJob, _resolve)
