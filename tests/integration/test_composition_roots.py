@@ -124,7 +124,10 @@ def test_both_roots_fill_the_same_ports(stack: ProvisionedStack, tmp_path: Path)
     finally:
         local.close()
 
-    assert on_aws == on_one_machine
+    # The one difference: a page is rendered in process locally, while on AWS rendering is the
+    # renderer function's, fed by its own queue (docs/decisions/0075), so no renderer is wired.
+    assert on_one_machine - on_aws == {"renderer"}
+    assert on_aws <= on_one_machine
     assert on_aws >= PORTS
 
 

@@ -52,6 +52,7 @@ test keeps this tree complete::
                 UnknownSource (stages.sources): permanent; no source under that id
                 SourceBusy (stages.sources): permanent; the source has a run under way
                 HostNotAllowed (stages.sources): permanent; a URL on a host the source does not list
+                BrowserUnavailable (adapters.render): permanent; no Chromium found or started
         ApiError (api.errors): permanent; the intake API refuses a request (400)
             Unauthenticated (api.errors): permanent; no API key identity (401)
             Forbidden (api.errors): permanent; the key may not do this (403)
