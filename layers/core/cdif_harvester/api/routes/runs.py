@@ -9,9 +9,10 @@
 A page links the next one (``Link: <...>; rel="next"``) as well as naming its ``next_cursor``.
 """
 
+from collections.abc import Iterable
 from http import HTTPStatus
 from itertools import islice
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
@@ -61,6 +62,17 @@ def _run_view(ctx: RouteContext, run: RunStatus) -> dict[str, object]:
     view = run_to_dict(run)
     view["report"] = ctx.link("runs", run.run_id, "report") if run.report_key else None
     return view
+
+
+T = TypeVar("T")
+
+
+def _offset_page(items: Iterable[T], start: int, limit: int) -> tuple[list[T], bool, str | None]:
+    """The page of ``items`` from ``start``: at most ``limit`` of them, whether more follow
+    (one more is read to know, without counting them all), and the next page's cursor."""
+    page = list(islice(items, start, start + limit + 1))
+    truncated = len(page) > limit
+    return page[:limit], truncated, str(start + limit) if truncated else None
 
 
 def router(ctx: RouteContext) -> APIGatewayRouter:
@@ -124,11 +136,7 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
             for item in ctx.wiring().catalog.outcomes(run.run_id)
             if outcome is None or item.outcome is outcome
         )
-        # One more than the page: whether another page follows, without counting them all.
-        page = list(islice(kept, start, start + limit + 1))
-        truncated = len(page) > limit
-        page = page[:limit]
-        next_cursor = str(start + limit) if truncated else None
+        page, truncated, next_cursor = _offset_page(kept, start, limit)
         return json_response(
             HTTPStatus.OK,
             {
@@ -163,11 +171,8 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         source = ctx.registered(source_id)
         require_source_access(ctx.caller(), source, "listing this source's runs")
         start = int(cursor or 0)
-        # One more than the page: whether older runs follow, without counting them all.
-        runs = ctx.wiring().catalog.runs(source_id, limit=start + limit + 1)[start:]
-        truncated = len(runs) > limit
-        page = runs[:limit]
-        next_cursor = str(start + limit) if truncated else None
+        runs = ctx.wiring().catalog.runs(source_id, limit=start + limit + 1)
+        page, truncated, next_cursor = _offset_page(runs, start, limit)
         return json_response(
             HTTPStatus.OK,
             {
