@@ -10,20 +10,15 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cdif_harvester.adapters.render import ChromiumRenderer
-from cdif_harvester.aws_runtime import handle_sqs_batch, logger, metrics, tracer
+from cdif_harvester.aws_runtime import browser, handle_sqs_batch, logger, metrics, tracer
 from cdif_harvester.contracts import RENDER_QUEUE, UrlJob
 from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.wiring import Wiring
 
-# One browser per execution environment, started at its first page and kept warm.
-_RENDERERS: dict[int, ChromiumRenderer] = {}
-
 
 def _resolve(wiring: Wiring, job: UrlJob) -> Any:
     # With a browser wired in, the resolver renders itself: the job is never handed on again.
-    renderer = _RENDERERS.setdefault(id(wiring.fetcher), ChromiumRenderer(wiring.fetcher))
-    return resolve_url(replace(wiring, renderer=renderer), job)
+    return resolve_url(replace(wiring, renderer=browser()), job)
 
 
 @logger.inject_lambda_context(clear_state=True)

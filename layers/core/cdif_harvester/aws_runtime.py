@@ -63,9 +63,12 @@ from cdif_harvester.wiring import Wiring
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
+    from cdif_harvester.adapters.render import ChromiumRenderer
+
 __all__ = [
     "AwsConfig",
     "ConfigError",
+    "browser",
     "handle_s3_notifications",
     "handle_sqs_batch",
     "logger",
@@ -300,6 +303,19 @@ def wiring() -> Wiring:
         origin, settings.crawl_delay_of(policy)
     )
     return bundle
+
+
+@cache
+def browser() -> ChromiumRenderer:
+    """The browser of the renderer function (built once per execution environment; Chromium
+    starts at the first page and stays warm), answering its requests through
+    :func:`wiring`'s fetcher under the function's address policy. Raises ConfigError."""
+    from cdif_harvester.adapters.render import ChromiumRenderer  # noqa: PLC0415
+
+    config = AwsConfig.from_env(os.environ)
+    renderer = ChromiumRenderer(wiring().fetcher, allow_loopback=config.allow_loopback)
+    _closers.append(renderer.close)
+    return renderer
 
 
 def handle_sqs_batch(
@@ -585,6 +601,7 @@ def reset() -> None:
     while _closers:
         _closers.pop()()
     wiring.cache_clear()
+    browser.cache_clear()
     _once.cache_clear()
     _idempotency_store.cache_clear()
 
