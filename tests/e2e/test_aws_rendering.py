@@ -23,8 +23,10 @@ from moto import mock_aws
 
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.adapters.render import BrowserUnavailable, chromium_path
-from cdif_harvester.contracts import DocumentJob, UrlJob, decode
+from cdif_harvester.aws_runtime import handle_sqs_batch
+from cdif_harvester.contracts import RENDER_QUEUE, DocumentJob, UrlJob, decode, encode
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.errors import Deferred
 from cdif_harvester.model import Outcome, RunState, RunStatus, Source, UrlOutcome
 from functions.renderer import app as renderer_app
 from tests.support.aws import ACCOUNT_ID, REGION, ProvisionedStack, provision, sqs_event
@@ -350,3 +352,36 @@ def test_the_renderer_runs_its_event_file(chromium: str) -> None:
         job = decode(body, DocumentJob)
         assert job.url == site.url("/datasets/north-atlantic-ctd-2021.html")
         assert job.pattern == "rendered"
+
+
+def test_a_job_the_renderer_defers_goes_back_to_the_render_queue() -> None:
+    """Politeness defers a render job (its host is busy): it waits on the render queue, not on
+    the resolver's, which would only hand it back."""
+    with stacks() as both:
+        sqs = boto3.client("sqs", region_name=REGION)
+        job = UrlJob(run_id="r", source="s", url="https://data.example.org/page")
+        sqs.send_message(QueueUrl=both.render_queue_url, MessageBody=encode(job))
+        received = sqs.receive_message(
+            QueueUrl=both.render_queue_url, AttributeNames=["All"], MessageAttributeNames=["All"]
+        )["Messages"]
+
+        def busy_host(wiring: Any, job: UrlJob) -> None:
+            raise Deferred("the host's slots are taken", delay=30)
+
+        with function_environment(both.renderer, "RendererFunction"):
+            response = handle_sqs_batch(
+                sqs_event(received, both.renderer.queue_arns["RenderQueue"]),
+                FakeLambdaContext(),
+                UrlJob,
+                busy_host,
+                queue=RENDER_QUEUE,
+            )
+
+        assert response == {"batchItemFailures": []}
+        (message,) = received
+        sqs.delete_message(QueueUrl=both.render_queue_url, ReceiptHandle=message["ReceiptHandle"])
+        delayed = sqs.get_queue_attributes(
+            QueueUrl=both.render_queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+        )["Attributes"]
+        assert delayed["ApproximateNumberOfMessagesDelayed"] == "1"
+        assert waiting(sqs, both.main.queue_urls["UrlResolverQueue"]) == []
