@@ -39,9 +39,9 @@ from cdif_harvester.adapters.local import (  # noqa: E402
 )
 from cdif_harvester.contracts import URL_QUEUE, SitemapJob  # noqa: E402
 from cdif_harvester.model import FetchResponse  # noqa: E402
-from cdif_harvester.stages import Wiring  # noqa: E402
 from cdif_harvester.stages.expand import ExpansionResult, expand_sitemap  # noqa: E402
 from cdif_harvester.stages.runs import begin_run  # noqa: E402
+from cdif_harvester.wiring import Wiring  # noqa: E402
 
 
 class MemoryFetcher:
@@ -57,6 +57,7 @@ class MemoryFetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         max_bytes: int | None = None,
+        truncate: bool = False,
     ) -> FetchResponse:
         if url == self.url:
             return FetchResponse(url, 200, (("content-type", "application/xml"),), self.body)
