@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
+from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJobEncoder, encode
 from cdif_harvester.domain.discovery.entry import (
     ROBOTS,
     SITEMAP_STATUSES,
@@ -386,23 +386,50 @@ def _emit_in_parts(wiring: Wiring, job: SitemapJob, stream: SitemapStream) -> Ex
 def _write_part(
     wiring: Wiring, job: SitemapJob, index: int, entries: list[SitemapEntry], *, last: bool
 ) -> None:
-    part = {
-        "sitemap": job.url,
-        "entries": [
-            {
-                "loc": e.loc,
-                "lastmod": e.lastmod,
-                "links": [_part_link(link, e.loc) for link in e.links],
-            }
-            for e in entries
-        ],
-        "next": None if last else sitemap_part_key(job.run_id, job.url, index + 1),
-    }
+    following = None if last else sitemap_part_key(job.run_id, job.url, index + 1)
     wiring.store.put(
         sitemap_part_key(job.run_id, job.url, index),
-        json.dumps(part, separators=(",", ":")).encode("utf-8"),
+        _part_text(job.url, entries, following).encode("utf-8"),
         content_type="application/json",
     )
+
+
+def _part_text(sitemap: str, entries: list[SitemapEntry], following: str | None) -> str:
+    """A stored part: the text ``json.dumps`` gives (compact separators, ASCII) for
+    ``{"sitemap", "entries": [{"loc", "lastmod", "links"}], "next"}``, each link as
+    :func:`_part_link` keeps it, written piece by piece.
+
+    A large Signmap's parts hold hundreds of thousands of short links whose relation, type and
+    profile repeat: each of those triples is written once, and a link costs the encoding of its
+    ``href``. Building the dictionaries and lists for ``json.dumps`` took longer than the rest
+    of the expander but the parse (docs/decisions/0084-expander-speed.md).
+    """
+    string = json.encoder.encode_basestring_ascii
+    tails: dict[tuple[str, str | None, str | None], str] = {}  # ``,rel,type,profile]``
+    items: list[str] = []
+    for entry in entries:
+        loc = entry.loc
+        links: list[str] = []
+        for link in entry.links:
+            if (
+                link.found_in == "signmap"
+                and link.anchor == loc
+                and link.title is None
+                and link.hreflang is None
+                and link.scheme is None
+                and not link.reverse
+            ):  # (the short form: see _part_link)
+                kind = (link.rel, link.type, link.profile)
+                tail = tails.get(kind)
+                if tail is None:
+                    tail = tails[kind] = json.dumps(list(kind), separators=(",", ":"))[1:]
+                links.append(f"[{string(link.href)},{tail}")
+            else:
+                links.append(json.dumps(_part_link(link, loc), separators=(",", ":")))
+        lastmod = "null" if entry.lastmod is None else string(entry.lastmod)
+        items.append(f'{{"loc":{string(loc)},"lastmod":{lastmod},"links":[{",".join(links)}]}}')
+    following_text = "null" if following is None else string(following)
+    return f'{{"sitemap":{string(sitemap)},"entries":[{",".join(items)}],"next":{following_text}}}'
 
 
 def _part_link(link: TypedLink, loc: str) -> list[str | None] | dict[str, Any]:
@@ -476,7 +503,7 @@ def _emit_urls(
     disallowed = 0
     seen: set[str] = set()
     refused: list[UrlOutcome] = []
-    allowed: list[tuple[SitemapEntry, RobotsPolicy]] = []
+    allowed: list[tuple[SitemapEntry, RobotsPolicy, str]] = []
     robots = _RobotsLookup(wiring, job)
     for listed in entries:
         entry = listed
@@ -498,20 +525,20 @@ def _emit_urls(
         if not isinstance(policy, RobotsPolicy):
             refused.append(_robots_failure(wiring, job, url, origin, policy))
             continue
-        refusal = _refusal(wiring, job, url, policy)
+        refusal = _refusal(wiring, job, url, policy, home=robots.home, origin=origin)
         if refusal is not None:
             disallowed += 1
             refused.append(_outcome(wiring, job, url, Outcome.DISALLOWED, refusal))
             continue
-        allowed.append((entry, policy))
+        allowed.append((entry, policy, origin))
     record_outcomes(wiring, refused)
     # A URL another sitemap of the run already handed on is not sent again.
-    to_send = enter_urls(wiring, job, [entry.loc for entry, _ in allowed])
-    handed = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
+    to_send = enter_urls(wiring, job, [entry.loc for entry, _, _ in allowed])
+    handed = [item for item in allowed if item[0].loc in to_send]
     # Normalised once: compared with the held lastmod, then carried on the URL job.
-    lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _ in handed}
+    lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _, _ in handed}
     unchanged = _unchanged_by_lastmod(wiring, job, lastmods)
-    jobs = [(entry, policy) for entry, policy in handed if entry.loc not in unchanged]
+    jobs = [item for item in handed if item[0].loc not in unchanged]
     _send_urls(wiring, job, jobs, lastmods)
     record_outcomes(wiring, list(unchanged.values()))
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
@@ -633,43 +660,39 @@ def _unchanged_by_lastmod(
 def _send_urls(
     wiring: Wiring,
     job: SitemapJob,
-    entries: list[tuple[SitemapEntry, RobotsPolicy]],
+    entries: list[tuple[SitemapEntry, RobotsPolicy, str]],
     lastmods: dict[str, str | None],
 ) -> None:
-    """Send one URL job per entry, a host's jobs spaced by its (capped) Crawl-delay or the
-    source's own crawl delay, whichever is longer."""
+    """Send one URL job per entry (with its host's policy and canonical origin), a host's jobs
+    spaced by its (capped) Crawl-delay or the source's own crawl delay, whichever is longer."""
     bodies: list[str] = []
     delays: list[int] = []
     per_origin: Counter[str] = Counter()
     own_delay = job.crawl_delay or 0.0
-    for entry, policy in entries:
-        origin = origin_of(entry.loc)
+    # Every job of this sitemap shares all but its URL, lastmod and links: written once.
+    encoder = UrlJobEncoder(
+        run_id=job.run_id,
+        source=job.source,
+        sitemap=job.url,
+        cdif_agent=job.cdif_agent,
+        options=job.options,
+        requests_per_host=job.requests_per_host,
+        crawl_delay=job.crawl_delay,
+    )
+    for entry, policy, origin in entries:
         delay = max(wiring.settings.crawl_delay_of(policy), own_delay)
         delays.append(int(per_origin[origin] * delay))
         per_origin[origin] += 1
-        bodies.append(
-            encode(
-                UrlJob(
-                    run_id=job.run_id,
-                    source=job.source,
-                    url=entry.loc,
-                    sitemap=job.url,
-                    lastmod=lastmods[entry.loc],
-                    cdif_agent=job.cdif_agent,
-                    links=entry.links,
-                    options=job.options,
-                    requests_per_host=job.requests_per_host,
-                    crawl_delay=job.crawl_delay,
-                )
-            )
-        )
+        bodies.append(encoder.encode(entry.loc, lastmods[entry.loc], entry.links))
     wiring.queue.send(URL_QUEUE, bodies, delays=delays if any(delays) else None)
 
 
-def _refusal(wiring: Wiring, job: SitemapJob, url: str, policy: RobotsPolicy) -> str | None:
-    """Why ``url`` may not be harvested from this sitemap, or None when it may."""
+def _refusal(
+    wiring: Wiring, job: SitemapJob, url: str, policy: RobotsPolicy, *, home: str, origin: str
+) -> str | None:
+    """Why the canonical ``url`` (of canonical ``origin``) may not be harvested from this
+    sitemap (of canonical origin ``home``), or None when it may."""
     settings = wiring.settings
-    home, origin = _origin(job.url), _origin(url)
     if origin != home and not (
         _canonical_set((job.url, *job.ancestors)) & _canonical_set(policy.sitemaps)
     ):
