@@ -43,6 +43,7 @@ from cdif_harvester.domain.discovery.robots import (
     parse_robots,
 )
 from cdif_harvester.domain.discovery.sitemap import (
+    CompactEntry,
     SitemapEntry,
     SitemapError,
     SitemapStream,
@@ -144,6 +145,7 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
             url=response.url,
             max_urls=settings.max_sitemap_urls,
             max_bytes=settings.max_sitemap_bytes,
+            compact=True,  # (most entries go to stored parts as they are: see _emit_in_parts)
         )
         if found is None:
             # Not a sitemap: the entry is a URL to resolve, exactly as if a sitemap listed it
@@ -156,6 +158,7 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
             sitemap_url=response.url,
             max_urls=settings.max_sitemap_urls,
             max_bytes=settings.max_sitemap_bytes,
+            compact=True,
         )
     for note in stream.notes:  # read leniently (a broken XML declaration): said, not failed
         logger.warning("sitemap %s of run %s: %s", job.url, job.run_id, note)
@@ -347,18 +350,21 @@ def _send_sitemaps(wiring: Wiring, job: SitemapJob, jobs: list[SitemapJob], *, w
         wiring.queue.send(SITEMAP_QUEUE, [encode(item) for item in jobs])
 
 
-def _emit_in_parts(wiring: Wiring, job: SitemapJob, stream: SitemapStream) -> ExpansionResult:
+def _emit_in_parts(
+    wiring: Wiring, job: SitemapJob, stream: SitemapStream[CompactEntry]
+) -> ExpansionResult:
     """Hand on the first part of the sitemap now; write the others out for follow-up jobs.
 
     Parts are written as the stream is read, each once the next entry proves it is not the
     last, so at most three parts are held at a time, whatever the size of the sitemap. The
     first part's URL jobs go out only once the whole document has been read: a sitemap that
-    turns out too large is refused whole.
+    turns out too large is refused whole. Entries are read compact: those of the stored parts
+    are written as read, only the first part's are made :class:`SitemapEntry` values.
     """
     size = wiring.settings.max_urls_per_job
-    first: list[SitemapEntry] = []
-    done: list[SitemapEntry] | None = None  # a full part, written once another entry comes
-    current: list[SitemapEntry] = []
+    first: list[CompactEntry] = []
+    done: list[CompactEntry] | None = None  # a full part, written once another entry comes
+    current: list[CompactEntry] = []
     written = 0
     for entry in stream:
         if len(first) < size:
@@ -375,7 +381,7 @@ def _emit_in_parts(wiring: Wiring, job: SitemapJob, stream: SitemapStream) -> Ex
     if tail:
         written += 1
         _write_part(wiring, job, written, tail, last=True)
-    result = _emit_urls(wiring, job, first)
+    result = _emit_urls(wiring, job, [entry.entry() for entry in first])
     if not written:
         return result
     follow_up = replace(job, offset=len(first), body_key=sitemap_part_key(job.run_id, job.url, 1))
@@ -384,7 +390,7 @@ def _emit_in_parts(wiring: Wiring, job: SitemapJob, stream: SitemapStream) -> Ex
 
 
 def _write_part(
-    wiring: Wiring, job: SitemapJob, index: int, entries: list[SitemapEntry], *, last: bool
+    wiring: Wiring, job: SitemapJob, index: int, entries: list[CompactEntry], *, last: bool
 ) -> None:
     following = None if last else sitemap_part_key(job.run_id, job.url, index + 1)
     wiring.store.put(
@@ -394,38 +400,32 @@ def _write_part(
     )
 
 
-def _part_text(sitemap: str, entries: list[SitemapEntry], following: str | None) -> str:
+def _part_text(sitemap: str, entries: list[CompactEntry], following: str | None) -> str:
     """A stored part: the text ``json.dumps`` gives (compact separators, ASCII) for
     ``{"sitemap", "entries": [{"loc", "lastmod", "links"}], "next"}``, each link as
     :func:`_part_link` keeps it, written piece by piece.
 
-    A large Signmap's parts hold hundreds of thousands of short links whose relation, type and
-    profile repeat: each of those triples is written once, and a link costs the encoding of its
-    ``href``. Building the dictionaries and lists for ``json.dumps`` took longer than the rest
-    of the expander but the parse (docs/decisions/0084-expander-speed.md).
+    A large Signmap's parts hold hundreds of thousands of links, read as rows whose relation,
+    type and profile repeat: each of those triples is written once, and a link costs the
+    encoding of its ``href``. Building links, dictionaries and lists for ``json.dumps`` took
+    longer than all the rest of the expander but the parse
+    (docs/decisions/0084-expander-speed.md).
     """
     string = json.encoder.encode_basestring_ascii
-    tails: dict[tuple[str, str | None, str | None], str] = {}  # ``,rel,type,profile]``
+    tails: dict[tuple[str | None, ...], str] = {}  # (rel, type, profile) -> `,rel,type,profile]`
     items: list[str] = []
     for entry in entries:
         loc = entry.loc
         links: list[str] = []
         for link in entry.links:
-            if (
-                link.found_in == "signmap"
-                and link.anchor == loc
-                and link.title is None
-                and link.hreflang is None
-                and link.scheme is None
-                and not link.reverse
-            ):  # (the short form: see _part_link)
-                kind = (link.rel, link.type, link.profile)
-                tail = tails.get(kind)
-                if tail is None:
-                    tail = tails[kind] = json.dumps(list(kind), separators=(",", ":"))[1:]
-                links.append(f"[{string(link.href)},{tail}")
-            else:
+            if isinstance(link, TypedLink):
                 links.append(json.dumps(_part_link(link, loc), separators=(",", ":")))
+                continue
+            kind = link[1:]
+            tail = tails.get(kind)
+            if tail is None:
+                tail = tails[kind] = json.dumps(kind, separators=(",", ":"))[1:]
+            links.append(f"[{string(link[0])},{tail}")
         lastmod = "null" if entry.lastmod is None else string(entry.lastmod)
         items.append(f'{{"loc":{string(loc)},"lastmod":{lastmod},"links":[{",".join(links)}]}}')
     following_text = "null" if following is None else string(following)
@@ -716,7 +716,7 @@ def _path_of(url: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def _record_partial(wiring: Wiring, job: SitemapJob, parsed: SitemapStream) -> None:
+def _record_partial(wiring: Wiring, job: SitemapJob, parsed: SitemapStream[CompactEntry]) -> None:
     """A sitemap that broke part-way or went over the limit is recorded as failed, with how
     many of its URLs were still handed on."""
     if parsed.error is None and parsed.limit_hit is None:

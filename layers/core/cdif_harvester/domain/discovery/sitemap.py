@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -38,6 +38,8 @@ __all__ = [
     "MAX_SITEMAP_URLS",
     "RS_NAMESPACE",
     "SITEMAP_NAMESPACE",
+    "CompactEntry",
+    "LinkRow",
     "ParsedSitemap",
     "SitemapEntry",
     "SitemapError",
@@ -108,6 +110,43 @@ class SitemapEntry:
     links: tuple[TypedLink, ...] = ()
 
 
+# A Signmap link as :class:`CompactEntry` keeps it: ``(href, rel, type, profile)``.
+LinkRow = tuple[str, str, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class CompactEntry:
+    """An entry as :func:`iter_sitemap` gives it with ``compact=True``: each Signmap link a
+    :data:`LinkRow`, which stands for the :class:`~cdif_harvester.model.TypedLink` with those
+    fields, ``anchor`` = ``loc`` and ``found_in="signmap"`` (any other link is kept as it is).
+    For a reader that hands most entries on without reading their links: the expander stores
+    them in parts as such rows (docs/decisions/0084-expander-speed.md)."""
+
+    loc: str
+    lastmod: str | None
+    links: tuple[LinkRow | TypedLink, ...] = ()
+
+    def entry(self) -> SitemapEntry:
+        """The :class:`SitemapEntry` this stands for (what ``compact=False`` gives)."""
+        loc = self.loc
+        return SitemapEntry(
+            loc=loc,
+            lastmod=self.lastmod,
+            links=tuple(
+                link
+                if isinstance(link, TypedLink)
+                else TypedLink(
+                    link[0], link[1], type=link[2], profile=link[3], anchor=loc, found_in="signmap"
+                )
+                for link in self.links
+            ),
+        )
+
+
+_Entry = TypeVar("_Entry", SitemapEntry, CompactEntry)
+_AnyEntry = SitemapEntry | CompactEntry  # what the readers give (see iter_sitemap)
+
+
 @dataclass(frozen=True)
 class ParsedSitemap:
     """A sitemap read into values.
@@ -153,8 +192,10 @@ def parse_sitemap(
 
 @dataclass
 class _Status:
-    """What a reader learns as it goes: the kind first, the count, and how it ended."""
+    """What a reader is asked (whether its entries are compact) and learns as it goes: the
+    kind first, the count, and how it ended."""
 
+    compact: bool = False
     kind: str = ""
     count: int = 0
     error: str | None = None
@@ -162,19 +203,19 @@ class _Status:
     notes: tuple[str, ...] = ()
 
 
-class SitemapStream:
+class SitemapStream(Generic[_Entry]):
     """The entries of one sitemap, read one at a time (see :func:`iter_sitemap`).
 
     ``kind`` is known from the start; ``count``, ``error`` and ``limit_hit`` are final once the
     iteration has ended. Iterate once.
     """
 
-    def __init__(self, entries: Iterator[SitemapEntry], status: _Status) -> None:
+    def __init__(self, entries: Iterator[_Entry], status: _Status) -> None:
         self._status = status
         # Read up to the first entry now, so that the kind is known and a document that is not
         # a sitemap at all fails here rather than in the middle of the caller's loop.
-        self._first = next(entries, None)
-        self._entries = entries
+        self._first: _Entry | None = next(entries, None)
+        self._entries: Iterator[_Entry] = entries
 
     @property
     def kind(self) -> str:
@@ -201,7 +242,7 @@ class SitemapStream:
         """``max-urls`` when the document had more entries than allowed."""
         return self._status.limit_hit
 
-    def __iter__(self) -> Iterator[SitemapEntry]:
+    def __iter__(self) -> Iterator[_Entry]:
         # Tens of thousands of entries and links are small objects without cycles that the
         # cyclic collector would scan over and over while they pile up (a sixth of the time on
         # a large Signmap); it waits until the iteration ends (or the iterator is dropped,
@@ -219,14 +260,38 @@ class SitemapStream:
                 gc.enable()
 
 
+@overload
+def iter_sitemap(
+    body: bytes,
+    *,
+    sitemap_url: str,
+    max_urls: int = ...,
+    max_bytes: int = ...,
+    compact: Literal[False] = False,
+) -> SitemapStream[SitemapEntry]: ...
+
+
+@overload
+def iter_sitemap(
+    body: bytes,
+    *,
+    sitemap_url: str,
+    max_urls: int = ...,
+    max_bytes: int = ...,
+    compact: Literal[True],
+) -> SitemapStream[CompactEntry]: ...
+
+
 def iter_sitemap(
     body: bytes,
     *,
     sitemap_url: str,
     max_urls: int = MAX_SITEMAP_URLS,
     max_bytes: int = MAX_SITEMAP_BYTES,
-) -> SitemapStream:
-    """Read a sitemap like :func:`parse_sitemap`, giving its entries one at a time.
+    compact: bool = False,
+) -> SitemapStream[SitemapEntry] | SitemapStream[CompactEntry]:
+    """Read a sitemap like :func:`parse_sitemap`, giving its entries one at a time; with
+    ``compact``, as :class:`CompactEntry` values (the same entries, Signmap links as rows).
 
     Memory stays flat whatever the number of entries: a caller that hands entries on as they
     come (the expander writes them out in parts) never holds them all. Raises
@@ -234,18 +299,32 @@ def iter_sitemap(
     iteration when it proves too large (the rest of a gzip stream is always inflated, and
     dropped, so that being too large is reported before the iteration ends).
     """
-    status = _Status()
-    return SitemapStream(
-        _entries(
-            body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes, status=status
-        ),
-        status,
+    status = _Status(compact=compact)
+    entries = _entries(
+        body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes, status=status
     )
+    if compact:
+        return SitemapStream(map(_compact, entries), status)
+    return SitemapStream(map(_typed, entries), status)
+
+
+def _compact(entry: SitemapEntry | CompactEntry) -> CompactEntry:
+    """``entry`` as a :class:`CompactEntry`: the readers of ``<url>`` give one in a compact
+    stream; the others (feeds, text) give a :class:`SitemapEntry`, whose links, if any, are
+    kept whole."""
+    if type(entry) is CompactEntry:
+        return entry
+    return CompactEntry(entry.loc, entry.lastmod, entry.links)
+
+
+def _typed(entry: SitemapEntry | CompactEntry) -> SitemapEntry:
+    """``entry`` as a :class:`SitemapEntry` (which every reader gives outside a compact stream)."""
+    return entry.entry() if isinstance(entry, CompactEntry) else entry
 
 
 def _entries(
     body: bytes, *, sitemap_url: str, max_urls: int, max_bytes: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     if not body.startswith(_GZIP_MAGIC):
         if len(body) > max_bytes:
             raise SitemapError(
@@ -320,7 +399,7 @@ def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
 
 def _parse_data(
     data: bytes, *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Read a whole document: XML or text."""
     data = data.removeprefix(_UTF8_BOM)
     start = data.lstrip()
@@ -336,7 +415,7 @@ def _parse_data(
 
 def _parse_stream(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Read a document that arrives in ``chunks`` exactly as :func:`_parse_data` reads it
     whole, holding no more of it than the prolog scan needs: XML goes to the parser as it
     arrives; text, and documents shorter than the scan, are read whole."""
@@ -485,7 +564,7 @@ def _find_root(chunks: Iterator[bytes], seen: list[bytes]) -> Any:
 
 def _parse_xml(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Read XML, fed in ``chunks``: only the root element, an RSS channel and the entries
     reach Python (a lookahead parse meets the root first, to know what the entries are
     called); everything else stays in libxml2 and is dropped chunk by chunk (flat memory)."""
@@ -503,7 +582,7 @@ def _parse_xml(
     del first
     parser = _pull_parser(("start", "end"), tags)
     events = parser.read_events()
-    memo = _Memo()
+    memo = _Memo(compact=status.compact)
     root: Any = None
     container: Any = None
     failure: Exception | None = None
@@ -583,12 +662,12 @@ def _tags(kind: str, root_tag: str) -> tuple[tuple[str, ...], str | None, str, s
 
 def _parse_xml_generic(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Every element through Python, as this module read XML before: for documents that break
     or end before their root element is met."""
     kind: str | None = None
     entry_tag = loc_tag = lastmod_tag = ""
-    memo = _Memo()
+    memo = _Memo(compact=status.compact)
     depth = 0
     try:
         for event, element in _iterparse(chunks):
@@ -672,7 +751,7 @@ def _root_kind(root: Any) -> str:
 
 def _read_entry(
     element: Any, loc_tag: str, lastmod_tag: str, base: str, memo: _Memo
-) -> SitemapEntry | None:
+) -> SitemapEntry | CompactEntry | None:
     loc: str | None = None
     lastmod: str | None = None
     link_elements: list[Any] | None = None
@@ -697,7 +776,15 @@ def _read_entry(
             lastmod = (child.text or "").strip() or None
     if loc is None:
         return None
-    entry = _new_entry(SitemapEntry)  # (filled like the links: see _read_links)
+    if memo.compact:
+        compact = _new_entry(CompactEntry)  # (filled like the links: see _read_links)
+        compact.__dict__.update(
+            loc=loc,
+            lastmod=lastmod,
+            links=_read_link_rows(link_elements, base, memo) if link_elements else (),
+        )
+        return compact
+    entry = _new_entry(SitemapEntry)
     entry.__dict__.update(
         loc=loc,
         lastmod=lastmod,
@@ -808,17 +895,46 @@ def _read_links(
     return tuple(links)
 
 
+def _read_link_rows(link_elements: list[Any], base: str, memo: _Memo) -> tuple[LinkRow, ...]:
+    """The links :func:`_read_links` reads, as :data:`LinkRow` values."""
+    rows: list[LinkRow] = []
+    append = rows.append
+    kinds = memo.rows
+    for ln in link_elements:
+        get = ln.get
+        href = get("href")
+        if href is None:
+            continue
+        if not _is_plain_absolute(href):
+            href = _clean_url(href, base)
+            if href is None:
+                continue
+        key = (get("rel"), get("type"), get("profile"))
+        fields = kinds.get(key)
+        if fields is None:
+            fields = memo.read_rows(key)
+        for rel, media_type, profile in fields:
+            append((href, rel, media_type, profile))
+    return tuple(rows)
+
+
 class _Memo:
     """What the ``rel``, ``type`` and ``profile`` of an ``<rs:ln>`` mean: the same few
     combinations repeat all through a sitemap, so each is worked out once, and equal values
     share one string (a few hundred bytes less per link)."""
 
-    __slots__ = ("kinds", "_strings")
+    __slots__ = ("compact", "kinds", "rows", "_strings")
 
-    def __init__(self) -> None:
+    def __init__(self, *, compact: bool = False) -> None:
+        self.compact = compact  # whether entries are CompactEntry values
         # (rel, type, profile) as written -> the fields of each link it gives but href, anchor.
         self.kinds: dict[tuple[str | None, str | None, str | None], tuple[dict[str, Any], ...]]
         self.kinds = {}
+        # The same, as (rel, type, profile) of each link it gives (for LinkRow values).
+        self.rows: dict[
+            tuple[str | None, str | None, str | None],
+            tuple[tuple[str, str | None, str | None], ...],
+        ] = {}
         self._strings: dict[str, str] = {}
 
     def read_kind(
@@ -840,6 +956,15 @@ class _Memo:
         if len(self.kinds) < _MEMO_SIZE:
             self.kinds[key] = kind
         return kind
+
+    def read_rows(
+        self, key: tuple[str | None, str | None, str | None]
+    ) -> tuple[tuple[str, str | None, str | None], ...]:
+        """:meth:`read_kind` as the (rel, type, profile) of each link."""
+        rows = tuple((f["rel"], f["type"], f["profile"]) for f in self.read_kind(key))
+        if len(self.rows) < _MEMO_SIZE:
+            self.rows[key] = rows
+        return rows
 
     def _value(self, raw: str | None) -> str | None:
         value = (raw or "").strip()
