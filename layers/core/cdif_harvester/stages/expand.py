@@ -44,6 +44,7 @@ from cdif_harvester.domain.discovery.robots import (
 )
 from cdif_harvester.domain.discovery.sitemap import (
     CompactEntry,
+    LinkRow,
     SitemapEntry,
     SitemapError,
     SitemapStream,
@@ -392,44 +393,33 @@ def _emit_in_parts(
 def _write_part(
     wiring: Wiring, job: SitemapJob, index: int, entries: list[CompactEntry], *, last: bool
 ) -> None:
-    following = None if last else sitemap_part_key(job.run_id, job.url, index + 1)
+    part = {
+        "sitemap": job.url,
+        "entries": [
+            {"loc": e.loc, "lastmod": e.lastmod, "links": _part_links(e.links, e.loc)}
+            for e in entries
+        ],
+        "next": None if last else sitemap_part_key(job.run_id, job.url, index + 1),
+    }
     wiring.store.put(
         sitemap_part_key(job.run_id, job.url, index),
-        _part_text(job.url, entries, following).encode("utf-8"),
+        json.dumps(part, separators=(",", ":")).encode("utf-8"),
         content_type="application/json",
     )
 
 
-def _part_text(sitemap: str, entries: list[CompactEntry], following: str | None) -> str:
-    """A stored part: the text ``json.dumps`` gives (compact separators, ASCII) for
-    ``{"sitemap", "entries": [{"loc", "lastmod", "links"}], "next"}``, each link as
-    :func:`_part_link` keeps it, written piece by piece.
-
-    A large Signmap's parts hold hundreds of thousands of links, read as rows whose relation,
-    type and profile repeat: each of those triples is written once, and a link costs the
-    encoding of its ``href``. Building links, dictionaries and lists for ``json.dumps`` took
-    longer than all the rest of the expander but the parse
-    (docs/decisions/0084-expander-speed.md).
-    """
-    string = json.encoder.encode_basestring_ascii
-    tails: dict[tuple[str | None, ...], str] = {}  # (rel, type, profile) -> `,rel,type,profile]`
-    items: list[str] = []
-    for entry in entries:
-        loc = entry.loc
-        links: list[str] = []
-        for link in entry.links:
-            if isinstance(link, TypedLink):
-                links.append(json.dumps(_part_link(link, loc), separators=(",", ":")))
-                continue
-            kind = link[1:]
-            tail = tails.get(kind)
-            if tail is None:
-                tail = tails[kind] = json.dumps(kind, separators=(",", ":"))[1:]
-            links.append(f"[{string(link[0])},{tail}")
-        lastmod = "null" if entry.lastmod is None else string(entry.lastmod)
-        items.append(f'{{"loc":{string(loc)},"lastmod":{lastmod},"links":[{",".join(links)}]}}')
-    following_text = "null" if following is None else string(following)
-    return f'{{"sitemap":{string(sitemap)},"entries":[{",".join(items)}],"next":{following_text}}}'
+def _part_links(
+    links: tuple[LinkRow | TypedLink, ...], loc: str
+) -> tuple[LinkRow | TypedLink, ...] | list[LinkRow | list[str | None] | dict[str, Any]]:
+    """The links of a compact entry as a stored part keeps them (see :func:`_part_link`): its
+    rows are already the short form, and are encoded as they are (a row of four strings is
+    what the part keeps). A large Signmap's parts hold hundreds of thousands of links: making
+    each a TypedLink, then a list, took about as long as the rest of the expander but the parse
+    (docs/decisions/0084-expander-speed.md)."""
+    for link in links:
+        if isinstance(link, TypedLink):  # (not from a <url>: kept as _part_link says)
+            return [_part_link(i, loc) if isinstance(i, TypedLink) else i for i in links]
+    return links
 
 
 def _part_link(link: TypedLink, loc: str) -> list[str | None] | dict[str, Any]:

@@ -752,22 +752,44 @@ def _root_kind(root: Any) -> str:
 def _read_entry(
     element: Any, loc_tag: str, lastmod_tag: str, base: str, memo: _Memo
 ) -> SitemapEntry | CompactEntry | None:
+    """A ``<url>`` or ``<sitemap>``: its first location that is not empty, its first lastmod
+    that is not empty, its ``<rs:ln>`` links. The children are picked by tag inside lxml (no
+    string is made for the tag of each child, nor an object for the children not read: a
+    tenth of a large Signmap's parse); a ``<loc>`` with elements inside is read by
+    :func:`_read_entry_in_order`."""
+    for child in element.iterchildren(loc_tag):
+        if len(child):
+            return _read_entry_in_order(element, loc_tag, lastmod_tag, base, memo)
+        text = child.text or ""
+        loc = text if _is_plain_absolute(text) else _clean_loc(text, base)
+        if loc is not None:
+            break
+    else:
+        return None
+    lastmod: str | None = None
+    for child in element.iterchildren(lastmod_tag):
+        lastmod = (child.text or "").strip() or None
+        if lastmod is not None:
+            break
+    return _made_entry(loc, lastmod, list(element.iterchildren(_LN_TAG)), base, memo)
+
+
+def _read_entry_in_order(
+    element: Any, loc_tag: str, lastmod_tag: str, base: str, memo: _Memo
+) -> SitemapEntry | CompactEntry | None:
+    """:func:`_read_entry`, child by child: the ``<rs:ln>`` inside the location taken count
+    among the links, where it stands."""
     loc: str | None = None
     lastmod: str | None = None
-    link_elements: list[Any] | None = None
+    link_elements: list[Any] = []
     for child in element[:]:  # (a slice makes the children in one call: faster than iterating)
         tag = child.tag
         if tag == _LN_TAG:
-            if link_elements is None:
-                link_elements = [child]
-            else:
-                link_elements.append(child)
+            link_elements.append(child)
         elif tag == loc_tag:
             if loc is None:
                 if len(child):
                     loc = _clean_loc("".join(child.itertext()), base)
-                    if link_elements is None:
-                        link_elements = []
                     link_elements.extend(child.iterchildren(_LN_TAG))
                 else:  # no children: its text is all there is
                     text = child.text or ""
@@ -776,6 +798,13 @@ def _read_entry(
             lastmod = (child.text or "").strip() or None
     if loc is None:
         return None
+    return _made_entry(loc, lastmod, link_elements, base, memo)
+
+
+def _made_entry(
+    loc: str, lastmod: str | None, link_elements: list[Any], base: str, memo: _Memo
+) -> SitemapEntry | CompactEntry:
+    """The entry of ``loc``, compact or not as ``memo`` says."""
     if memo.compact:
         compact = _new_entry(CompactEntry)  # (filled like the links: see _read_links)
         compact.__dict__.update(
