@@ -403,7 +403,7 @@ def _write_part(
     }
     wiring.store.put(
         sitemap_part_key(job.run_id, job.url, index),
-        json.dumps(part, separators=(",", ":")).encode("utf-8"),
+        json.dumps(part, separators=(",", ":"), check_circular=False).encode("utf-8"),
         content_type="application/json",
     )
 
