@@ -22,13 +22,14 @@ from cdif_harvester.domain.discovery.entry import entry_sitemap
 from cdif_harvester.domain.discovery.sitemap import (
     CompactEntry,
     SitemapEntry,
+    _compact,
     iter_sitemap,
     parse_sitemap,
 )
 from cdif_harvester.errors import ContractError
 from cdif_harvester.keys import sitemap_part_key
-from cdif_harvester.model import TypedLink
-from cdif_harvester.stages.expand import _part_link, _write_part
+from cdif_harvester.model import TypedLink, plain
+from cdif_harvester.stages.expand import _link_of_part, _write_part
 from cdif_harvester.wiring import Wiring
 from tests.support.fakes import TableFetcher
 
@@ -206,18 +207,20 @@ def _wiring(tmp_path: Path) -> Wiring:
     )
 
 
+def _short(link: TypedLink) -> list[str | None]:
+    """A Signmap link as stored parts have kept it since the short form (the previous writer's
+    rule, restated): ``[href, rel, type, profile]``."""
+    assert link.found_in == "signmap" and not (link.title or link.hreflang or link.scheme)
+    return [link.href, link.rel, link.type, link.profile]
+
+
 @pytest.mark.parametrize("last", [True, False])
-def test_a_stored_part_is_the_json_of_its_links_as_the_short_form_keeps_them(
+def test_a_stored_part_is_byte_for_byte_what_the_short_form_wrote(
     tmp_path: Path, last: bool
 ) -> None:
-    rows = list(iter_sitemap(_signmap(12), sitemap_url=SITEMAP, compact=True))
-    # An entry whose links are not all the reader's own (kept whole, or short when they may).
-    odd = CompactEntry(
-        f"{BASE}/d/odd",
-        None,
-        (*ODD_LINKS, ("https://x.example/\u00e9", "item", None, "p"), SIGNMAP_LINKS[0]),
-    )
-    entries = [*rows, odd]
+    entries = list(iter_sitemap(_signmap(12), sitemap_url=SITEMAP, compact=True))
+    entries.append(CompactEntry(f"{BASE}/d/\u00e9", None, (("https://x.example/\u00e9", "item",
+                                                             None, "p"),)))  # fmt: skip
     job = SitemapJob(run_id="r", source="s", url=SITEMAP, depth=1)
     wiring = _wiring(tmp_path)
     _write_part(wiring, job, 2, entries, last=last)
@@ -227,7 +230,7 @@ def test_a_stored_part_is_the_json_of_its_links_as_the_short_form_keeps_them(
             {
                 "loc": entry.loc,
                 "lastmod": entry.lastmod,
-                "links": [_part_link(link, entry.loc) for link in entry.entry().links],
+                "links": [_short(link) for link in entry.entry().links],
             }
             for entry in entries
         ],
@@ -235,3 +238,18 @@ def test_a_stored_part_is_the_json_of_its_links_as_the_short_form_keeps_them(
     }
     written = wiring.store.get(sitemap_part_key("r", SITEMAP, 2))
     assert written == json.dumps(expected, separators=(",", ":")).encode("utf-8")
+    # ... and read back as the links the entries stand for.
+    part = json.loads(written)
+    for entry, kept in zip(entries, part["entries"], strict=True):
+        read = tuple(_link_of_part(link, kept["loc"]) for link in kept["links"])
+        assert read == entry.entry().links
+
+
+def test_only_signmap_links_can_be_compact() -> None:
+    page = SitemapEntry(f"{BASE}/d/1", None, (SIGNMAP_LINKS[1],))
+    with pytest.raises(ValueError, match="not a Signmap link"):
+        _compact(page)
+    anchored = SitemapEntry(
+        f"{BASE}/d/1", "2024", (TypedLink(**{**plain(SIGNMAP_LINKS[0]), "anchor": f"{BASE}/d/1"}),)
+    )
+    assert _compact(anchored).entry() == anchored

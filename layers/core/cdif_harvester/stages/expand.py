@@ -44,7 +44,6 @@ from cdif_harvester.domain.discovery.robots import (
 )
 from cdif_harvester.domain.discovery.sitemap import (
     CompactEntry,
-    LinkRow,
     SitemapEntry,
     SitemapError,
     SitemapStream,
@@ -64,7 +63,6 @@ from cdif_harvester.model import (
     Outcome,
     TypedLink,
     UrlOutcome,
-    plain,
 )
 from cdif_harvester.stages.jobs import retry_after_of
 from cdif_harvester.stages.outcomes import (
@@ -393,57 +391,27 @@ def _emit_in_parts(
 def _write_part(
     wiring: Wiring, job: SitemapJob, index: int, entries: list[CompactEntry], *, last: bool
 ) -> None:
+    """Store a part: each entry's links as the reader gives them, ``[href, rel, type, profile]``
+    (see :func:`_link_of_part`), encoded as they are. A large Signmap's parts hold hundreds of
+    thousands of links: made TypedLink values, then lists or named fields, they took about as
+    long as the rest of the expander but the parse (docs/decisions/0084-expander-speed.md)."""
     part = {
         "sitemap": job.url,
-        "entries": [
-            {"loc": e.loc, "lastmod": e.lastmod, "links": _part_links(e.links, e.loc)}
-            for e in entries
-        ],
+        "entries": [{"loc": e.loc, "lastmod": e.lastmod, "links": e.links} for e in entries],
         "next": None if last else sitemap_part_key(job.run_id, job.url, index + 1),
     }
     wiring.store.put(
         sitemap_part_key(job.run_id, job.url, index),
+        # (No containers but the part's own: the check for circular ones is a fifth of the time.)
         json.dumps(part, separators=(",", ":"), check_circular=False).encode("utf-8"),
         content_type="application/json",
     )
 
 
-def _part_links(
-    links: tuple[LinkRow | TypedLink, ...], loc: str
-) -> tuple[LinkRow | TypedLink, ...] | list[LinkRow | list[str | None] | dict[str, Any]]:
-    """The links of a compact entry as a stored part keeps them (see :func:`_part_link`): its
-    rows are already the short form, and are encoded as they are (a row of four strings is
-    what the part keeps). A large Signmap's parts hold hundreds of thousands of links: making
-    each a TypedLink, then a list, took about as long as the rest of the expander but the parse
-    (docs/decisions/0084-expander-speed.md)."""
-    for link in links:
-        if isinstance(link, TypedLink):  # (not from a <url>: kept as _part_link says)
-            return [_part_link(i, loc) if isinstance(i, TypedLink) else i for i in links]
-    return links
-
-
-def _part_link(link: TypedLink, loc: str) -> list[str | None] | dict[str, Any]:
-    """A link as a stored part keeps it. A Signmap's own link (anchored at its entry's
-    location, no other fields) is kept as ``[href, rel, type, profile]``: a large Signmap's
-    parts are mostly links, and kept whole (ten named fields, the anchor repeating the
-    location) they took nearly as long to build and encode as the sitemap took to parse, and
-    2.3 times the bytes. Any other link is kept whole."""
-    if (
-        link.found_in == "signmap"
-        and link.anchor == loc
-        and link.title is None
-        and link.hreflang is None
-        and link.scheme is None
-        and not link.reverse
-    ):
-        return [link.href, link.rel, link.type, link.profile]
-    result: dict[str, Any] = plain(link)
-    return result
-
-
 def _link_of_part(kept: list[str | None] | dict[str, Any], loc: str) -> TypedLink:
-    """The link a stored part keeps (see :func:`_part_link`; parts written before the short
-    form keep every link whole)."""
+    """The link a stored part keeps: ``[href, rel, type, profile]``, a Signmap link of the
+    entry of ``loc`` (see :func:`_write_part`), or, in parts written before that short form,
+    the link whole, by field name."""
     if isinstance(kept, dict):
         return TypedLink(**kept)
     href, rel, media_type, profile = kept

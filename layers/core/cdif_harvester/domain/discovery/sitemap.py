@@ -118,13 +118,13 @@ LinkRow = tuple[str, str, str | None, str | None]
 class CompactEntry:
     """An entry as :func:`iter_sitemap` gives it with ``compact=True``: each Signmap link a
     :data:`LinkRow`, which stands for the :class:`~cdif_harvester.model.TypedLink` with those
-    fields, ``anchor`` = ``loc`` and ``found_in="signmap"`` (any other link is kept as it is).
-    For a reader that hands most entries on without reading their links: the expander stores
-    them in parts as such rows (docs/decisions/0084-expander-speed.md)."""
+    fields, ``anchor`` = ``loc`` and ``found_in="signmap"`` (the only links a sitemap entry
+    has). For a reader that hands most entries on without reading their links: the expander
+    stores them in parts as these rows (docs/decisions/0084-expander-speed.md)."""
 
     loc: str
     lastmod: str | None
-    links: tuple[LinkRow | TypedLink, ...] = ()
+    links: tuple[LinkRow, ...] = ()
 
     def entry(self) -> SitemapEntry:
         """The :class:`SitemapEntry` this stands for (what ``compact=False`` gives)."""
@@ -133,12 +133,8 @@ class CompactEntry:
             loc=loc,
             lastmod=self.lastmod,
             links=tuple(
-                link
-                if isinstance(link, TypedLink)
-                else TypedLink(
-                    link[0], link[1], type=link[2], profile=link[3], anchor=loc, found_in="signmap"
-                )
-                for link in self.links
+                TypedLink(href, rel, type=type_, profile=profile, anchor=loc, found_in="signmap")
+                for href, rel, type_, profile in self.links
             ),
         )
 
@@ -309,12 +305,22 @@ def iter_sitemap(
 
 
 def _compact(entry: SitemapEntry | CompactEntry) -> CompactEntry:
-    """``entry`` as a :class:`CompactEntry`: the readers of ``<url>`` give one in a compact
-    stream; the others (feeds, text) give a :class:`SitemapEntry`, whose links, if any, are
-    kept whole."""
-    if type(entry) is CompactEntry:
+    """``entry`` as a :class:`CompactEntry`: the reader of ``<url>`` gives one in a compact
+    stream; the others (feeds, text) give a :class:`SitemapEntry` without links."""
+    if isinstance(entry, CompactEntry):
         return entry
-    return CompactEntry(entry.loc, entry.lastmod, entry.links)
+    links = tuple(_row(link, entry.loc) for link in entry.links)
+    return CompactEntry(entry.loc, entry.lastmod, links)
+
+
+def _row(link: TypedLink, loc: str) -> LinkRow:
+    """``link`` as a :data:`LinkRow`; raises ValueError unless it is one (the ``<rs:ln>`` of the
+    entry of ``loc``, with no other fields)."""
+    row = (link.href, link.rel, link.type, link.profile)
+    signmap = TypedLink(*row, anchor=loc, found_in="signmap")
+    if link != signmap:
+        raise ValueError(f"not a Signmap link of {loc}: {link!r}")
+    return row
 
 
 def _typed(entry: SitemapEntry | CompactEntry) -> SitemapEntry:
