@@ -17,7 +17,14 @@ from cdif_harvester.adapters.local import (
     SqliteCatalog,
     SystemClock,
 )
-from cdif_harvester.contracts import MAX_MESSAGE_BYTES, SitemapJob, UrlJob, UrlJobEncoder, encode
+from cdif_harvester.contracts import (
+    MAX_MESSAGE_BYTES,
+    URL_QUEUE,
+    SitemapJob,
+    UrlJob,
+    UrlJobEncoder,
+    encode,
+)
 from cdif_harvester.domain.discovery.entry import entry_sitemap
 from cdif_harvester.domain.discovery.sitemap import (
     CompactEntry,
@@ -29,7 +36,7 @@ from cdif_harvester.domain.discovery.sitemap import (
 from cdif_harvester.errors import ContractError
 from cdif_harvester.keys import sitemap_part_key
 from cdif_harvester.model import TypedLink, plain
-from cdif_harvester.stages.expand import _link_of_part, _write_part
+from cdif_harvester.stages.expand import _link_of_part, _write_part, expand_sitemap
 from cdif_harvester.wiring import Wiring
 from tests.support.fakes import TableFetcher
 
@@ -100,6 +107,25 @@ def test_the_url_job_encoder_writes_what_encode_writes(overrides: dict[str, Any]
                 )
                 expected = encode(UrlJob(url=url, lastmod=lastmod, links=anchored, **shared))
                 assert encoder.encode(url, lastmod, anchored) == expected
+
+
+@pytest.mark.parametrize("overrides", SHARED[:3])
+def test_signmap_rows_are_encoded_as_the_links_they_stand_for(overrides: dict[str, Any]) -> None:
+    shared = _shared(overrides)
+    encoder = UrlJobEncoder(**shared)
+    rows = [(link.href, link.rel, link.type, link.profile) for link in SIGNMAP_LINKS]
+    rows.append((AWKWARD[2], "{rel}", "", None))
+    for url in AWKWARD:
+        for anchor in (None, url.upper(), AWKWARD[4]):
+            typed = tuple(
+                TypedLink(href, rel, type=t, profile=p, anchor=anchor or url, found_in="signmap")
+                for href, rel, t, p in rows
+            )
+            expected = encode(UrlJob(url=url, lastmod=None, links=typed, **shared))
+            assert encoder.encode(url, None, rows, anchor=anchor) == expected
+            mixed = [ODD_LINKS[0], *rows]
+            expected = encode(UrlJob(url=url, lastmod="x", links=(ODD_LINKS[0], *typed), **shared))
+            assert encoder.encode(url, "x", mixed, anchor=anchor) == expected
 
 
 def test_the_url_job_encoder_refuses_what_encode_refuses() -> None:
@@ -253,3 +279,42 @@ def test_only_signmap_links_can_be_compact() -> None:
         f"{BASE}/d/1", "2024", (TypedLink(**{**plain(SIGNMAP_LINKS[0]), "anchor": f"{BASE}/d/1"}),)
     )
     assert _compact(anchored).entry() == anchored
+
+
+def test_url_jobs_are_those_the_compact_entries_stand_for(tmp_path: Path) -> None:
+    """Locations in another form than the canonical one: the URL job is of the canonical URL,
+    its Signmap links anchored at the location as listed (as the reader gives them)."""
+    body = (
+        f"<urlset {NS} {RS}>"
+        + "".join(
+            f"<url><loc>HTTPS://PUB.example.org:443/d/{i}</loc><lastmod>2024-05-01</lastmod>"
+            f'<rs:ln rel="describedby" href="/md/{i}.json" type="application/ld+json"/></url>'
+            for i in range(7)
+        )
+        + "</urlset>"
+    ).encode()
+    wiring = _wiring(tmp_path)
+    wiring.fetcher = TableFetcher({SITEMAP: (200, {"content-type": "application/xml"}, body)})
+    job = SitemapJob(run_id="r", source="s", url=SITEMAP, depth=1, crawl_delay=1.0)
+    expand_sitemap(wiring, job)
+    queue = wiring.queue
+    assert isinstance(queue, InProcessQueue)
+    sent = []
+    while (message := queue.receive(URL_QUEUE)) is not None:
+        sent.append(message)
+    expected = [
+        encode(
+            UrlJob(
+                run_id="r",
+                source="s",
+                url=f"{BASE}/d/{i}",
+                sitemap=SITEMAP,
+                lastmod="2024-05-01T00:00:00Z",
+                links=entry.entry().links,
+                crawl_delay=1.0,
+            )
+        )
+        for i, entry in enumerate(iter_sitemap(body, sitemap_url=SITEMAP, compact=True))
+    ]
+    assert sent == expected
+    assert all('"anchor":"HTTPS://PUB.example.org:443/d/' in message for message in sent)

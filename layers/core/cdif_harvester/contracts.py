@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar, Union
 
@@ -480,6 +481,8 @@ _URL_MARK, _LASTMOD_MARK, _HREF_MARK, _ANCHOR_MARK = (
 )
 _LINK_MARK = TypedLink(_HREF_MARK, "\ue000rel\ue000")
 _LinkShape = tuple[Any, ...]  # a link's fields but href and anchor, and whether it has an anchor
+# A link found in a Signmap, as the sitemap reader keeps it: (href, rel, type, profile).
+_SignmapRow = tuple[str, str, str | None, str | None]
 
 
 def _template(text: str, marks: dict[str, str]) -> str | None:
@@ -496,6 +499,12 @@ def _template(text: str, marks: dict[str, str]) -> str | None:
         at = start + len(written)
     pieces.append(text[at:].replace("{", "{{").replace("}", "}}"))
     return "".join(pieces)
+
+
+def _signmap_link(row: _SignmapRow, anchor: str) -> TypedLink:
+    """The link a Signmap row stands for."""
+    href, rel, media_type, profile = row
+    return TypedLink(href, rel, type=media_type, profile=profile, anchor=anchor, found_in="signmap")
 
 
 def _link_json(link: TypedLink) -> str:
@@ -535,6 +544,7 @@ class UrlJobEncoder:
             "crawl_delay": crawl_delay,
         }
         self._links: dict[_LinkShape, str | None] = {}
+        self._rows: dict[tuple[str | None, ...], str | None] = {}  # by (rel, type, profile)
         try:
             probe = encode(
                 UrlJob(url=_URL_MARK, lastmod=_LASTMOD_MARK, links=(_LINK_MARK,), **self._shared)
@@ -552,25 +562,63 @@ class UrlJobEncoder:
             },
         )
 
-    def encode(self, url: str, lastmod: str | None, links: tuple[TypedLink, ...]) -> str:
+    def encode(
+        self,
+        url: str,
+        lastmod: str | None,
+        links: Sequence[TypedLink | _SignmapRow],
+        *,
+        anchor: str | None = None,
+    ) -> str:
         """The text :func:`encode` gives for the URL job of ``url`` with these fields shared.
 
-        Raises ContractError as :func:`encode` does (``message-too-large``).
+        A link may also be given as a Signmap row, ``(href, rel, type, profile)``: the
+        TypedLink with those fields found in a Signmap (``found_in="signmap"``) and anchored at
+        ``anchor`` (``url`` when not given), as the sitemap reader keeps them. Raises
+        ContractError as :func:`encode` does (``message-too-large``).
         """
         if self._job is None:
-            return encode(UrlJob(url=url, lastmod=lastmod, links=links, **self._shared))
+            return encode(self._url_job(url, lastmod, links, anchor))
         string = json.encoder.encode_basestring
+        anchor = url if anchor is None else anchor
+        anchor_text = string(anchor)
         text = self._job.format(
             url=string(url),
             lastmod="null" if lastmod is None else string(lastmod),
-            links=f"[{','.join([self._link(link) for link in links])}]",
+            links=f"[{','.join([self._link(link, anchor, anchor_text) for link in links])}]",
         )
         # (A character is at most four bytes: only a long text needs counting.)
         if len(text) * 4 > MAX_MESSAGE_BYTES and len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
-            return encode(UrlJob(url=url, lastmod=lastmod, links=links, **self._shared))
+            return encode(self._url_job(url, lastmod, links, anchor))
         return text
 
-    def _link(self, link: TypedLink) -> str:
+    def _url_job(
+        self,
+        url: str,
+        lastmod: str | None,
+        links: Sequence[TypedLink | _SignmapRow],
+        anchor: str | None,
+    ) -> UrlJob:
+        """The URL job :meth:`encode` writes."""
+        typed = tuple(
+            link if isinstance(link, TypedLink) else _signmap_link(link, anchor or url)
+            for link in links
+        )
+        return UrlJob(url=url, lastmod=lastmod, links=typed, **self._shared)
+
+    def _link(self, link: TypedLink | _SignmapRow, anchor: str, anchor_text: str) -> str:
+        """``link`` as :func:`_link_json` writes it (a row anchored at ``anchor``, whose JSON
+        is ``anchor_text``)."""
+        string = json.encoder.encode_basestring
+        if not isinstance(link, TypedLink):
+            kind = link[1:]
+            try:
+                template = self._rows[kind]
+            except KeyError:
+                template = self._rows[kind] = self._link_template(_signmap_link(link, ""))
+            if template is None:
+                return _link_json(_signmap_link(link, anchor))
+            return template.format(href=string(link[0]), anchor=anchor_text)
         shape = (
             link.rel,
             link.type,
@@ -590,7 +638,6 @@ class UrlJobEncoder:
             template = self._links[shape] = self._link_template(link)
         if template is None:
             return _link_json(link)
-        string = json.encoder.encode_basestring
         if link.anchor is None:
             return template.format(href=string(link.href))
         return template.format(href=string(link.href), anchor=string(link.anchor))

@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJobEncoder, encode
@@ -380,7 +381,7 @@ def _emit_in_parts(
     if tail:
         written += 1
         _write_part(wiring, job, written, tail, last=True)
-    result = _emit_urls(wiring, job, [entry.entry() for entry in first])
+    result = _emit_urls(wiring, job, first)
     if not written:
         return result
     follow_up = replace(job, offset=len(first), body_key=sitemap_part_key(job.run_id, job.url, 1))
@@ -446,9 +447,10 @@ def _expand_part(wiring: Wiring, job: SitemapJob, key: str) -> ExpansionResult:
 
 
 def _emit_urls(
-    wiring: Wiring, job: SitemapJob, entries: tuple[SitemapEntry, ...] | list[SitemapEntry]
+    wiring: Wiring, job: SitemapJob, entries: Sequence[SitemapEntry | CompactEntry]
 ) -> ExpansionResult:
-    """Hand on one URL job per allowed, new location of ``entries``.
+    """Hand on one URL job per allowed, new location of ``entries`` (their links anchored at
+    the location as listed).
 
     Locations are taken in canonical form (:mod:`cdif_harvester.domain.discovery.urls`), so
     variants of one URL are handed on once. A location refused by robots.txt (or the
@@ -461,10 +463,9 @@ def _emit_urls(
     disallowed = 0
     seen: set[str] = set()
     refused: list[UrlOutcome] = []
-    allowed: list[tuple[SitemapEntry, RobotsPolicy, str]] = []
+    allowed: list[_Allowed] = []
     robots = _RobotsLookup(wiring, job)
-    for listed in entries:
-        entry = listed
+    for entry in entries:
         if entry.loc in seen:
             continue
         seen.add(entry.loc)
@@ -477,7 +478,6 @@ def _emit_urls(
             if url in seen:
                 continue
             seen.add(url)
-            entry = replace(entry, loc=url)
         origin = canonical_origin(url)
         policy = robots.policy(origin)
         if not isinstance(policy, RobotsPolicy):
@@ -488,18 +488,27 @@ def _emit_urls(
             disallowed += 1
             refused.append(_outcome(wiring, job, url, Outcome.DISALLOWED, refusal))
             continue
-        allowed.append((entry, policy, origin))
+        allowed.append(_Allowed(url, entry, policy, origin))
     record_outcomes(wiring, refused)
     # A URL another sitemap of the run already handed on is not sent again.
-    to_send = enter_urls(wiring, job, [entry.loc for entry, _, _ in allowed])
-    handed = [item for item in allowed if item[0].loc in to_send]
+    to_send = enter_urls(wiring, job, [item.url for item in allowed])
+    handed = [item for item in allowed if item.url in to_send]
     # Normalised once: compared with the held lastmod, then carried on the URL job.
-    lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _, _ in handed}
+    lastmods = {item.url: normalise_lastmod(item.entry.lastmod) for item in handed}
     unchanged = _unchanged_by_lastmod(wiring, job, lastmods)
-    jobs = [item for item in handed if item[0].loc not in unchanged]
+    jobs = [item for item in handed if item.url not in unchanged]
     _send_urls(wiring, job, jobs, lastmods)
     record_outcomes(wiring, list(unchanged.values()))
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
+
+
+class _Allowed(NamedTuple):
+    """A location that may be handed on: canonical, as listed, its host's policy and origin."""
+
+    url: str
+    entry: SitemapEntry | CompactEntry
+    policy: RobotsPolicy
+    origin: str
 
 
 def _outcome(
@@ -618,11 +627,11 @@ def _unchanged_by_lastmod(
 def _send_urls(
     wiring: Wiring,
     job: SitemapJob,
-    entries: list[tuple[SitemapEntry, RobotsPolicy, str]],
+    entries: list[_Allowed],
     lastmods: dict[str, str | None],
 ) -> None:
-    """Send one URL job per entry (with its host's policy and canonical origin), a host's jobs
-    spaced by its (capped) Crawl-delay or the source's own crawl delay, whichever is longer."""
+    """Send one URL job per allowed location, a host's jobs spaced by its (capped) Crawl-delay
+    or the source's own crawl delay, whichever is longer."""
     bodies: list[str] = []
     delays: list[int] = []
     per_origin: Counter[str] = Counter()
@@ -637,11 +646,11 @@ def _send_urls(
         requests_per_host=job.requests_per_host,
         crawl_delay=job.crawl_delay,
     )
-    for entry, policy, origin in entries:
+    for url, entry, policy, origin in entries:
         delay = max(wiring.settings.crawl_delay_of(policy), own_delay)
         delays.append(int(per_origin[origin] * delay))
         per_origin[origin] += 1
-        bodies.append(encoder.encode(entry.loc, lastmods[entry.loc], entry.links))
+        bodies.append(encoder.encode(url, lastmods[url], entry.links, anchor=entry.loc))
     wiring.queue.send(URL_QUEUE, bodies, delays=delays if any(delays) else None)
 
 

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -299,16 +299,15 @@ def iter_sitemap(
     entries = _entries(
         body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes, status=status
     )
+    # (Each reader gives CompactEntry values when status.compact says so, else SitemapEntry.)
     if compact:
-        return SitemapStream(map(_compact, entries), status)
-    return SitemapStream(map(_typed, entries), status)
+        return SitemapStream(cast("Iterator[CompactEntry]", entries), status)
+    return SitemapStream(cast("Iterator[SitemapEntry]", entries), status)
 
 
-def _compact(entry: SitemapEntry | CompactEntry) -> CompactEntry:
-    """``entry`` as a :class:`CompactEntry`: the reader of ``<url>`` gives one in a compact
-    stream; the others (feeds, text) give a :class:`SitemapEntry` without links."""
-    if isinstance(entry, CompactEntry):
-        return entry
+def _compact(entry: SitemapEntry) -> CompactEntry:
+    """``entry`` as a :class:`CompactEntry` (for the readers of feed items, which have no
+    links)."""
     links = tuple(_row(link, entry.loc) for link in entry.links)
     return CompactEntry(entry.loc, entry.lastmod, links)
 
@@ -321,11 +320,6 @@ def _row(link: TypedLink, loc: str) -> LinkRow:
     if link != signmap:
         raise ValueError(f"not a Signmap link of {loc}: {link!r}")
     return row
-
-
-def _typed(entry: SitemapEntry | CompactEntry) -> SitemapEntry:
-    """``entry`` as a :class:`SitemapEntry` (which every reader gives outside a compact stream)."""
-    return entry.entry() if isinstance(entry, CompactEntry) else entry
 
 
 def _entries(
@@ -616,7 +610,8 @@ def _parse_xml(
             if feed is None:
                 entry = _read_entry(element, loc_tag, lastmod_tag, sitemap_url, memo)
             else:
-                entry = feed.read(element, loc_tag, lastmod_tag, sitemap_url)
+                item = feed.read(element, loc_tag, lastmod_tag, sitemap_url)
+                entry = _compact(item) if item is not None and status.compact else item
             if entry is not None:
                 if status.count >= max_urls:
                     status.limit_hit = "max-urls"
@@ -1060,7 +1055,7 @@ def _clean_url(raw: str, base: str) -> str | None:
     return url if urlsplit(url).scheme.lower() in _WEB_SCHEMES else None
 
 
-def _parse_text(data: bytes, *, max_urls: int, status: _Status) -> Iterator[SitemapEntry]:
+def _parse_text(data: bytes, *, max_urls: int, status: _Status) -> Iterator[_AnyEntry]:
     """sitemaps.org text format: one absolute URL per line, nothing else."""
     status.kind = "text"
     for raw_line in data.splitlines():
@@ -1073,6 +1068,6 @@ def _parse_text(data: bytes, *, max_urls: int, status: _Status) -> Iterator[Site
             status.limit_hit = "max-urls"
             break
         status.count += 1
-        yield SitemapEntry(loc=line, lastmod=None)
+        yield CompactEntry(loc=line, lastmod=None) if status.compact else SitemapEntry(line, None)
     if not status.count:
         raise SitemapError("text sitemap without a single http(s) URL", reason="not-a-sitemap")
