@@ -11,8 +11,9 @@ root is first asked for the site's sitemaps (robots.txt's, then a few well-known
 
 See docs/decisions/0016-sitemap-expansion.md,
 docs/decisions/0046-isolated-locations-and-url-identity.md,
-docs/decisions/0067-what-an-entry-url-is.md and
-docs/decisions/0070-site-roots-backoff-and-contact.md.
+docs/decisions/0067-what-an-entry-url-is.md,
+docs/decisions/0070-site-roots-backoff-and-contact.md and
+docs/decisions/0084-expander-speed.md.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ read by a hardened streaming parser that never resolves entities nor loads DTDs,
 declares a DOCTYPE is refused outright (billion laughs, external entities), and memory stays flat
 however many entries there are. The domain is pure: bytes in, values out.
 
-See docs/decisions/0050-parsing-in-bounded-memory.md and 0068-feeds-as-sitemaps.md.
+See docs/decisions/0050-parsing-in-bounded-memory.md, 0068-feeds-as-sitemaps.md and
+0084-expander-speed.md (compact entries).
 """
 
 from __future__ import annotations
