@@ -18,6 +18,7 @@ docs/decisions/0084-expander-speed.md.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections import Counter
@@ -359,29 +360,24 @@ def _emit_in_parts(
     Parts are written as the stream is read, each once the next entry proves it is not the
     last, so at most three parts are held at a time, whatever the size of the sitemap. The
     first part's URL jobs go out only once the whole document has been read: a sitemap that
-    turns out too large is refused whole. Entries are read compact: those of the stored parts
-    are written as read, only the first part's are made :class:`SitemapEntry` values.
+    turns out too large is refused whole. Entries are read compact, and taken a part at a time
+    (without a step of Python per entry): a stored part is written as read.
     """
     size = wiring.settings.max_urls_per_job
-    first: list[CompactEntry] = []
+    entries = iter(stream)
+    # (A size below 1 never fills a part: the rest of the sitemap goes into one.)
+    first = list(itertools.islice(entries, max(size, 0)))
+    rest_of_part = size - 1 if size > 0 else None
     done: list[CompactEntry] | None = None  # a full part, written once another entry comes
-    current: list[CompactEntry] = []
     written = 0
-    for entry in stream:
-        if len(first) < size:
-            first.append(entry)
-            continue
+    while (head := next(entries, None)) is not None:
         if done is not None:
             written += 1
             _write_part(wiring, job, written, done, last=False)
-            done = None
-        current.append(entry)
-        if len(current) == size:
-            done, current = current, []
-    tail = done if done is not None else current
-    if tail:
+        done = [head, *itertools.islice(entries, rest_of_part)]
+    if done is not None:
         written += 1
-        _write_part(wiring, job, written, tail, last=True)
+        _write_part(wiring, job, written, done, last=True)
     result = _emit_urls(wiring, job, first)
     if not written:
         return result
