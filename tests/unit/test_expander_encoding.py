@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,12 @@ from cdif_harvester.adapters.local import (
 )
 from cdif_harvester.contracts import (
     MAX_MESSAGE_BYTES,
+    SITEMAP_QUEUE,
     URL_QUEUE,
     SitemapJob,
     UrlJob,
     UrlJobEncoder,
+    decode,
     encode,
 )
 from cdif_harvester.domain.discovery.entry import entry_sitemap
@@ -283,7 +286,8 @@ def test_only_signmap_links_can_be_compact() -> None:
 
 def test_url_jobs_are_those_the_compact_entries_stand_for(tmp_path: Path) -> None:
     """Locations in another form than the canonical one: the URL job is of the canonical URL,
-    its Signmap links anchored at the location as listed (as the reader gives them)."""
+    its Signmap links anchored at the location as listed (as the reader gives them), in the
+    first part and in the stored parts the follow-up jobs read."""
     body = (
         f"<urlset {NS} {RS}>"
         + "".join(
@@ -295,13 +299,17 @@ def test_url_jobs_are_those_the_compact_entries_stand_for(tmp_path: Path) -> Non
     ).encode()
     wiring = _wiring(tmp_path)
     wiring.fetcher = TableFetcher({SITEMAP: (200, {"content-type": "application/xml"}, body)})
-    job = SitemapJob(run_id="r", source="s", url=SITEMAP, depth=1, crawl_delay=1.0)
-    expand_sitemap(wiring, job)
+    wiring.settings = replace(wiring.settings, max_urls_per_job=3)
     queue = wiring.queue
     assert isinstance(queue, InProcessQueue)
     sent = []
-    while (message := queue.receive(URL_QUEUE)) is not None:
-        sent.append(message)
+    job: SitemapJob | None = SitemapJob(run_id="r", source="s", url=SITEMAP, crawl_delay=1.0)
+    while job is not None:
+        expand_sitemap(wiring, job)
+        while (message := queue.receive(URL_QUEUE)) is not None:
+            sent.append(message)
+        follow_up = queue.receive(SITEMAP_QUEUE)
+        job = None if follow_up is None else decode(follow_up, SitemapJob)
     expected = [
         encode(
             UrlJob(

@@ -47,6 +47,7 @@ from cdif_harvester.domain.discovery.robots import (
 )
 from cdif_harvester.domain.discovery.sitemap import (
     CompactEntry,
+    LinkRow,
     SitemapEntry,
     SitemapError,
     SitemapStream,
@@ -412,10 +413,25 @@ def _link_of_part(kept: list[str | None] | dict[str, Any], loc: str) -> TypedLin
     the link whole, by field name."""
     if isinstance(kept, dict):
         return TypedLink(**kept)
+    href, rel, media_type, profile = _row_of_part(kept)
+    return TypedLink(href, rel, type=media_type, profile=profile, anchor=loc, found_in="signmap")
+
+
+def _row_of_part(kept: list[str | None]) -> LinkRow:
+    """A link a stored part keeps short, as the row it was written from."""
     href, rel, media_type, profile = kept
     if href is None or rel is None:
         raise ValueError(f"a stored link without href or rel: {kept!r}")
-    return TypedLink(href, rel, type=media_type, profile=profile, anchor=loc, found_in="signmap")
+    return (href, rel, media_type, profile)
+
+
+def _entry_of_part(item: dict[str, Any]) -> SitemapEntry | CompactEntry:
+    """An entry a stored part keeps: compact when its links are all short (as written since
+    the short form: its URL job is encoded from the rows), else with its links whole."""
+    loc, links = item["loc"], item["links"]
+    if all(isinstance(link, list) for link in links):
+        return CompactEntry(loc, item["lastmod"], tuple(_row_of_part(link) for link in links))
+    return SitemapEntry(loc, item["lastmod"], tuple(_link_of_part(link, loc) for link in links))
 
 
 def _expand_part(wiring: Wiring, job: SitemapJob, key: str) -> ExpansionResult:
@@ -426,14 +442,7 @@ def _expand_part(wiring: Wiring, job: SitemapJob, key: str) -> ExpansionResult:
         raise SitemapFetchError(
             f"sitemap part {key} is gone", reason="sitemap-part-missing"
         ) from exc
-    entries = [
-        SitemapEntry(
-            loc=item["loc"],
-            lastmod=item["lastmod"],
-            links=tuple(_link_of_part(link, item["loc"]) for link in item["links"]),
-        )
-        for item in part["entries"]
-    ]
+    entries = [_entry_of_part(item) for item in part["entries"]]
     result = _emit_urls(wiring, job, entries)
     if part["next"] is None:
         return result
