@@ -169,11 +169,13 @@ def test_a_changed_page_is_fetched_once_and_harvested_again(site_dir: Path, tmp_
         with LocalHarvester(out, allow_loopback=True) as harvester:
             again = harvester.harvest(served.url("/robots.txt"))
         later = served.timings[seen:]
+        served_url_kelp = served.url(KELP)
 
     assert again.outcomes["record"] == 1 and again.records == 1
     # the conditional request got the new page (200), which the resolution used: one request
     assert [(t.target, t.status) for t in later if t.target == KELP] == [(KELP, 200)]
     assert any("Yearly diver" in path.read_text() for path in _files(out, "records"))
+    assert _files(out, "raw") == [] and served_url_kelp not in _cached_urls(out)
 
 
 def test_a_document_too_large_for_its_message_goes_through_the_staging_area(
