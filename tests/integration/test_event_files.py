@@ -49,6 +49,9 @@ FUNCTIONS = {
     "indexer.json": "IndexerFunction",
     "crosswalk.json": "CrosswalkFunction",
 }
+# The renderer's, of its own stack (functions/renderer/template.yaml): run by
+# tests/e2e/test_aws_rendering.py, where that stack is provisioned.
+RENDERER_EVENTS = {"renderer.json": "RendererFunction"}
 
 
 def _event(name: str, site: PublisherSite | None = None) -> dict[str, Any]:
@@ -70,7 +73,7 @@ def _take(sqs: Any, stack: ProvisionedStack, queue: str) -> list[str]:
 
 
 def test_every_function_has_an_event_file_and_its_environment(stack: ProvisionedStack) -> None:
-    assert sorted(p.name for p in EVENTS.glob("*.json")) == sorted(FUNCTIONS)
+    assert sorted(p.name for p in EVENTS.glob("*.json")) == sorted({**FUNCTIONS, **RENDERER_EVENTS})
     assert set(FUNCTIONS.values()) == set(stack.environments)
     env = json.loads((EVENTS.parent / "env.json").read_text(encoding="utf-8"))
     for function in FUNCTIONS.values():
@@ -92,7 +95,7 @@ def test_every_message_of_the_event_files_is_at_the_current_contract() -> None:
             messages += 1
             assert json.loads(body)["v"] == CONTRACT_VERSION, path.name
             assert body == encode(decode(body)), path.name
-    assert messages == 4  # sitemap expander, URL resolver, extractor, indexer
+    assert messages == 5  # sitemap expander, URL resolver, renderer, extractor, indexer
 
 
 def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: PublisherSite) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "CROSSWALK_QUEUE",
     "DOCUMENT_QUEUE",
     "INDEX_QUEUE",
+    "RENDER_QUEUE",
     "SITEMAP_QUEUE",
     "URL_QUEUE",
     "MAX_MESSAGE_BYTES",
@@ -79,6 +80,9 @@ URL_QUEUE = "url"
 DOCUMENT_QUEUE = "document"
 INDEX_QUEUE = "index"
 CROSSWALK_QUEUE = "crosswalk"
+# URL jobs that need a browser, handed by a resolver without one to the renderer, which resolves
+# them as they are (docs/decisions/0079-rendering-on-aws-hand-over.md).
+RENDER_QUEUE = "render"
 
 
 @dataclass(frozen=True)

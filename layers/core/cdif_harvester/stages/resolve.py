@@ -10,7 +10,8 @@ This stage fetches; :mod:`cdif_harvester.domain.resolution.rules` decides.
 See docs/decisions/0019-where-the-resolver-looks.md, docs/decisions/0020-anti-spoofing.md and
 docs/decisions/0056-cut-bodies-and-advisory-claims.md (bodies over their cap, advisory claims)
 and docs/decisions/0065-link-identity-and-authority.md (every link read kept, conflicts),
-docs/decisions/0075-rendering-pages-in-a-browser.md (rendered pages) and
+docs/decisions/0075-rendering-pages-in-a-browser.md (rendered pages),
+docs/decisions/0079-rendering-on-aws-hand-over.md (pages handed to a renderer elsewhere) and
 docs/decisions/0080-bodies-kept-only-when-asked.md (documents handed on in the message or the
 staging area; conditional requests from the validators in the URL's state).
 """
@@ -25,6 +26,7 @@ from typing import Any
 from cdif_harvester.contracts import (
     DOCUMENT_QUEUE,
     MAX_MESSAGE_BYTES,
+    RENDER_QUEUE,
     DocumentJob,
     DocumentRef,
     UrlJob,
@@ -135,12 +137,15 @@ class HttpStatusError(PermanentError):
     reason = "http-status"
 
 
-def resolve_url(wiring: Wiring, job: UrlJob) -> DocumentJob | UrlOutcome:
+def resolve_url(wiring: Wiring, job: UrlJob) -> DocumentJob | UrlOutcome | UrlJob:
     """Find the metadata of ``job.url`` (see the module docstring) and hand it on.
 
-    Returns the DocumentJob sent to the extractor, or the recorded ``no-metadata`` outcome.
-    Raises HttpStatusError (permanent) for a 4xx answer of the URL itself, FetchFailed
-    (retryable, with ``retry_after``) for 429 and 5xx, and whatever the fetcher raises.
+    Returns the DocumentJob sent to the extractor, or the recorded ``no-metadata`` outcome, or
+    ``job`` itself when it needs a browser this wiring lacks and a renderer elsewhere takes it
+    (``settings.render_queue``): the job is sent, unchanged, to the render queue and its URL
+    gets no outcome here (the renderer's resolution records it). Raises HttpStatusError
+    (permanent) for a 4xx answer of the URL itself, FetchFailed (retryable, with
+    ``retry_after``) for 429 and 5xx, and whatever the fetcher or the queue raises.
     """
     return _Resolver(wiring, job).run()
 
@@ -210,7 +215,7 @@ class _Resolver:
 
     # ---------------------------------------------------------------------------- the order
 
-    def run(self) -> DocumentJob | UrlOutcome:
+    def run(self) -> DocumentJob | UrlOutcome | UrlJob:
         """Try every pattern in order; hand on the first that yields documents."""
         if self.held is not None and lastmod_not_newer(self.job.lastmod, self.held.lastmod):
             return self._unchanged(lastmod_reason(self.job.lastmod, self.held.lastmod))
@@ -237,6 +242,8 @@ class _Resolver:
         cut = page.response.truncated
         is_html = page.body_read and (page.media.type in HTML_MEDIA_TYPES or not page.media.type)
         if is_html and self._render_mode() == "always":
+            if self._renders_elsewhere():
+                return self._to_renderer()
             found = self._rendered(page)
             if found:
                 return self._hand_on("rendered", found)
@@ -266,6 +273,8 @@ class _Resolver:
             if found:
                 return self._hand_on("html-meta", found)
         if is_html and self._render_mode() == "fallback":
+            if self._renders_elsewhere():
+                return self._to_renderer()
             found = self._rendered(page)
             if found:
                 return self._hand_on("rendered", found)
@@ -684,6 +693,20 @@ class _Resolver:
     def _render_mode(self) -> str:
         """The run's mode when it sets one, else the source's option (``never`` by default)."""
         return self.wiring.settings.render or self.job.options.get("render") or "never"
+
+    def _renders_elsewhere(self) -> bool:
+        """Whether the page must be rendered by the renderer: no browser here, one there."""
+        return self.wiring.renderer is None and self.wiring.settings.render_queue
+
+    def _to_renderer(self) -> UrlJob:
+        """Send the job, unchanged, to the renderer, which resolves it again with a browser.
+
+        Nothing is recorded here: the URL's one outcome is the renderer's, and until then the
+        run counts it pending (a copy sent twice ends as one, decision 0054). Raises what the
+        queue raises (the job is then retried, nothing lost).
+        """
+        self.wiring.queue.send(RENDER_QUEUE, [encode(self.job)])
+        return self.job
 
     def _rendered(self, page: _Page) -> list[_Found]:
         """The page rendered in a browser, when its DOM then holds a Dataset in JSON-LD."""
