@@ -383,7 +383,6 @@ class _Resolver:
                 if response.status == 200 and not response.truncated:
                     self.ahead[(validator.method, url, validator.accept)] = response
                 return False
-        self.validators = list(held.validators)
         return True
 
     def _open_page(self) -> _Page:
