@@ -48,8 +48,9 @@ def _intake(stack: ProvisionedStack, event: dict[str, Any]) -> dict[str, Any]:
     return invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
 
 
+@pytest.mark.parametrize("keep_bodies", [False, True], ids=["default", "keep-bodies"])
 def test_a_posted_sitemap_flows_through_all_six_stages(
-    stack: ProvisionedStack, site: PublisherSite
+    stack: ProvisionedStack, site: PublisherSite, keep_bodies: bool
 ) -> None:
     sqs = boto3.client("sqs", region_name=stack.region)
     s3 = boto3.client("s3", region_name=stack.region)
@@ -61,7 +62,7 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
     run_id = json.loads(response["body"])["run_id"]
 
     # When every queued message is delivered to its stage, as Lambda's event source mappings do
-    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true", KEEP_BODIES=str(keep_bodies).lower())
 
     # Then no batch item failed, every stage ran, and every URL has exactly its outcome
     assert stats.failures == []
@@ -107,8 +108,23 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
             assert kernel["pid"] == ref.resource_id  # the view is of this record's resource
         else:
             assert ref.view_keys == {}
-    # And the records bucket holds the raw documents with their provenance
-    assert any(key.startswith("raw/") and key.endswith(".meta.json") for key in keys)
+    # And the records bucket holds the raw documents with their provenance only when asked;
+    # the answers kept for conditional requests are those of robots.txt and the sitemaps
+    # (the expander reads them again on a 304), and of the pages only when asked
+    raw = [key for key in keys if key.startswith("raw/")]
+    kept = {
+        json.loads(s3.get_object(Bucket=stack.bucket_name, Key=key)["Body"].read())["url"]
+        for key in keys
+        if key.startswith("cache/") and key.endswith(".json")
+    }
+    pages = {site.url(path) for path in EXPECTED}
+    if keep_bodies:
+        assert any(key.endswith(".meta.json") for key in raw)
+        assert kept & pages
+    else:
+        assert raw == []
+        assert kept and not kept & pages
+        assert all(url.endswith((".xml", ".xml.gz", "/robots.txt")) for url in kept), kept
     # And the queues are empty: nothing waits, nothing was dead-lettered
     for url in stack.queue_urls.values():
         attributes = sqs.get_queue_attributes(

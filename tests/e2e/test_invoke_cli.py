@@ -83,7 +83,9 @@ def test_every_event_file_runs_and_the_report_says_what_it_wrote(raw_page: list[
     ran.add("sitemap-expander.json")
     assert report["result"] == {"batchItemFailures": []}
     assert "url-job" in _kinds(report, "UrlResolverQueue")
-    report = _invoke("UrlResolverFunction", "url-resolver.json", "--demo-site")
+    # (the page is kept under raw/ only when the deployment asks for it)
+    keep = ["--env", "KEEP_BODIES=true"]
+    report = _invoke("UrlResolverFunction", "url-resolver.json", "--demo-site", *keep)
     ran.add("url-resolver.json")
     assert _kinds(report, "ExtractorQueue") == ["document-job"]
     assert any(key.startswith("raw/") for key in _keys(report))

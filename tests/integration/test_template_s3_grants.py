@@ -39,6 +39,18 @@ ACTIONS = {
 UNEXERCISED = {
     ("IndexerFunction", "s3:ListBucket", ""): "a lost hand-over must answer 404, not 403",
 }
+# A landing page too large for a document job's message (its document waits in staging/).
+BIG_DATASET = {
+    "@context": "https://schema.org/",
+    "@type": "Dataset",
+    "@id": "https://example.org/big#dataset",
+    "name": "A dataset with a long description",
+    "description": "x" * (300 * 1024),
+}
+BIG_PAGE = (
+    '<!doctype html><html><head><script type="application/ld+json">'
+    f"{json.dumps(BIG_DATASET)}</script></head><body></body></html>"
+)
 INTAKE_EVENT = (
     Path(__file__).resolve().parents[2] / "infrastructure/events/intake-post-harvest.json"
 )
@@ -104,23 +116,30 @@ def _grants(stack: ProvisionedStack, function: str) -> set[tuple[str, str]]:
     return found
 
 
-def _harvest(stack: ProvisionedStack, site: PublisherSite) -> None:
+def _harvest(
+    stack: ProvisionedStack, site: PublisherSite, *, keep_bodies: bool = False, path: str = ""
+) -> None:
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
-    event["body"] = json.dumps({"url": site.url("/robots.txt")})
+    event["body"] = json.dumps({"url": site.url(path or "/robots.txt")})
     operator = event["requestContext"]["identity"]["apiKeyId"]
     answer = pipeline.invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
     assert answer["statusCode"] == 202, answer
     sqs = boto3.client("sqs", region_name=stack.region)
-    stats = pipeline.run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+    keep = str(keep_bodies).lower()
+    stats = pipeline.run_pipeline(sqs, stack, ALLOW_LOOPBACK="true", KEEP_BODIES=keep)
     assert stats.failures == []
 
 
 def test_narrowed_stages_use_exactly_their_s3_grants(
     stack: ProvisionedStack, site: PublisherSite, s3_calls: list[Call]
 ) -> None:
-    # Given a harvest of the demo site, twice (the second finds views already written)
+    # Given a harvest of the demo site keeping its documents (the extractor reads them from
+    # raw/), then another (which finds views already written), then a page too large for its
+    # message (its document goes through staging/)
+    _harvest(stack, site, keep_bodies=True)
     _harvest(stack, site)
-    _harvest(stack, site)
+    site.add_route("/big.html", headers={"Content-Type": "text/html"}, body=BIG_PAGE)
+    _harvest(stack, site, path="/big.html")
 
     for function in NARROWED:
         grants = _grants(stack, function)

@@ -181,6 +181,8 @@ class AwsConfig:
     # The operator's contact, named in the User-Agent (OPERATOR_CONTACT; the product's page
     # when empty).
     contact: str | None = None
+    # KEEP_BODIES: keep documents under raw/ and answers under cache/ (Settings.keep_bodies).
+    keep_bodies: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -224,6 +226,7 @@ class AwsConfig:
             # extraction fails with a clear, recorded reason.
             shacl=env.get("SHACL_VALIDATION", "false").lower() == "true",
             contact=contact,
+            keep_bodies=env.get("KEEP_BODIES", "false").lower() == "true",
         )
 
     def settings(self) -> Settings:
@@ -234,6 +237,7 @@ class AwsConfig:
             requests_per_host_overrides=dict(self.requests_per_host_overrides or {}),
             trusted_contexts=self.trusted_contexts,
             shacl=self.shacl,
+            keep_bodies=self.keep_bodies,
             render_queue=RENDER_QUEUE in self.queue_urls,
         )
 
@@ -279,7 +283,8 @@ def wiring() -> Wiring:
     )
     _closers.append(network.close)
     fetcher = GatedFetcher(
-        # Conditional requests for the answers kept under cache/ (an unchanged page: a 304).
+        # Conditional requests for the answers kept under cache/ (an unchanged page: a 304):
+        # robots.txt and sitemaps, and documents only when bodies are kept.
         RevalidatingFetcher(network, store),
         gate,
         slots_for=settings.slots_for,

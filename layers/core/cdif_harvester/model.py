@@ -22,6 +22,7 @@ __all__ = [
     "FetchResponse",
     "Outcome",
     "RecordRef",
+    "RequestValidator",
     "RunState",
     "RunStatus",
     "Source",
@@ -222,15 +223,34 @@ class CatalogEntry:
 
 
 @dataclass(frozen=True)
+class RequestValidator:
+    """One request a URL's resolution made, with the validator its answer carried.
+
+    ``method``, ``url`` and ``accept`` (``""``: none sent) say what was asked; ``etag`` or, when
+    the answer had none, ``last_modified`` is what the next harvest sends back in
+    ``If-None-Match`` / ``If-Modified-Since`` (RFC 9110, 13.1). ``url`` is ``""`` for the URL
+    itself, which keeps the catalogue's item small.
+    """
+
+    method: str
+    url: str
+    accept: str = ""
+    etag: str = ""
+    last_modified: str = ""
+
+
+@dataclass(frozen=True)
 class UrlState:
     """What the catalogue knows about one harvested URL, across runs.
 
     ``outcome``/``last_run``/``last_seen`` follow every recorded outcome. The rest is written
     only when the URL produced records: the sitemap ``lastmod`` then, the ``fingerprint`` of the
     documents the records came from (pattern plus content-addressed keys), the hashes of the
-    JSON-LD blocks, the records' ``sdDatePublished`` values and ids, and the run that harvested
-    them (``harvest_run``). Incremental harvesting compares a new harvest against these, never
-    against what its own run wrote (a retried or redelivered job must end as its first attempt).
+    JSON-LD blocks, the records' ``sdDatePublished`` values and ids, the run that harvested
+    them (``harvest_run``) and the ``validators`` of every request that resolution made (empty
+    when one of its answers had none: such a URL cannot be revalidated without its bodies).
+    Incremental harvesting compares a new harvest against these, never against what its own run
+    wrote (a retried or redelivered job must end as its first attempt).
     """
 
     url: str
@@ -246,20 +266,34 @@ class UrlState:
     record_ids: tuple[str, ...] = ()
     withdrawn_at: str | None = None
     harvest_run: str | None = None
+    validators: tuple[RequestValidator, ...] = ()
 
 
 def url_state_to_dict(state: UrlState) -> dict[str, Any]:
-    """Return the JSON form of a URL's state."""
-    return asdict(state)
+    """Return the JSON form of a URL's state (each validator a list of its five strings, none
+    when there are none: the state is a catalogue item, paid by the kilobyte)."""
+    data = asdict(state)
+    data.pop("validators")
+    if state.validators:
+        data["validators"] = [
+            [v.method, v.url, v.accept, v.etag, v.last_modified] for v in state.validators
+        ]
+    return data
 
 
 def url_state_from_dict(data: dict[str, Any]) -> UrlState:
-    """Inverse of :func:`url_state_to_dict` (lists become tuples)."""
+    """Inverse of :func:`url_state_to_dict` (lists become tuples; a state written before
+    validators were kept has none)."""
     known: dict[str, Any] = {
         key: tuple(value) if isinstance(value, list) else value
         for key, value in data.items()
         if key in _URL_STATE_FIELDS
     }
+    known["validators"] = tuple(
+        RequestValidator(*(str(part) for part in item))
+        for item in known.get("validators") or ()
+        if isinstance(item, list | tuple) and len(item) == len(_VALIDATOR_FIELDS)
+    )
     return UrlState(**known)
 
 
@@ -487,5 +521,6 @@ def run_from_dict(data: dict[str, Any]) -> RunStatus:
 
 
 _URL_STATE_FIELDS = frozenset(f.name for f in fields(UrlState))
+_VALIDATOR_FIELDS = tuple(f.name for f in fields(RequestValidator))
 _SOURCE_FIELDS = frozenset(f.name for f in fields(Source))
 _RUN_FIELDS = frozenset(f.name for f in fields(RunStatus))

@@ -170,6 +170,14 @@ def _parser() -> argparse.ArgumentParser:
         "by default only sources whose 'render' option asks for it are rendered",
     )
     harvest.add_argument(
+        "--keep-bodies",
+        action="store_true",
+        help="keep every document fetched under raw/ (with its provenance) and every answer "
+        "with a validator under cache/; by default neither is kept (only sources whose "
+        "'keep_bodies' option asks for it), and conditional requests use the validators in "
+        "the catalogue",
+    )
+    harvest.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default=DEFAULT_FAIL_ON,
@@ -392,6 +400,7 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             shacl=args.shacl,
             contact=args.operator_contact,
             render=args.render,
+            keep_bodies=args.keep_bodies,
             **source_settings,
         ) as harvester:
             if args.source:

@@ -210,6 +210,7 @@ class LocalHarvester:
         jitter: Jitter = random.uniform,
         contact: str | None = None,
         render: str | None = None,
+        keep_bodies: bool = False,
     ) -> None:
         self.out_dir = out_dir
         self.jitter = jitter
@@ -225,6 +226,7 @@ class LocalHarvester:
                 crawl_delays=crawl_delays,
                 contact=contact,
                 render=render,
+                keep_bodies=keep_bodies,
             ),
             fetcher=fetcher,
             sleep=sleep,

@@ -115,6 +115,7 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
         sd_dates=staged.sd_dates,
         record_ids=tuple(ref.record_id for ref in refs),
         harvest_run=job.run_id,
+        validators=staged.validators,
     )
 
 
@@ -252,8 +253,26 @@ def _report(
             # the element's position.
             "item_list": item.item_list,
             "harvested_at": now,
+            **_fetched(item, staged),
         },
     }
+
+
+def _fetched(item: StagedRecord, staged: StagedRecords) -> dict[str, Any]:
+    """How the record's document was fetched, and whether it is kept under ``document``
+    (nothing for a hand-over written before the resolver said: its documents were all kept)."""
+    for ref in staged.documents:
+        if ref.key == item.document and ref.status is not None:
+            fetched = {
+                "url": ref.url,
+                "status": ref.status,
+                "redirects": list(ref.redirects),
+                "headers": dict(ref.headers),
+                "at": ref.fetched_at,
+                "kept": ref.kept,
+            }
+            return {"fetched": fetched}
+    return {}
 
 
 def _store_report(wiring: Wiring, job: IndexJob, item: StagedRecord, report: dict[str, Any]) -> str:
