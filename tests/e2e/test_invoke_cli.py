@@ -143,7 +143,9 @@ def test_every_event_file_runs_and_the_report_says_what_it_wrote(raw_page: list[
     assert report["result"]["multiValueHeaders"]["Content-Type"] == ["application/linkset"]
     assert report["wrote"] == {"objects": [], "messages": [], "items": []}
 
-    assert ran == {path.name for path in EVENTS.glob("*.json")}
+    # renderer.json belongs to the renderer's own stack (functions/renderer/template.yaml), which
+    # `invoke` does not read: tests/e2e/test_aws_rendering.py feeds it to that handler
+    assert ran == {path.name for path in EVENTS.glob("*.json")} - {"renderer.json"}
 
 
 def test_the_handler_reaches_no_address_beyond_loopback() -> None:
