@@ -11,8 +11,7 @@ Commands (``cdif-harvest COMMAND --help`` lists the options of each):
   queue on AWS (see :mod:`.dlq` and docs/deploy.md).
 * ``invoke FUNCTION --event FILE``: run one Lambda handler against moto (see :mod:`.invoke`).
 * ``check FILE|URL [--json]``: judge one document or landing page, writing nothing.
-* ``view --out DIR ID [--view NAME]``, ``history --out DIR ID``: one view of a record, made
-  from the stored record, and the versions kept (see :mod:`.view`).
+* ``view --out DIR ID [--view NAME]``, ``history --out DIR ID``: a record's views, versions.
 * ``demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and harvest it.
 
 Exit status of a harvest: 0 ran, 1 by ``--fail-on``, 2 usage error, 3 entry URL unreadable or
