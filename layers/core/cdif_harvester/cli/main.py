@@ -367,7 +367,11 @@ def _command(args: argparse.Namespace, progress: Any) -> int:
             ) as harvester:
                 summary = harvester.harvest(site.url("/robots.txt"))
                 status = harvest_status(harvester.catalog, summary.run_id, summary.entry_urls)
-        return _print_summary(summary, args.out, progress, status.code, status.reason)
+                shown = view.hint(harvester.catalog, args.out) if progress else None
+        code = _print_summary(summary, args.out, progress, status.code, status.reason)
+        if shown:
+            print(shown, file=sys.stderr)
+        return code
     return 2  # pragma: no cover - argparse enforces the commands
 
 

@@ -28,7 +28,7 @@ from cdif_harvester.model import CatalogEntry
 from cdif_harvester.stages.crosswalk import VIEW_MEDIA_TYPES, stored_record_view
 from cdif_harvester.stages.records import record_versions
 
-__all__ = ["COMMANDS", "HISTORY", "VIEW", "add_parsers", "find_entries", "run"]
+__all__ = ["COMMANDS", "HISTORY", "VIEW", "add_parsers", "find_entries", "hint", "run"]
 
 VIEW = "view"
 HISTORY = "history"
@@ -77,6 +77,14 @@ def find_entries(catalog: SqliteCatalog, wanted: str) -> list[CatalogEntry]:
     state = catalog.get_url(wanted)
     found = (catalog.get_record(rid) for rid in state.record_ids) if state else ()
     return [entry for entry in found if entry is not None]
+
+
+def hint(catalog: SqliteCatalog, out: Path) -> str | None:
+    """One line saying how to print a view of a valid record of ``catalog`` (None if none)."""
+    valid = sorted(entry.record_id for entry in catalog.records() if entry.valid)
+    if not valid:
+        return None
+    return f"a record's views: cdif-harvest view --out {out} {valid[0]} --view linkset-json"
 
 
 def run(args: argparse.Namespace) -> int:
