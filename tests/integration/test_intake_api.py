@@ -821,6 +821,20 @@ def test_a_view_s_etag_changes_with_the_record(records: ProvisionedStack) -> Non
     assert other.headers["etag"] != after.headers["etag"]
 
 
+def test_a_record_that_cannot_become_rdf_has_no_nquads_and_its_other_views(
+    records: ProvisionedStack,
+) -> None:
+    entry = catalog(records).get_record(RECORD_ID)
+    assert entry is not None and entry.record_key is not None
+    record = json.loads((CROSSWALK_GOLDEN / "landing.record.jsonld").read_text())
+    record["@context"] = "https://contexts.example.org/unknown.jsonld"  # never fetched
+    put_object(records, entry.record_key, json.dumps(record), "application/ld+json")
+    path = f"/records/{encoded(RECORD_ID)}/views"
+    detail = call(records, "GET", f"{path}/nquads", key=PUBLISHER).error(404, "not-found")
+    assert "no nquads view" in detail
+    assert call(records, "GET", f"{path}/linkset", key=PUBLISHER).status == 200
+
+
 def test_an_unknown_view_is_a_bad_request(records: ProvisionedStack) -> None:
     path = f"/records/{encoded(RECORD_ID)}/views/record.nq"
     call(records, "GET", path, key=PUBLISHER).error(400, "invalid-request")

@@ -45,6 +45,7 @@ from cdif_harvester.api.routes.responses import (
 )
 from cdif_harvester.api.routes.sources import SourceIdParam
 from cdif_harvester.domain.records.validation import profile_query
+from cdif_harvester.domain.views.nquads import NQuadsError
 from cdif_harvester.keys import source_of
 from cdif_harvester.model import CatalogEntry, Source, entry_to_dict
 from cdif_harvester.stages.crosswalk import VIEW_MEDIA_TYPES, stored_record_view
@@ -139,6 +140,8 @@ def _view_response(
         body = stored_record_view(wiring.store, wiring.contexts, entry, view)
     except KeyError:
         raise NotFound(f"the record or report of {entry.record_id!r} is gone") from None
+    except NQuadsError as exc:  # as the crosswalk did: a record that is not RDF has no N-Quads
+        raise NotFound(f"record {entry.record_id!r} has no {view} view: {exc}") from None
     if body is None:  # its report says invalid: the entry is of an earlier verdict
         raise NotFound(f"record {entry.record_id!r} is not valid: it has no views")
     if len(body) > MAX_DOCUMENT_BYTES:
