@@ -147,7 +147,7 @@ def _view_response(
     if len(body) > MAX_DOCUMENT_BYTES:
         raise TooLargeToServe(
             f"the {view} view of {entry.record_id!r} is {len(body)} bytes; the API returns "
-            f"documents of at most {MAX_DOCUMENT_BYTES} bytes: use cdif-harvest view"
+            f"documents of at most {MAX_DOCUMENT_BYTES} bytes: read the record from the bucket"
         )
     return document_response(body, media_type, cache)
 
