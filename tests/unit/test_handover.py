@@ -3,7 +3,9 @@
 ``golden/staged/v1*.staged.json`` are staged objects exactly as the extractor wrote them before
 the hand-over was a contract (captured from a run of that code on the documents built below, once
 with SHACL and once without); ``v1*.indexed.json`` are the calls the indexer of that code made
-on them, with every body it wrote: the first index job, then a second one (all unchanged).
+on them, with every body it wrote: the first index job, then a second one (all unchanged). Since
+docs/decisions/0081-views-derived-on-read.md they lack, and only lack, the copy of a first version
+under ``versions/`` and the outcome's view keys (taken out of the captured calls, nothing added).
 """
 
 from __future__ import annotations

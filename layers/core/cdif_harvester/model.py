@@ -174,6 +174,7 @@ class RecordRef:
     errors: tuple[str, ...]  # the validation error messages, most important first
     record_key: str | None  # None when normalisation failed and only the raw document is kept
     report_key: str
+    # Keys of view files: empty unless they were written (an earlier layout, or ``--views``)
     view_keys: dict[str, str] = field(default_factory=dict)
     # "core 1.1 valid", "discovery 1.1: 3 errors": the record's verdict per CDIF profile
     profiles: tuple[str, ...] = ()
@@ -314,7 +315,9 @@ def outcome_to_dict(outcome: UrlOutcome) -> dict[str, Any]:
                 "errors": list(r.errors),
                 "record": r.record_key,
                 "report": r.report_key,
-                "views": dict(r.view_keys),
+                # Views are made on read (docs/decisions/0081-views-derived-on-read.md): only
+                # an outcome of an earlier layout, or a harvest that wrote them, names files.
+                **({"views": dict(r.view_keys)} if r.view_keys else {}),
                 **({"profiles": list(r.profiles)} if r.profiles else {}),
             }
             for r in outcome.records
