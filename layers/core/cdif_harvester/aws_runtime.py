@@ -55,6 +55,7 @@ from cdif_harvester.errors import (
     PermanentError,
     RetryableError,
 )
+from cdif_harvester.keys import staging_key
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
 from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job
@@ -568,7 +569,8 @@ def work_key(job: Any) -> str:
     elif isinstance(job, DocumentJob):
         parts = [job.run_id, job.url, *(ref.key for ref in job.documents)]
     elif isinstance(job, IndexJob):
-        parts = [job.run_id, job.staged_key]
+        # (the staging key names the run and URL whether or not the records were staged there)
+        parts = [job.run_id, job.staged_key or staging_key(job.run_id, job.url)]
     else:
         parts = [str(getattr(job, "run_id", "")), str(getattr(job, "url", ""))]
     return "|".join([kind, *parts])

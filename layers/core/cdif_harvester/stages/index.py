@@ -14,7 +14,8 @@ written by this same job (run and URL): a retry ends ``record`` as its first att
 Redelivered index jobs and reruns therefore change nothing.
 See docs/decisions/0054-exact-accounting-under-faults.md.
 
-The extractor's hand-over is a :class:`~cdif_harvester.contracts.StagedRecords`, read with
+The extractor's hand-over is a :class:`~cdif_harvester.contracts.StagedRecords`, carried in the
+job's message or named by its ``staged_key``, read with
 :func:`~cdif_harvester.contracts.decode_staged`: a malformed one is a permanent ContractError
 that names the bad field, recorded as the URL's outcome.
 """
@@ -52,7 +53,7 @@ from cdif_harvester.model import (
 from cdif_harvester.stages.outcomes import finish_if_done
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["index_records"]
+__all__ = ["StagedObjectMissing", "index_records", "load_staged"]
 
 
 class StagedObjectMissing(PermanentError):
@@ -67,7 +68,7 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     Raises StagedObjectMissing when the staged object cannot be found, and ContractError when
     it is malformed (both permanent: the URL's outcome is recorded).
     """
-    staged = _load_staged(wiring, job)
+    staged = load_staged(wiring, job)
     now = wiring.clock.now().isoformat(timespec="seconds")
     results = [_index_one(wiring, job, staged, item, now) for item in staged.records]
     refs = tuple(ref for ref, _changed in results)
@@ -89,12 +90,15 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     return outcome
 
 
-def _load_staged(wiring: Wiring, job: IndexJob) -> StagedRecords:
-    """The extractor's hand-over named by the job.
+def load_staged(wiring: Wiring, job: IndexJob) -> StagedRecords:
+    """The extractor's hand-over the job carries, or names by ``staged_key``.
 
-    Raises StagedObjectMissing when it is not in the object store, ContractError when it is
-    not a staged-records object of a readable version.
+    Raises StagedObjectMissing when a named one is not in the object store, ContractError when
+    it is not a staged-records object of a readable version.
     """
+    if job.staged is not None:
+        return decode_staged(job.staged)
+    assert job.staged_key is not None  # (an IndexJob has one or the other)
     try:
         raw = wiring.store.get(job.staged_key)
     except KeyError as exc:
