@@ -14,6 +14,7 @@ from cdif_harvester.adapters.local import DirectoryObjectStore, MemoryObjectStor
 from cdif_harvester.contracts import IndexJob, decode_staged, encode_staged
 from cdif_harvester.keys import parse_segment_ref, segment_key, segment_ref
 from cdif_harvester.model import Outcome
+from cdif_harvester.stages.finish import withdraw_vanished
 from cdif_harvester.stages.index import StagedObjectMissing, index_records
 from cdif_harvester.stages.records import record_versions
 from cdif_harvester.stages.segments import index_batch
@@ -152,3 +153,26 @@ def test_a_changed_record_keeps_the_version_its_segment_held(tmp_path: Path) -> 
     assert kept == item.record and versions[0][1] == before.content_hash[:32]
     assert json.loads(wiring.store.get(versions[1][0]))["schema:name"] == "Renamed"
     assert first.outcome is Outcome.RECORD
+
+
+def test_a_withdrawn_record_in_a_segment_is_marked_in_its_entry_and_no_object_is_written(
+    tmp_path: Path,
+) -> None:
+    # Given a URL indexed with segments, which the source's sitemap no longer lists
+    wiring = _segmented(_wiring(tmp_path))
+    (job,) = _jobs(["a.example"])
+    outcome = index_batch(wiring, [job])(wiring, job)
+    segments = {key: wiring.store.get(key) for key in wiring.store.list("")}
+    sitemap = decode_staged(job.staged or "").sitemap
+    assert sitemap is not None
+    # When the next run closes, having read that sitemap whole
+    withdrawn = withdraw_vanished(
+        wiring, "r2", sitemaps=[sitemap], entry_urls=["https://a.example/robots.txt"]
+    )
+    # Then the URL's records are withdrawn in the catalogue, and the store is as it was (a
+    # segment is never rewritten, and no object is written under a reference)
+    assert withdrawn == [job.url]
+    for ref in outcome.records:
+        entry = wiring.catalog.get_record(ref.record_id)
+        assert entry is not None and entry.withdrawn_at
+    assert {key: wiring.store.get(key) for key in wiring.store.list("")} == segments
