@@ -119,7 +119,12 @@ def _grants(stack: ProvisionedStack, function: str) -> set[tuple[str, str]]:
 
 
 def _harvest(
-    stack: ProvisionedStack, site: PublisherSite, *, keep_bodies: bool = False, path: str = ""
+    stack: ProvisionedStack,
+    site: PublisherSite,
+    *,
+    keep_bodies: bool = False,
+    path: str = "",
+    segments: bool = False,
 ) -> None:
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["body"] = json.dumps({"url": site.url(path or "/robots.txt")})
@@ -128,20 +133,27 @@ def _harvest(
     assert answer["statusCode"] == 202, answer
     sqs = boto3.client("sqs", region_name=stack.region)
     keep = str(keep_bodies).lower()
-    stats = pipeline.run_pipeline(sqs, stack, ALLOW_LOOPBACK="true", KEEP_BODIES=keep)
+    stats = pipeline.run_pipeline(
+        sqs,
+        stack,
+        ALLOW_LOOPBACK="true",
+        KEEP_BODIES=keep,
+        RECORD_SEGMENTS=str(segments).lower(),
+    )
     assert stats.failures == []
 
 
-def _change_a_record(site: PublisherSite) -> None:
-    """Serve the kelp survey changed, and its sitemap saying so (a newer lastmod)."""
+def _change_a_record(site: PublisherSite, words: str = "Yearly", day: str = "2025-06-01") -> None:
+    """Serve the kelp survey changed (``words`` diver transects), and its sitemap saying so
+    (a newer lastmod, ``day``)."""
     demo = demo_site_dir()
     page = (demo / "datasets" / "kelp-forest-survey.html").read_text(encoding="utf-8")
-    changed = page.replace("Annual diver transects", "Yearly diver transects")
+    changed = page.replace("Annual diver transects", f"{words} diver transects")
     assert changed != page
     html = {"Content-Type": "text/html; charset=utf-8"}
     site.add_route("/datasets/kelp-forest-survey.html", headers=html, body=changed)
     sitemap = (demo / "sitemap-datasets.xml").read_text(encoding="utf-8")
-    newer = sitemap.replace("<lastmod>2025-01-27</lastmod>", "<lastmod>2025-06-01</lastmod>")
+    newer = sitemap.replace("<lastmod>2025-01-27</lastmod>", f"<lastmod>{day}</lastmod>")
     assert newer != sitemap
     site.add_route("/sitemap-datasets.xml", headers={"Content-Type": "application/xml"}, body=newer)
 
@@ -165,6 +177,12 @@ def test_narrowed_stages_use_exactly_their_s3_grants(
     assert s3_objects(stack, "versions/"), "the changed record's first version was not kept"
     site.add_route("/big.html", headers={"Content-Type": "text/html"}, body=BIG_PAGE)
     _harvest(stack, site, path="/big.html")
+    # and, with record segments, the record changed twice more (the indexer writes a segment,
+    # then keeps the version it replaces from that segment)
+    for words, day in (("Biannual", "2025-07-01"), ("Monthly", "2025-08-01")):
+        _change_a_record(site, words, day)
+        _harvest(stack, site, segments=True)
+    assert s3_objects(stack, "segments/"), "no segment was written"
 
     for function in NARROWED:
         grants = _grants(stack, function)

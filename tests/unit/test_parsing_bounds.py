@@ -40,7 +40,7 @@ def test_the_extractor_lists_the_blocks_left_unread(
     page = "".join(_script(DATASET % f"https://doi.org/10.5072/{n}") for n in range(5))
     wiring, job = _document_job(tmp_path, page)
     index_job = extract_documents(wiring, job)  # type: ignore[arg-type]
-    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[attr-defined, union-attr]
+    staged = json.loads(index_job.staged)  # type: ignore[attr-defined, union-attr]
     # Two Datasets read, each its own record (docs/decisions/0061); the rest listed as unread.
     assert [record["block"] for record in staged["records"]] == [0, 1]
     reasons = [item["reason"] for item in staged["skipped"]]

@@ -237,7 +237,7 @@ def test_extractor_keeps_good_blocks_beside_broken_ones(tmp_path: Path) -> None:
     document_job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
     assert isinstance(document_job, DocumentJob)
     index_job = extract_documents(wiring, document_job)
-    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    staged = json.loads(index_job.staged)  # type: ignore[union-attr]
     (record,) = staged["records"]
     assert record["resource_id"] == "https://doi.org/10.5072/x"
     assert record["report"]["valid"] is False  # no license, no dateModified, no subjectOf ...
@@ -262,7 +262,7 @@ def test_extractor_prefers_the_cdif_profiled_block_of_a_record(tmp_path: Path) -
     document_job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/two.html"))
     assert isinstance(document_job, DocumentJob)
     index_job = extract_documents(wiring, document_job)
-    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    staged = json.loads(index_job.staged)  # type: ignore[union-attr]
     (record,) = staged["records"]
     assert record["block"] == 1 and record["record"]["schema:name"] == "cdif"
     assert [item["block"] for item in staged["skipped"]] == [0]

@@ -6,10 +6,10 @@ the type of every field and raises :class:`~cdif_harvester.errors.ContractError`
 Large payloads travel as object-store keys (claim check); :func:`encode` refuses a message over
 :data:`MAX_MESSAGE_BYTES`.
 
-The extractor's hand-over to the indexer, :class:`StagedRecords` (the object an :class:`IndexJob`
-names by ``staged_key``), follows the same rules through :func:`encode_staged` and
-:func:`decode_staged`, with a version of its own (:data:`STAGED_VERSION`), no size cap and its
-keys in their order; older staged objects are still read.
+The extractor's hand-over to the indexer, :class:`StagedRecords` (an :class:`IndexJob` carries it
+as text, or names it by ``staged_key`` when too large), follows the same rules through
+:func:`encode_staged` and :func:`decode_staged`, with a version of its own
+(:data:`STAGED_VERSION`), no size cap and its keys in their order; older ones are still read.
 
 See docs/decisions/0002-message-contracts.md, with the version history (a bump adds a line there),
 and docs/decisions/0041-staged-records-handover.md, with the staged objects' history.
@@ -57,8 +57,8 @@ __all__ = [
     "encode_staged",
 ]
 
-CONTRACT_VERSION = 8
-READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
+CONTRACT_VERSION = 9
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
 STAGED_VERSION = 6
 STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 MAX_MESSAGE_BYTES = 200 * 1024
@@ -192,14 +192,25 @@ class DocumentJob:
 
 @dataclass(frozen=True)
 class IndexJob:
-    """Store and index the records extracted from one URL; they wait under ``staged_key``."""
+    """Store and index the records extracted from one URL.
+
+    They travel in ``staged``, the :class:`StagedRecords` as :func:`encode_staged` writes it
+    (JSON text: a string keeps the records' keys in their order), or, when the message would
+    pass :data:`MAX_MESSAGE_BYTES`, wait under ``staged_key`` in the run's staging area (as in
+    every message of contract version 8 and before). Exactly one of the two is set.
+    """
 
     KIND: ClassVar[str] = "index-job"
     run_id: str
     source: str
     url: str
     pattern: str
-    staged_key: str
+    staged_key: str | None = None
+    staged: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.staged is None) == (self.staged_key is None):
+            raise ContractError("index-job: exactly one of 'staged' and 'staged_key' must be given")
 
 
 @dataclass(frozen=True)
@@ -367,7 +378,8 @@ def encode_staged(staged: StagedRecords) -> bytes:
     and keys are not sorted: records keep the order of their keys.
     """
     body = {"v": STAGED_VERSION, "kind": StagedRecords.KIND, **plain(staged)}
-    return json.dumps(body).encode("utf-8")
+    # (compact: it usually travels in an index job's message, whose size is billed)
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 
 def decode_staged(raw: str | bytes | dict[str, Any]) -> StagedRecords:

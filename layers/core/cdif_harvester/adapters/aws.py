@@ -33,7 +33,7 @@ from cdif_harvester.adapters.aws_errors import (
 )
 from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
-from cdif_harvester.keys import record_hash, url_hash
+from cdif_harvester.keys import parse_segment_ref, record_hash, url_hash
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
@@ -99,13 +99,27 @@ class S3ObjectStore:
             )
 
     def get(self, key: str) -> bytes:
-        """Get the object under ``key``. Raises KeyError when absent, StorageError otherwise."""
+        """Get the object under ``key``, or the range of a segment a reference
+        ``<key>#<offset>-<length>`` names (one ranged GET). Raises KeyError when absent (or the
+        segment is shorter than the range), StorageError otherwise."""
+        ranged = parse_segment_ref(key)
+        passing = _NO_SUCH_KEY if ranged is None else _NO_SUCH_KEY | {"InvalidRange"}
         try:
-            with aws_errors(f"S3 get {key}", passing=_NO_SUCH_KEY):
-                response = self.client.get_object(Bucket=self.bucket, Key=key)
-                return response["Body"].read()
+            with aws_errors(f"S3 get {key}", passing=passing):
+                if ranged is None:
+                    response = self.client.get_object(Bucket=self.bucket, Key=key)
+                    return response["Body"].read()
+                segment, offset, length = ranged
+                last = offset + length - 1
+                response = self.client.get_object(
+                    Bucket=self.bucket, Key=segment, Range=f"bytes={offset}-{last}"
+                )
+                body = response["Body"].read()
         except ClientError as exc:  # no object under that key: the port's KeyError
             raise KeyError(key) from exc
+        if len(body) != length:  # (S3 answers what it has of a range past the end)
+            raise KeyError(key)
+        return body
 
     def exists(self, key: str) -> bool:
         """Tell whether ``key`` holds an object (HEAD). Raises StorageError."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cdif_harvester.errors import PermanentError, StorageError
+from cdif_harvester.keys import parse_segment_ref
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
@@ -107,7 +108,11 @@ class DirectoryObjectStore:
             raise StorageError(f"cannot write {key}: {exc}") from exc
 
     def get(self, key: str) -> bytes:
-        """Read the object under ``key``. Raises KeyError when absent."""
+        """Read the object under ``key`` (or the range a segment reference names). Raises
+        KeyError when absent."""
+        ranged = parse_segment_ref(key)
+        if ranged is not None:
+            return _in_range(self.get(ranged[0]), key, ranged)
         path = self._path(key)
         try:
             return path.read_bytes()
@@ -136,6 +141,14 @@ class DirectoryObjectStore:
         yield from (key for key in keys if key.startswith(prefix))
 
 
+def _in_range(whole: bytes, ref: str, ranged: tuple[str, int, int]) -> bytes:
+    """The bytes of segment ``whole`` that ``ref`` names; KeyError when it is shorter."""
+    _key, offset, length = ranged
+    if offset + length > len(whole):
+        raise KeyError(ref)
+    return whole[offset : offset + length]
+
+
 class MemoryObjectStore:
     """An object store in a dictionary: what a check writes is gone with it."""
 
@@ -156,7 +169,11 @@ class MemoryObjectStore:
             self._objects[key] = bytes(body)
 
     def get(self, key: str) -> bytes:
-        """Return the object under ``key``. Raises KeyError when absent."""
+        """Return the object under ``key`` (or the range a segment reference names). Raises
+        KeyError when absent."""
+        ranged = parse_segment_ref(key)
+        if ranged is not None:
+            return _in_range(self.get(ranged[0]), key, ranged)
         with self._lock:
             return self._objects[key]
 

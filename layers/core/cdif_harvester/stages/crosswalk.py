@@ -46,8 +46,8 @@ from cdif_harvester.domain.views.crosswalk import (
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
     VIEW_NAMES,
-    normalised_record_key,
     parse_normalised_record_key,
+    record_hash,
     record_report_key,
     signmap_key,
     view_keys,
@@ -277,26 +277,33 @@ def build_source_signmap(
 ) -> str:
     """Write the Signmap of every valid record of ``source``; return its key.
 
-    Reads the reports under ``reports/<source>/`` and the records they describe (a report
+    Reads the report and the record of each valid entry of the source in the catalogue, by
+    the keys the entry holds (``records/`` and ``reports/``, or ranges of a segment; a report
     without its record is skipped), and writes :func:`~cdif_harvester.keys.signmap_key`: a
     ``<urlset>``, or, beyond ``max_urls`` entries or ``max_bytes`` (the sitemaps.org limits by
     default), a sitemap index of ``signmap-NNNNN.xml`` parts (see the module docstring).
     Reports and records are read by up to ``readers`` threads at once. Unchanged objects are
     not written again. Raises StorageError when the store fails.
     """
-    prefix = record_report_key(source, "-").rsplit("/", 1)[0] + "/"
-    pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{32})\.json")
-    keys = [key for key in wiring.store.list(prefix) if pattern.fullmatch(key)]
+    # (in the order of the record hashes, as the reports were listed before the entries were
+    # read: records that share a landing page merge their links in the same order)
+    catalogued = sorted(
+        (
+            entry
+            for entry in wiring.catalog.records(source)
+            if entry.valid and not entry.withdrawn_at and entry.record_key is not None
+        ),
+        key=lambda entry: record_hash(entry.record_id),
+    )
 
-    def read(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        rkey = key.removeprefix(prefix).removesuffix(".json")
+    def read(entry: CatalogEntry) -> tuple[dict[str, Any], dict[str, Any]] | None:
         try:
-            report = json.loads(wiring.store.get(key))
+            report = json.loads(wiring.store.get(entry.report_key))
             if not isinstance(report, dict) or not report.get("valid"):
                 return None
             if report.get("withdrawn_at"):
                 return None
-            record = json.loads(wiring.store.get(normalised_record_key(source, rkey)))
+            record = json.loads(wiring.store.get(entry.record_key or ""))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
         return (report, record) if isinstance(record, dict) else None
@@ -305,7 +312,7 @@ def build_source_signmap(
     # Two reads per record: on S3 the time is in the round trips, so they run side by side
     # (in key order all the same, so the result does not depend on timing).
     with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
-        for pair in pool.map(read, keys):
+        for pair in pool.map(read, catalogued):
             if pair is None:
                 continue
             report, record = pair

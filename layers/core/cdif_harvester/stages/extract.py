@@ -3,9 +3,9 @@ shape and validates it.
 
 One broken script block never spoils its neighbours: each block is parsed, normalised and judged
 on its own, and every block that yields nothing is listed with its reason. The records and their
-reports wait in the object store (claim check) for the indexer, as a
-:class:`~cdif_harvester.contracts.StagedRecords`. A document comes in its message, from the
-run's staging area or, when bodies are kept, from ``raw/``
+reports go to the indexer as a :class:`~cdif_harvester.contracts.StagedRecords`, in the index
+job's message or, when too large for it, in the object store (claim check; 0085). A document
+comes in its message, from the run's staging area or, when bodies are kept, from ``raw/``
 (docs/decisions/0080-bodies-kept-only-when-asked.md).
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 
 from cdif_harvester.contracts import (
     INDEX_QUEUE,
+    MAX_MESSAGE_BYTES,
     DocumentJob,
     DocumentRef,
     IndexJob,
@@ -51,7 +52,7 @@ from cdif_harvester.domain.records.validation import (
     validate_record,
 )
 from cdif_harvester.domain.resolution.rules import is_cdif_profile
-from cdif_harvester.errors import PermanentError, RetryableError
+from cdif_harvester.errors import ContractError, PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome
 from cdif_harvester.stages.outcomes import keep_validators, record_outcome
@@ -165,13 +166,29 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
         sd_dates=dates,
         validators=job.validators,
     )
-    key = staging_key(job.run_id, job.url)
-    wiring.store.put(key, encode_staged(staged), content_type="application/json")
-    index_job = IndexJob(
-        run_id=job.run_id, source=job.source, url=job.url, pattern=job.pattern, staged_key=key
-    )
-    wiring.queue.send(INDEX_QUEUE, [encode(index_job)])
+    index_job, message = _index_job(wiring, job, encode_staged(staged))
+    wiring.queue.send(INDEX_QUEUE, [message])
     return index_job
+
+
+def _index_job(wiring: Wiring, job: DocumentJob, staged: bytes) -> tuple[IndexJob, str]:
+    """The job handing ``staged`` to the indexer, and its message.
+
+    The records travel in the message when it stays within MAX_MESSAGE_BYTES: SQS bills each
+    64 KiB of a message as one request ($0.40 per million), far less than the PUT and GET
+    ($5.40 per million) of a staged object. Larger ones wait under the run's staging key.
+    """
+    common = {"run_id": job.run_id, "source": job.source, "url": job.url, "pattern": job.pattern}
+    if len(staged) < MAX_MESSAGE_BYTES:  # (else the message cannot fit: skip encoding it)
+        inline = IndexJob(**common, staged=staged.decode("utf-8"))
+        try:
+            return inline, encode(inline)
+        except ContractError:  # over the cap once escaped in the message
+            pass
+    key = staging_key(job.run_id, job.url)
+    wiring.store.put(key, staged, content_type="application/json")
+    by_key = IndexJob(**common, staged_key=key)
+    return by_key, encode(by_key)
 
 
 def _unchanged_reason(

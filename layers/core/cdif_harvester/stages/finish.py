@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.errors import HarvestError
-from cdif_harvester.keys import signmap_key, site_discovery_prefix, source_of
+from cdif_harvester.keys import parse_segment_ref, signmap_key, site_discovery_prefix, source_of
 from cdif_harvester.model import (
     CatalogEntry,
     Outcome,
@@ -314,6 +314,8 @@ def _withdraw(wiring: Wiring, state: UrlState, now: str) -> None:
 
 
 def _mark_report(wiring: Wiring, key: str, when: str) -> None:
+    if parse_segment_ref(key) is not None:
+        return  # a segment is never rewritten: the catalogue entry carries the mark
     try:
         report = json.loads(wiring.store.get(key))
     except (KeyError, ValueError):
