@@ -14,6 +14,7 @@ docs/decisions/0042-one-aws-error-mapper.md.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from cdif_harvester.adapters.aws_errors import (
     aws_errors,
     cancellation_codes,
 )
+from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import url_hash
 from cdif_harvester.model import (
     QUEUED,
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["DynamoRuns", "DynamoSources"]
 
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
+_BATCH_GET = 100  # BatchGetItem takes at most 100 keys
+_BATCH_TRIES = 8
 _STATIC_RUN_FIELDS = ("entry_urls", "trigger", "source_id", "started_at")
 
 
@@ -97,18 +101,48 @@ class DynamoRuns:
         while len(found) < limit:
             with aws_errors("DynamoDB query runs"):
                 page = self.table.query(**kwargs)
-            for item in page.get("Items", []):
-                if source_id is not None and item.get("source_id") != source_id:
-                    continue
-                if state is not None and item.get("state") != state.value:
-                    continue
-                # The index projects the whole item: no read per run. It may lag the table by
-                # a moment, which only delays what the tick does with the run to its next turn.
-                found.append(_run_of(item))
+            listed = [
+                str(item["pk"])
+                for item in page.get("Items", [])
+                if source_id is None or item.get("source_id") == source_id
+            ]
+            if state is None:
+                listed = listed[: limit - len(found)]  # read no more runs than are asked for
+            # The index holds a run's keys, source and static body, not its counters and state
+            # (moved by every job: projected, each move would be a second write there), so the
+            # runs are read from the table, eventually consistent as the index is: a lag only
+            # delays what the tick does with a run to its next turn.
+            for item in self._runs_by_key(listed):
+                if state is None or item.get("state") == state.value:
+                    found.append(_run_of(item))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found[:limit]
+
+    def _runs_by_key(self, pks: Sequence[str]) -> list[dict[str, Any]]:
+        """The RUN items of ``pks``, in that order (BatchGetItem, 100 keys a call; runs gone
+        since the index listed them are left out)."""
+        client = self.table.meta.client
+        name = self.table.name
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(pks), _BATCH_GET):
+            request: dict[str, Any] = {
+                name: {"Keys": [{"pk": pk, "sk": "RUN"} for pk in pks[start : start + _BATCH_GET]]}
+            }
+            for attempt in range(_BATCH_TRIES):
+                with aws_errors("DynamoDB batch get of runs"):
+                    response = client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(name, []):
+                    found[str(item["pk"])] = item
+                unprocessed = response.get("UnprocessedKeys") or {}
+                if not unprocessed.get(name):
+                    break
+                request = dict(unprocessed)
+                time.sleep(min(0.05 * 2**attempt, 1.0))  # back off as DynamoDB asks
+            else:
+                raise StorageError("DynamoDB batch get of runs left keys unprocessed")
+        return [found[pk] for pk in pks if pk in found]
 
     def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
         """Note that ``urls`` enter the run; return those new to it or entered by ``step``.
@@ -367,7 +401,7 @@ class DynamoSources:
         while True:
             with aws_errors("DynamoDB query sources"):
                 page = self.table.query(**kwargs)
-            # (the index projects the whole item: no read per source)
+            # (the index projects a source's body and run attributes: no read per source)
             found.extend(_source_of(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return sorted(found, key=lambda s: s.source_id)
