@@ -142,7 +142,9 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 "sk": "RECORD",
                 "record_id": entry.record_id,
                 "gsi1pk": f"SOURCE#{entry.source}",
-                "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}#{rkey}",
+                # (the index needs no record hash to tell entries apart: its keys need not be
+                # unique, and the listings sort by record id)
+                "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}",
                 # Stored as a JSON document: DynamoDB cannot hold floats or empty strings
                 # everywhere, and the entry is read whole anyway (less what the item's keys
                 # say: dynamo_items).

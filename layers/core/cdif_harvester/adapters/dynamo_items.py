@@ -46,6 +46,28 @@ __all__ = [
 OUTCOME_ATTRIBUTES = ("url", "source", "outcome", "last_run", "last_seen")
 _ENTRY_DEFAULTS: dict[str, Any] = {"extra": {}, "profiles": {}}
 _ENTRY_FIELDS = tuple(f.name for f in fields(CatalogEntry))
+# Short names of the entry's fields in a RECORD body: a record's names would take a tenth of
+# its write unit (the index entry, the same body plus 100 bytes, must fit in one as well).
+_ENTRY_NAMES = {
+    "resource_id": "res",
+    "url": "url",
+    "title": "title",
+    "pattern": "pat",
+    "valid": "ok",
+    "conformance": "conf",
+    "date_modified": "mod",
+    "sd_date_published": "sdp",
+    "content_hash": "hash",
+    "record_key": "rec",
+    "report_key": "rep",
+    "run_id": "run",
+    "harvested_at": "at",
+    "extra": "x",
+    "changed_at": "chg",
+    "withdrawn_at": "wd",
+    "profiles": "prof",
+}
+_ENTRY_FIELD_OF = {short: name for name, short in _ENTRY_NAMES.items()}
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -123,8 +145,9 @@ def _ref_of(data: Mapping[str, Any], source: str) -> RecordRef:
 
 
 def entry_body(entry: CatalogEntry) -> str:
-    """The ``body`` of a RECORD item: the entry less its record id (an attribute) and source
-    (in the index key), its derivable keys, nulls and empty maps."""
+    """The ``body`` of a RECORD item, under short field names: the entry less its record id (an
+    attribute) and source (in the index key), its derivable keys, ``changed_at`` when it is
+    ``harvested_at``, nulls and empty maps."""
     rhash = record_hash(entry.record_id)
     data = entry_to_dict(entry)
     del data["record_id"], data["source"]
@@ -132,20 +155,25 @@ def entry_body(entry: CatalogEntry) -> str:
         del data["record_key"]
     if entry.report_key == record_report_key(entry.source, rhash):
         del data["report_key"]
+    if entry.changed_at == entry.harvested_at:
+        del data["changed_at"]
+    elif entry.changed_at is None:
+        data["changed_at"] = None  # kept: a missing one says "when harvested"
     for name, value in list(data.items()):
-        if name == "record_key":
-            continue  # null here says "not normalised": a missing key says "derived"
+        if name in ("record_key", "changed_at"):
+            continue  # null here says "none": a missing one says "derived"
         if value is None or (name in _ENTRY_DEFAULTS and not value):
             del data[name]
-    return _dumps(data)
+    return _dumps({_ENTRY_NAMES[name]: value for name, value in data.items()})
 
 
 def entry_of(item: Mapping[str, Any]) -> CatalogEntry:
     """The entry a RECORD item holds, of either shape. Raises TypeError, KeyError or ValueError
     on a malformed item."""
-    data: dict[str, Any] = json.loads(str(item["body"]))
-    if "record_id" in data:  # written before the compact bodies: the whole entry
-        return entry_from_dict(data)
+    body: dict[str, Any] = json.loads(str(item["body"]))
+    if "record_id" in body:  # written before the compact bodies: the whole entry
+        return entry_from_dict(body)
+    data = {_ENTRY_FIELD_OF[short]: value for short, value in body.items()}
     record_id = str(item["record_id"])
     source = str(item["gsi1pk"]).removeprefix("SOURCE#")
     rhash = record_hash(record_id)
@@ -153,6 +181,7 @@ def entry_of(item: Mapping[str, Any]) -> CatalogEntry:
     data["source"] = source
     data.setdefault("record_key", normalised_record_key(source, rhash))
     data.setdefault("report_key", record_report_key(source, rhash))
+    data.setdefault("changed_at", data.get("harvested_at"))
     for name in _ENTRY_FIELDS:
         if name not in data:
             default = _ENTRY_DEFAULTS.get(name)
