@@ -299,14 +299,19 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         }
 
     def _latest_outcomes(self, urls: Sequence[str]) -> dict[str, str]:
-        """The latest outcome each URL's LATEST item holds, by URL (URLs without one left out)."""
+        """The latest outcome each URL's LATEST item holds, by URL (URLs without one left out).
+
+        Read eventually consistent (half the units): a value read is one the item held, so a
+        write skipped on a read a moment old is a write that came before a concurrent job's,
+        an order concurrent jobs may have anyway.
+        """
         held: dict[str, str] = {}
         for start in range(0, len(urls), _BATCH_GET):
             keys = [
                 {"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}
                 for url in urls[start : start + _BATCH_GET]
             ]
-            for item in self._batch_get(keys):
+            for item in self._batch_get(keys, consistent=False):
                 if "url" in item and "outcome" in item:
                     held[str(item["url"])] = str(item["outcome"])
         return held
@@ -367,11 +372,13 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                     found[str(item["url"])] = state_of(item)
         return found
 
-    def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    def _batch_get(
+        self, keys: list[dict[str, Any]], *, consistent: bool = True
+    ) -> Iterator[dict[str, Any]]:
         # The table's client is the resource's: it takes and gives plain Python values.
         client = self.table.meta.client
         name = self.table.name
-        request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}
+        request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": consistent}}
         for attempt in range(_BATCH_TRIES):
             with aws_errors("DynamoDB batch get of URLs"):
                 response = client.batch_get_item(RequestItems=request)
