@@ -199,13 +199,24 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         step = _TRANSACTION_ITEMS - 1  # room for the run's counters
         for start in range(0, len(latest), step):
             self._settle_outcomes(run_id, latest[start : start + step])
-        held = self._latest_outcomes([outcome.url for outcome in latest])
-        for outcome in latest:
+        self._write_latests(latest)
+        return self.get_run(run_id)
+
+    def _settle_entered(self, late: Sequence[UrlOutcome], mine: Sequence[UrlOutcome]) -> None:
+        """After :meth:`enter_urls`: settle ``late`` as :meth:`put_outcomes` does, and write the
+        URLs' latest outcomes of ``mine`` (entered settled)."""
+        if late:
+            self.put_outcomes(late)
+        self._write_latests(mine)
+
+    def _write_latests(self, outcomes: Sequence[UrlOutcome]) -> None:
+        """Write each of ``outcomes`` as its URL's latest outcome unless it holds it already."""
+        held = self._latest_outcomes([outcome.url for outcome in outcomes])
+        for outcome in outcomes:
             # The same outcome again (an unchanged URL re-harvested) changes nothing the item
             # says but its run and time: not written, so a re-harvest pays a read, not a write.
             if held.get(outcome.url) != outcome.outcome.value:
                 self._write_latest(outcome)
-        return self.get_run(run_id)
 
     def _settle_outcomes(self, run_id: str, outcomes: Sequence[UrlOutcome]) -> None:
         """Write the run's items of ``outcomes`` and move the run's counters in one transaction.
@@ -306,6 +317,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         an order concurrent jobs may have anyway.
         """
         held: dict[str, str] = {}
+        urls = list(dict.fromkeys(urls))
         for start in range(0, len(urls), _BATCH_GET):
             keys = [
                 {"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}
