@@ -6,7 +6,8 @@ Run from the repository root (needs the ``dev`` and ``aws`` extras: moto, boto3)
     .venv/bin/python bench/cost_bench.py --pages 50      # smoke run: 50 and 200 pages
 
 It writes a publisher site of N landing pages (the re-harvest benchmark's site: robots.txt, a
-sitemap index with ``<lastmod>``, one CDIF record of about 3 KB per page), serves it from a
+sitemap index with ``<lastmod>``, one valid CDIF record of about 3 KB per page; ``--invalid``:
+records that are not valid, as before views counted), serves it from a
 separate process on 127.0.0.1, provisions the stack of template.yaml in moto, and runs the real
 handlers the way Lambda's event source mappings would: the intake API's POST /harvests, then
 every queue drained batch by batch (batch sizes of the template), each function's batches in
@@ -218,12 +219,15 @@ def _change_pages(site_dir: Path, pages: int) -> int:
     return changed
 
 
-def run_site(pages: int, work: Path, counter: CallCounter, logs: _CountingStream) -> list[Harvest]:
-    """The three harvests of a site of ``pages`` pages."""
+def run_site(
+    pages: int, work: Path, counter: CallCounter, logs: _CountingStream, *, valid: bool = True
+) -> list[Harvest]:
+    """The three harvests of a site of ``pages`` pages (valid CDIF records unless not
+    ``valid``)."""
     from cdif_harvester.cli.moto_stack import mocked_stack
 
     site_dir = work / f"site-{pages}"
-    reharvest_bench.write_site(site_dir, pages, lastmod=True)
+    reharvest_bench.write_site(site_dir, pages, lastmod=True, valid=valid)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -334,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--pages", type=int, default=200, help="N: the runs use N and 4N pages")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument(
+        "--invalid",
+        action="store_true",
+        help="records that are not valid CDIF (no metadata record type), as the benchmark had "
+        "until views were counted: an invalid record has no views",
+    )
     args = parser.parse_args(argv)
     out = sys.stdout
     prices = Prices()
@@ -350,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr = logs  # type: ignore[assignment]
     try:
         for pages in (args.pages, 4 * args.pages):
-            harvests += run_site(pages, work, counter, logs)
+            harvests += run_site(pages, work, counter, logs, valid=not args.invalid)
     finally:
         sys.stdout, sys.stderr = out, sys.__stderr__
         shutil.rmtree(work, ignore_errors=True)

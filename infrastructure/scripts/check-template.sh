@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Check template.yaml: `sam validate --lint`, `cfn-lint`, and a container-free `sam build`.
+# Check template.yaml: `sam validate --lint`, `cfn-lint`, and a container-free `sam build`;
+# the renderer's template (functions/renderer/template.yaml): `sam validate --lint`, `cfn-lint`.
 #
 # Usage: infrastructure/scripts/check-template.sh [--no-build]
 #
@@ -20,7 +21,7 @@ build=1
 for arg in "$@"; do
     case "$arg" in
         --no-build) build=0 ;;
-        -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -66,6 +67,11 @@ run_check() {
 
 run_check "sam validate --lint" "$SAM" validate --lint --template-file template.yaml --region us-east-1
 run_check "cfn-lint" "$CFN_LINT" template.yaml
+# The renderer's own stack (an image: built with Docker, so never here; linted all the same).
+renderer=functions/renderer/template.yaml
+run_check "sam validate --lint (renderer)" "$SAM" validate --lint --template-file "$renderer" \
+    --region us-east-1
+run_check "cfn-lint (renderer)" "$CFN_LINT" "$renderer"
 
 if [[ $build -eq 1 ]]; then
     missing=()

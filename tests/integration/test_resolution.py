@@ -23,9 +23,11 @@ from cdif_harvester.adapters.local import (
     SqliteCatalog,
     SystemClock,
 )
-from cdif_harvester.contracts import DOCUMENT_QUEUE, DocumentJob, UrlJob, decode
+from cdif_harvester.contracts import DOCUMENT_QUEUE, RENDER_QUEUE, DocumentJob, UrlJob, decode
 from cdif_harvester.errors import BodyTooLarge, FetchFailed
-from cdif_harvester.model import Outcome, TypedLink, UrlOutcome
+from cdif_harvester.model import FetchResponse, Outcome, TypedLink, UrlOutcome
+from cdif_harvester.ports import RenderedPage
+from cdif_harvester.stages.extract import document_body
 from cdif_harvester.stages.jobs import run_job
 from cdif_harvester.stages.resolve import HttpStatusError, resolve_url
 from cdif_harvester.wiring import Wiring
@@ -86,7 +88,11 @@ class Harness:
         return sent
 
     def document(self, job: DocumentJob, index: int = 0) -> Any:
-        return json.loads(self.store.get(job.documents[index].key))
+        return json.loads(self.body(job, index))
+
+    def body(self, job: DocumentJob, index: int = 0) -> bytes:
+        """The bytes of a document as the extractor reads them (from the message by default)."""
+        return document_body(self.wiring, job.documents[index])
 
     def requests(self, method: str | None = None) -> list[str]:
         return [r.path for r in self.server.requests if method is None or r.method == method]
@@ -275,7 +281,7 @@ def test_embedded_scripts_several_blocks(harness: Harness) -> None:
     job = harness.resolved("/page")
     assert job.pattern == "embedded-script"
     assert [ref.media_type for ref in job.documents] == ["text/html"]
-    assert harness.store.get(job.documents[0].key).count(b"application/ld+json") == 3
+    assert harness.body(job).count(b"application/ld+json") == 3
 
 
 def test_html_link_describedby_resolved_against_base(harness: Harness) -> None:
@@ -688,10 +694,10 @@ def test_a_page_cut_at_the_cap_uses_the_metadata_before_the_cut_and_says_so(
     assert [w.partition(":")[0] for w in ref.warnings] == ["truncated-page"]
     assert "metadata past it was not seen" in ref.warnings[0]
     assert any("read up to the cut" in note for note in job.notes)
-    stored = harness.store.get(ref.key)
-    assert len(stored) == 5 * MiB  # the page as read: up to the cut
-    meta = json.loads(harness.store.get(ref.key.rsplit(".", 1)[0] + ".meta.json"))
-    assert meta["truncated"] is True
+    assert len(harness.body(job)) == 5 * MiB  # the page as read: up to the cut
+    # too large for its message: it waits in the run's staging area, and nothing is kept
+    assert ref.staged_key is not None and ref.staged_key.startswith("staging/run-1/")
+    assert ref.body is None and not harness.store.exists(ref.key)
 
 
 def test_a_page_cut_at_the_cap_with_nothing_before_the_cut_fails_too_large(
@@ -854,3 +860,94 @@ def test_a_refuted_claim_whose_forward_metadata_is_unreachable_keeps_the_claimin
         (harness.url("/c9.json"), "not-authoritative")
     ]
     assert any("forward metadata could not be read: dns-failure" in n for n in job.notes)
+
+
+# --- pages that need a browser, with none here ---------------------------------------------------
+
+
+class _Browser:
+    """A renderer that returns the page with a Dataset written into its DOM (a stand-in for
+    Chromium, which tests/e2e/test_rendering.py runs for real)."""
+
+    def __init__(self, document: bytes) -> None:
+        self.html = page(script(document))
+        self.rendered: list[str] = []
+
+    def render(self, url: str, *, page: FetchResponse | None = None) -> RenderedPage:
+        self.rendered.append(url)
+        return RenderedPage(url=url, html=self.html, seconds=0.1)
+
+
+def _handed_over(harness: Harness, job: UrlJob) -> None:
+    """``job`` went, unchanged, to the render queue, and nothing else happened to it."""
+    result = run_job(harness.wiring, job, resolve_url)
+    assert result == job
+    body = harness.queue.receive(RENDER_QUEUE)
+    assert body is not None and decode(body, UrlJob) == job
+    assert harness.queue.receive(RENDER_QUEUE) is None
+    assert harness.queue.receive(DOCUMENT_QUEUE) is None
+    assert list(harness.wiring.catalog.outcomes(job.run_id)) == []
+
+
+@pytest.fixture
+def handing(harness: Harness) -> Harness:
+    """The harness as the AWS resolver with a renderer deployed: no browser, a render queue."""
+    settings = replace(harness.wiring.settings, render_queue=True)
+    harness.wiring = replace(harness.wiring, settings=settings)
+    return harness
+
+
+def test_a_page_without_metadata_as_served_is_handed_to_the_renderer_on_fallback(
+    handing: Harness,
+) -> None:
+    handing.server.route("/scripted", headers=[("Content-Type", HTML)], body=page())
+    _handed_over(handing, handing.job("/scripted", options={"render": "fallback"}))
+
+
+def test_on_fallback_a_page_with_metadata_as_served_is_not_handed_over(handing: Harness) -> None:
+    document = dataset("https://doi.org/10.5072/served")
+    handing.server.route("/served", headers=[("Content-Type", HTML)], body=page(script(document)))
+    job = handing.resolved("/served", options={"render": "fallback"})
+    assert job.pattern == "embedded-script"
+    assert handing.queue.receive(RENDER_QUEUE) is None
+
+
+def test_on_always_an_html_page_is_handed_over_before_its_scripts_are_read(
+    handing: Harness,
+) -> None:
+    document = dataset("https://doi.org/10.5072/served")
+    handing.server.route("/served", headers=[("Content-Type", HTML)], body=page(script(document)))
+    _handed_over(handing, handing.job("/served", options={"render": "always"}))
+
+
+def test_on_always_a_metadata_document_is_not_handed_over(handing: Harness) -> None:
+    handing.server.route(
+        "/meta.json",
+        headers=[("Content-Type", CDIF_JSONLD)],
+        body=dataset(handing.url("/meta.json")),
+    )
+    job = handing.resolved("/meta.json", options={"render": "always"})
+    assert job.pattern == "content-type"
+    assert handing.queue.receive(RENDER_QUEUE) is None
+
+
+def test_with_a_browser_at_hand_the_page_is_rendered_not_handed_over(handing: Harness) -> None:
+    # The renderer function has both: its own queue configured and a browser.
+    handing.server.route("/scripted", headers=[("Content-Type", HTML)], body=page())
+    browser = _Browser(dataset("https://doi.org/10.5072/rendered"))
+    handing.wiring = replace(handing.wiring, renderer=browser)
+    job = handing.resolved("/scripted", options={"render": "fallback"})
+    assert job.pattern == "rendered"
+    assert browser.rendered == [handing.url("/scripted")]
+    assert handing.queue.receive(RENDER_QUEUE) is None
+
+
+def test_without_a_render_queue_the_page_ends_noting_that_no_browser_was_available(
+    harness: Harness,
+) -> None:
+    harness.server.route("/scripted", headers=[("Content-Type", HTML)], body=page())
+    outcome = harness.resolve("/scripted", options={"render": "fallback"})
+    assert isinstance(outcome, UrlOutcome)
+    assert outcome.outcome is Outcome.NO_METADATA
+    assert "rendering (no browser available here)" in (outcome.reason or "")
+    assert harness.queue.receive(RENDER_QUEUE) is None

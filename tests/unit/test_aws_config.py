@@ -49,3 +49,15 @@ def test_defaults_trust_no_remote_context() -> None:
 def test_bad_politeness_settings_are_refused(env: dict[str, str]) -> None:
     with pytest.raises(ConfigError, match="REQUESTS_PER_HOST"):
         AwsConfig.from_env({**BASE, **env})
+
+
+def test_a_render_queue_url_makes_the_render_queue_and_the_hand_over() -> None:
+    config = AwsConfig.from_env({**BASE, "RENDER_QUEUE_URL": "https://sqs/render"})
+    assert config.queue_urls == {"url": "https://sqs/url", "render": "https://sqs/render"}
+    assert config.settings().render_queue
+
+
+def test_without_a_render_queue_url_nothing_is_handed_to_a_renderer() -> None:
+    config = AwsConfig.from_env({**BASE, "RENDER_QUEUE_URL": ""})
+    assert "render" not in config.queue_urls
+    assert not config.settings().render_queue

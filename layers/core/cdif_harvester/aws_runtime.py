@@ -39,6 +39,7 @@ from cdif_harvester.contact import InvalidContact, user_agent
 from cdif_harvester.contracts import (
     DOCUMENT_QUEUE,
     INDEX_QUEUE,
+    RENDER_QUEUE,
     SITEMAP_QUEUE,
     URL_QUEUE,
     DocumentJob,
@@ -62,9 +63,12 @@ from cdif_harvester.wiring import Wiring
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
+    from cdif_harvester.adapters.render import ChromiumRenderer
+
 __all__ = [
     "AwsConfig",
     "ConfigError",
+    "browser",
     "handle_s3_notifications",
     "handle_sqs_batch",
     "logger",
@@ -152,6 +156,8 @@ _STAGE_OF: dict[type[Any], str] = {
     DocumentJob: "extractor",
     IndexJob: "indexer",
 }
+# A stage fed by another queue than its contract's own: the renderer takes URL jobs.
+_STAGE_OF_QUEUE: dict[str, str] = {RENDER_QUEUE: "renderer"}
 CROSSWALK_STAGE = "crosswalk"
 
 
@@ -175,6 +181,8 @@ class AwsConfig:
     # The operator's contact, named in the User-Agent (OPERATOR_CONTACT; the product's page
     # when empty).
     contact: str | None = None
+    # KEEP_BODIES: keep documents under raw/ and answers under cache/ (Settings.keep_bodies).
+    keep_bodies: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -188,6 +196,8 @@ class AwsConfig:
             URL_QUEUE: env.get("URL_QUEUE_URL", ""),
             DOCUMENT_QUEUE: env.get("DOCUMENT_QUEUE_URL", ""),
             INDEX_QUEUE: env.get("INDEX_QUEUE_URL", ""),
+            # Set for the resolver (and the renderer itself) when a renderer stack is deployed.
+            RENDER_QUEUE: env.get("RENDER_QUEUE_URL", ""),
         }
         try:
             per_host = int(env.get("REQUESTS_PER_HOST") or Settings.requests_per_host)
@@ -216,6 +226,7 @@ class AwsConfig:
             # extraction fails with a clear, recorded reason.
             shacl=env.get("SHACL_VALIDATION", "false").lower() == "true",
             contact=contact,
+            keep_bodies=env.get("KEEP_BODIES", "false").lower() == "true",
         )
 
     def settings(self) -> Settings:
@@ -226,6 +237,8 @@ class AwsConfig:
             requests_per_host_overrides=dict(self.requests_per_host_overrides or {}),
             trusted_contexts=self.trusted_contexts,
             shacl=self.shacl,
+            keep_bodies=self.keep_bodies,
+            render_queue=RENDER_QUEUE in self.queue_urls,
         )
 
 
@@ -270,7 +283,8 @@ def wiring() -> Wiring:
     )
     _closers.append(network.close)
     fetcher = GatedFetcher(
-        # Conditional requests for the answers kept under cache/ (an unchanged page: a 304).
+        # Conditional requests for the answers kept under cache/ (an unchanged page: a 304):
+        # robots.txt and sitemaps, and documents only when bodies are kept.
         RevalidatingFetcher(network, store),
         gate,
         slots_for=settings.slots_for,
@@ -296,13 +310,32 @@ def wiring() -> Wiring:
     return bundle
 
 
+@cache
+def browser() -> ChromiumRenderer:
+    """The browser of the renderer function (built once per execution environment; Chromium
+    starts at the first page and stays warm), answering its requests through
+    :func:`wiring`'s fetcher under the function's address policy. Raises ConfigError."""
+    from cdif_harvester.adapters.render import ChromiumRenderer  # noqa: PLC0415
+
+    config = AwsConfig.from_env(os.environ)
+    renderer = ChromiumRenderer(wiring().fetcher, allow_loopback=config.allow_loopback)
+    _closers.append(renderer.close)
+    return renderer
+
+
 def handle_sqs_batch(
     event: dict[str, Any],
     context: Any,
     contract: type[_J],
     stage: Callable[[Wiring, _J], Any],
+    *,
+    queue: str | None = None,
 ) -> dict[str, Any]:
     """Run ``stage`` on every SQS record of ``event``, reporting partial batch failures.
+
+    ``queue`` is the logical queue the records come from, when not their contract's own (the
+    renderer's URL jobs come from ``render``): a deferred job goes back there, a retry is
+    delayed there, and the metrics and logs name that queue's stage.
 
     A record whose body breaks its contract is logged and consumed (retrying cannot fix it);
     permanent errors become the URL's outcome; retryable errors fail only that record, which SQS
@@ -314,10 +347,13 @@ def handle_sqs_batch(
     carries its ``run_id`` (also the correlation id), ``url`` and ``message_id``.
     """
 
-    def handle(bundle: Wiring, record: SQSRecord) -> _Processed | None:
-        return _handle_job(bundle, record, contract, stage, context)
+    source = queue or _QUEUE_OF[contract]
 
-    return _process_batch(event, context, _STAGE_OF.get(contract, contract.__name__), handle)
+    def handle(bundle: Wiring, record: SQSRecord) -> _Processed | None:
+        return _handle_job(bundle, record, contract, stage, context, queue=source)
+
+    name = _STAGE_OF_QUEUE.get(source) or _STAGE_OF.get(contract, contract.__name__)
+    return _process_batch(event, context, name, handle)
 
 
 def handle_s3_notifications(
@@ -387,8 +423,11 @@ def _handle_job(
     contract: type[_J],
     stage: Callable[[Wiring, _J], Any],
     context: Any,
+    *,
+    queue: str,
 ) -> _Processed | None:
-    """Decode one job and run its stage, once per unit of work (:func:`work_key`).
+    """Decode one job (received from ``queue``) and run its stage, once per unit of work
+    (:func:`work_key`).
 
     Returns None for a record consumed without being run: it breaks its contract, or its host
     cannot take a request now (Deferred: the job is sent again, delayed). Errors get the verdict
@@ -422,7 +461,7 @@ def _handle_job(
     try:
         done = _run_once(run, work_key(job), context)
     except Deferred as deferred:
-        _send_again(bundle, contract, record, deferred.delay)
+        _send_again(bundle, queue, record, deferred.delay)
         logger.info("job deferred (politeness)", delay=deferred.delay, reason=str(deferred))
         metrics.add_metric(name="Deferred", unit=MetricUnit.Count, value=1)
         return None
@@ -440,7 +479,7 @@ def _handle_job(
             retry_after=error.retry_after,
             retry_in=delay,
         )
-        _retry_later(bundle, contract, record, delay, asked=error.retry_after is not None)
+        _retry_later(bundle, queue, record, delay, asked=error.retry_after is not None)
         raise
     except Exception:  # a transient fault no adapter mapped (run_job settled the rest)
         logger.exception("job failed unexpectedly; SQS redelivers it")
@@ -567,6 +606,7 @@ def reset() -> None:
     while _closers:
         _closers.pop()()
     wiring.cache_clear()
+    browser.cache_clear()
     _once.cache_clear()
     _idempotency_store.cache_clear()
 
@@ -611,11 +651,10 @@ def _idempotency_store() -> Any:
     return DynamoDBPersistenceLayer(table_name=table)
 
 
-def _send_again(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float) -> None:
-    """Put a deferred job back on its queue, delayed, marked to resume from its journal."""
+def _send_again(bundle: Wiring, queue: str, record: SQSRecord, delay: float) -> None:
+    """Put a deferred job back on ``queue``, delayed, marked to resume from its journal."""
     from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
 
-    queue = _QUEUE_OF[contract]
     if isinstance(bundle.queue, SqsQueue):
         bundle.queue.send_later(queue, record.body, delay=delay, attributes={RESUME_ATTRIBUTE: "1"})
     else:  # a queue without attributes: the job then starts afresh, which is slower, not wrong
@@ -623,7 +662,7 @@ def _send_again(bundle: Wiring, contract: type[Any], record: SQSRecord, delay: f
 
 
 def _retry_later(
-    bundle: Wiring, contract: type[Any], record: SQSRecord, delay: float, *, asked: bool
+    bundle: Wiring, queue: str, record: SQSRecord, delay: float, *, asked: bool
 ) -> None:
     """Have SQS redeliver a failed record only after ``delay`` seconds (its backoff, or the
     Retry-After the answer ``asked`` for) rather than after the queue's visibility timeout."""
@@ -632,7 +671,7 @@ def _retry_later(
     if not isinstance(bundle.queue, SqsQueue):
         return
     try:
-        bundle.queue.retry_later(_QUEUE_OF[contract], record.receipt_handle, delay=delay)
+        bundle.queue.retry_later(queue, record.receipt_handle, delay=delay)
         metrics.add_metric(
             name="RetryAfter" if asked else "RetryBackoff", unit=MetricUnit.Count, value=1
         )

@@ -24,13 +24,14 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar, Union
 
 from cdif_harvester.errors import ContractError
-from cdif_harvester.model import TypedLink, plain
+from cdif_harvester.model import RequestValidator, TypedLink, plain
 
 __all__ = [
     "CONTRACT_VERSION",
     "CROSSWALK_QUEUE",
     "DOCUMENT_QUEUE",
     "INDEX_QUEUE",
+    "RENDER_QUEUE",
     "SITEMAP_QUEUE",
     "URL_QUEUE",
     "MAX_MESSAGE_BYTES",
@@ -56,10 +57,10 @@ __all__ = [
     "encode_staged",
 ]
 
-CONTRACT_VERSION = 7
-READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
-STAGED_VERSION = 5
-STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5})
+CONTRACT_VERSION = 8
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
+STAGED_VERSION = 6
+STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:
@@ -67,7 +68,9 @@ MAX_MESSAGE_BYTES = 200 * 1024
 # for CDIF (CDIF metadata publication, Option 2; e.g. ``format=CDIF1.0``).
 # ``render``: ``never`` (default), ``fallback`` (render the page in a browser when it yields no
 # metadata as served) or ``always`` (docs/decisions/0075-rendering-pages-in-a-browser.md).
-RESOLUTION_OPTIONS = frozenset({"format_parameter", "render"})
+# ``keep_bodies``: ``true`` keeps each document fetched under ``raw/`` and each answer with a
+# validator under ``cache/`` (``false``, the default: neither; 0080-bodies-kept-only-when-asked).
+RESOLUTION_OPTIONS = frozenset({"format_parameter", "keep_bodies", "render"})
 #: The values of the ``render`` option.
 RENDER_MODES = ("never", "fallback", "always")
 
@@ -77,6 +80,9 @@ URL_QUEUE = "url"
 DOCUMENT_QUEUE = "document"
 INDEX_QUEUE = "index"
 CROSSWALK_QUEUE = "crosswalk"
+# URL jobs that need a browser, handed by a resolver without one to the renderer, which resolves
+# them as they are (docs/decisions/0079-rendering-on-aws-hand-over.md).
+RENDER_QUEUE = "render"
 
 
 @dataclass(frozen=True)
@@ -130,8 +136,14 @@ class UrlJob:
 
 @dataclass(frozen=True)
 class DocumentRef:
-    """A fetched document kept in the object store under ``key``.
+    """A fetched document, named by ``key``: its content-addressed key under ``raw/``.
 
+    ``kept`` says whether the document is stored under ``key`` (when the run or source asks to
+    keep bodies, and in every message of contract version 7 and before). When it is not, its
+    bytes travel in ``body`` (UTF-8 text, or base64 when ``encoding`` is ``base64``) or wait
+    under ``staged_key`` in the run's staging area (a body too large for the message); the
+    extractor's hand-over keeps neither. ``status``, ``redirects``,
+    ``headers`` (the few that matter to provenance) and ``fetched_at`` say how it was fetched.
     ``via`` says how the resolver reached it (``self``, ``describedby``, ``meta``, ``linkset``
     ...). ``authority`` is the anti-spoofing verdict (1997 draft, "Metadata Spoofing"):
     ``None`` when the document claims nothing about another origin, else ``authoritative``,
@@ -146,11 +158,24 @@ class DocumentRef:
     via: str | None = None
     authority: str | None = None
     warnings: tuple[str, ...] = ()
+    kept: bool = True
+    body: str | None = None
+    encoding: str | None = None
+    staged_key: str | None = None
+    status: int | None = None
+    redirects: tuple[str, ...] = ()
+    headers: dict[str, str] = field(default_factory=dict)
+    fetched_at: str | None = None
 
 
 @dataclass(frozen=True)
 class DocumentJob:
-    """Extract, normalise and validate the metadata documents found for one URL."""
+    """Extract, normalise and validate the metadata documents found for one URL.
+
+    ``validators`` are those of every request the resolution made (see
+    :class:`~cdif_harvester.model.RequestValidator`; empty when one answer had none), carried to
+    the URL's state for the next harvest's conditional requests.
+    """
 
     KIND: ClassVar[str] = "document-job"
     run_id: str
@@ -162,6 +187,7 @@ class DocumentJob:
     notes: tuple[str, ...] = ()
     sitemap: str | None = None
     lastmod: str | None = None
+    validators: tuple[RequestValidator, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -271,8 +297,9 @@ class StagedRecords:
 
     Besides the records and the skipped blocks it carries what the indexer writes in each
     report's provenance (``links``, ``resolution_notes``) and in the URL's state (``documents``
-    for its fingerprint, ``sitemap``, ``lastmod``, and the ``blocks`` hashes and ``sd_dates``
-    of :mod:`cdif_harvester.domain.discovery.incremental`).
+    for its fingerprint, ``sitemap``, ``lastmod``, the ``blocks`` hashes and ``sd_dates``
+    of :mod:`cdif_harvester.domain.discovery.incremental`, and the resolution's ``validators``).
+    Its documents never carry their bodies.
     """
 
     KIND: ClassVar[str] = "staged-records"
@@ -287,6 +314,7 @@ class StagedRecords:
     lastmod: str | None
     blocks: tuple[str, ...]
     sd_dates: tuple[str, ...]
+    validators: tuple[RequestValidator, ...] = ()
 
 
 Message = SitemapJob | UrlJob | DocumentJob | IndexJob | RecordStored

@@ -1,7 +1,8 @@
 """The object-store key layout, identical in S3 and in the local output directory.
 
-Every key is built here: ``raw/`` (documents as fetched), ``staging/`` (hand-overs, sitemap
-parts, fetch journals), ``records/``, ``reports/``, ``views/``, ``versions/`` and ``cache/``.
+Every key is built here: ``raw/`` (documents as fetched, when kept), ``staging/`` (hand-overs,
+large documents on their way to the extractor, sitemap parts, fetch journals), ``records/``,
+``reports/``, ``views/``, ``versions/`` and ``cache/``.
 :func:`record_hash` and :func:`url_hash` are the short stable hashes (the first 32 hex digits of a
 SHA-256) that name a record or a URL inside those keys: segments of keys, not keys.
 
@@ -35,6 +36,7 @@ __all__ = [
     "site_discovery_key",
     "site_discovery_prefix",
     "source_of",
+    "staged_document_key",
     "staging_key",
     "url_hash",
     "view_key",
@@ -115,6 +117,13 @@ def raw_meta_key(key: str) -> str:
 def staging_key(run_id: str, url: str) -> str:
     """Key of the extractor's hand-over object for ``url`` in ``run_id``."""
     return f"staging/{run_id}/{url_hash(url)}.json"
+
+
+def staged_document_key(run_id: str, url: str, body: bytes, extension: str) -> str:
+    """Key of a document handed from the resolver to the extractor through the store (a body
+    too large for its message, when bodies are not kept under ``raw/``)."""
+    name = f"{content_hash(body)[:32]}.{extension.lstrip('.')}"
+    return f"staging/{run_id}/documents/{url_hash(url)}/{name}"
 
 
 def sitemap_part_key(run_id: str, url: str, index: int) -> str:

@@ -255,7 +255,8 @@ class SourceRegistry(Protocol):
 
 
 class JobQueue(Protocol):
-    """Sends messages to the queue of a stage, named logically: sitemap, url, document, index."""
+    """Sends messages to the queue of a stage, named logically: sitemap, url, document, index,
+    render."""
 
     def send(
         self, queue: str, bodies: Sequence[str], *, delays: Sequence[int] | None = None

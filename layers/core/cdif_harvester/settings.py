@@ -76,6 +76,17 @@ class Settings:
     # option, ``never`` by default): pages are rendered in a browser only when asked for
     # (docs/decisions/0075-rendering-pages-in-a-browser.md).
     render: str | None = None
+    # Whether a renderer elsewhere takes the URL jobs that need a browser (the render queue is
+    # configured): a resolver without a browser then hands such a job on, whole, instead of
+    # ending it without rendering. Off by default: only the AWS resolver with a renderer stack
+    # deployed sets it (docs/decisions/0079-rendering-on-aws-hand-over.md).
+    render_queue: bool = False
+    # Keep every document fetched under raw/ (with its provenance) and every answer with a
+    # validator under cache/. Off by default: they were four of a record's eight S3 writes and
+    # two thirds of its disk; conditional requests work from the validators kept in the URL's
+    # state instead (docs/decisions/0080-bodies-kept-only-when-asked.md). A source may ask for
+    # it with its ``keep_bodies`` option.
+    keep_bodies: bool = False
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""

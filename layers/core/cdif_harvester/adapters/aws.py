@@ -469,7 +469,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
 
 class SqsQueue:
-    """Sends to the stage queues, addressed by logical name (sitemap, url, document, index)."""
+    """Sends to the stage queues, addressed by logical name (sitemap, url, document, index,
+    render: each one whose URL is configured)."""
 
     def __init__(self, client: SQSClient, urls: Mapping[str, str]) -> None:
         self.client = client

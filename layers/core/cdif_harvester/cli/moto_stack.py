@@ -336,7 +336,9 @@ class SqsEventSource:
 
 @dataclass(frozen=True)
 class ProvisionedStack:
-    """What :func:`provision` made, and what each function would see on Lambda."""
+    """What :func:`provision` made, and what each function would see on Lambda
+    (``bucket_name`` and ``table_name`` are empty for a stack without the records bucket and
+    the catalogue table of template.yaml)."""
 
     stack_name: str
     account_id: str
@@ -730,8 +732,9 @@ def provision(
         stack_name=stack_name,
         account_id=account_id,
         region=region,
-        bucket_name=provisioner.buckets[RECORDS_BUCKET_ID],
-        table_name=provisioner.tables[CATALOG_TABLE_ID],
+        # A stack that uses another's data (the renderer's) has neither.
+        bucket_name=provisioner.buckets.get(RECORDS_BUCKET_ID, ""),
+        table_name=provisioner.tables.get(CATALOG_TABLE_ID, ""),
         buckets=MappingProxyType(provisioner.buckets),
         tables=MappingProxyType(provisioner.tables),
         queue_urls=MappingProxyType(provisioner.queues),

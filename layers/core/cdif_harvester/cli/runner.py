@@ -44,7 +44,7 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.domain.discovery.entry import SiteDiscovery
 from cdif_harvester.errors import ContractError, Deferred, HarvestError
-from cdif_harvester.keys import origin_of, site_discovery_key
+from cdif_harvester.keys import origin_of, record_hash, site_discovery_key, view_keys
 from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
@@ -188,7 +188,8 @@ class LocalHarvester:
     some hosts (by origin or host name). ``sleep`` is how the politeness gate and a retry's
     backoff wait; ``jitter`` draws each backoff within its bounds. ``contact`` is the
     operator's, named in the User-Agent (``CDIF_OPERATOR_CONTACT`` when not given); an invalid
-    one raises InvalidContact.
+    one raises InvalidContact. ``views`` also writes each valid record's views as files under
+    ``views/`` (by default they are made when asked for: ``cdif-harvest view``).
     """
 
     def __init__(
@@ -210,9 +211,13 @@ class LocalHarvester:
         jitter: Jitter = random.uniform,
         contact: str | None = None,
         render: str | None = None,
+        keep_bodies: bool = False,
+        views: bool = False,
     ) -> None:
         self.out_dir = out_dir
         self.jitter = jitter
+        # Views are made on read (``cdif-harvest view``); as files only when asked for.
+        self.write_views = views
         local = local_runtime.wiring(
             out_dir,
             LocalConfig(
@@ -225,6 +230,7 @@ class LocalHarvester:
                 crawl_delays=crawl_delays,
                 contact=contact,
                 render=render,
+                keep_bodies=keep_bodies,
             ),
             fetcher=fetcher,
             sleep=sleep,
@@ -527,9 +533,18 @@ class LocalHarvester:
     def _finished(self) -> bool:
         return not (self.queue.pending() or self._lines or self._running or self._delayed)
 
+    def _view_files(self, source: str, record_id: str) -> dict[str, str]:
+        """The view files of a record this harvest wrote (``--views``), by view name."""
+        if not self.write_views:
+            return {}
+        keys = view_keys(source, record_hash(record_id))
+        return {name: key for name, key in keys.items() if (self.out_dir / key).is_file()}
+
     def _drain_crosswalk(self, summary: HarvestSummary) -> int:
         made = 0
         while (body := self.queue.receive(CROSSWALK_QUEUE)) is not None:
+            if not self.write_views:  # made on read: the notification has nothing to ask
+                continue
             for key in keys_from_s3_event(json.loads(body)):
                 try:
                     made += len(build_views(self.wiring, key))
@@ -585,7 +600,8 @@ class LocalHarvester:
         summary.finished_at = self.wiring.clock.now().isoformat(timespec="seconds")
         summary.elapsed_seconds = time.monotonic() - started
         lines = "".join(
-            json.dumps(_outcome_line(o), ensure_ascii=False, sort_keys=True) + "\n"
+            json.dumps(_outcome_line(o, self._view_files), ensure_ascii=False, sort_keys=True)
+            + "\n"
             for o in outcomes
         )
         written = summary.to_dict()
@@ -627,9 +643,17 @@ def _given_up(exc: Exception) -> HarvestError:
     return HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
 
 
-def _outcome_line(outcome: UrlOutcome) -> dict[str, Any]:
+def _outcome_line(
+    outcome: UrlOutcome, view_files: Callable[[str, str], dict[str, str]]
+) -> dict[str, Any]:
+    """One line of outcomes.jsonl: each valid record names its view files (``view_files``: those
+    written, by view name; none unless the harvest wrote them)."""
     data = outcome_to_dict(outcome)
     line = {key: data[key] for key in ("url", "outcome", "reason", "pattern", "records")}
+    for record in line["records"]:
+        files = view_files(outcome.source, record["record_id"]) if record["valid"] else {}
+        if files and "views" not in record:
+            record["views"] = files
     if outcome.outcome is Outcome.RECORD:
         line.pop("reason")
     return line

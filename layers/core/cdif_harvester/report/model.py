@@ -122,7 +122,8 @@ _NEXT_STEP: Mapping[int, str] = {
         "To reach level 2, publish the same links as a linkset (RFC 9264, "
         "application/linkset+json) and point to it from every landing page with "
         'Link: <https://…/linkset.json>; rel="linkset"; type="application/linkset+json". '
-        "The harvester's views/<source>/<record>/linkset.json files are a starting point."
+        "The linkset the harvester makes of each record (GET /records/{id}/views/linkset-json, "
+        "or cdif-harvest view ID --view linkset-json) is a starting point."
     ),
     2: "Level 2 is the highest: keep the linksets in step with the landing pages.",
 }

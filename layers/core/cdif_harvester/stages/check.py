@@ -231,13 +231,17 @@ def check_url(wiring: Wiring, url: str) -> CheckReport:
     the verdict :data:`FAILED` with the reason; never raises for the URL's faults.
     """
     job = UrlJob(run_id=_RUN, source=source_of(url), url=url)
+    # A check keeps nothing and hands nothing on: never to a renderer elsewhere.
+    alone = replace(wiring, settings=replace(wiring.settings, render_queue=False))
     try:
-        found = resolve_url(wiring, job)
+        found = resolve_url(alone, job)
     except (PermanentError, RetryableError) as exc:
         return _failed(url, exc)
     if isinstance(found, UrlOutcome):
         return _nothing(url, found)
-    return _extracted(wiring, found, target=url)
+    if isinstance(found, UrlJob):  # not with ``render_queue`` off; a verdict all the same
+        return _failed(url, PermanentError("the page needs a browser", reason="rendering"))
+    return _extracted(alone, found, target=url)
 
 
 def _extracted(wiring: Wiring, job: DocumentJob, *, target: str) -> CheckReport:

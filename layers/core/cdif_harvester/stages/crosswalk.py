@@ -1,11 +1,14 @@
-"""Stage 6: the crosswalk publishes the views of each valid record, and a source's Signmap.
+"""Stage 6: the crosswalk makes the views of each valid record, and writes a source's Signmap.
 
-:func:`build_views` is triggered by a record landing under ``records/`` (an S3 event notification
-on AWS, its local twin in the runner) and writes, idempotently, the record's views under
-``views/<source>/<record-hash>/`` (:data:`~cdif_harvester.keys.VIEW_NAMES`);
+A record's views (:data:`~cdif_harvester.keys.VIEW_NAMES`) are made when asked for:
+:func:`record_view` from a record and its report, :func:`stored_record_view` from the store (the
+API and ``cdif-harvest view``). :func:`note_record` is what a record landing under ``records/``
+triggers on AWS (nothing to write); :func:`build_views` writes the views as files under
+``views/<source>/<record-hash>/`` when a local harvest asks for them (``--views``);
 :func:`build_source_signmap` writes ``views/<source>/signmap.xml`` of a source's valid records.
 
-See docs/decisions/0035-crosswalk-views.md and docs/decisions/0039-source-signmap.md.
+See docs/decisions/0081-views-derived-on-read.md, 0035-crosswalk-views.md and
+0039-source-signmap.md.
 """
 
 from __future__ import annotations
@@ -42,21 +45,28 @@ from cdif_harvester.domain.views.crosswalk import (
 )
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
+    VIEW_NAMES,
     normalised_record_key,
     parse_normalised_record_key,
     record_report_key,
     signmap_key,
     view_keys,
 )
-from cdif_harvester.model import TypedLink
+from cdif_harvester.model import CatalogEntry, TypedLink
+from cdif_harvester.ports import ObjectStore
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
+    "VIEW_MEDIA_TYPES",
     "NotARecordKey",
+    "UnknownView",
     "build_source_signmap",
     "build_views",
     "keys_from_s3_event",
+    "note_record",
+    "record_view",
     "signmap_part_key",
+    "stored_record_view",
 ]
 
 # Discovery patterns whose harvested URL is a metadata document, not the resource's page.
@@ -139,31 +149,93 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
 
 
-def _views(
-    record: Mapping[str, Any], report: Mapping[str, Any], contexts: JsonLdContexts
-) -> dict[str, tuple[bytes, str]]:
+#: Each view's media type (``Content-Type``), by name (:data:`~cdif_harvester.keys.VIEW_NAMES`).
+VIEW_MEDIA_TYPES: dict[str, str] = {
+    "pid-kernel": "application/json",
+    "linkset-json": "application/linkset+json",
+    "linkset": "application/linkset",
+    "link-header": "text/plain; charset=utf-8",
+    "html-links": "text/html; charset=utf-8",
+    "nquads": NQUADS_MEDIA_TYPE,
+}
+
+
+class UnknownView(PermanentError):
+    """A view name that is none of :data:`VIEW_MEDIA_TYPES`."""
+
+    reason = "unknown-view"
+
+
+def record_view(
+    record: Mapping[str, Any], report: Mapping[str, Any], view: str, contexts: JsonLdContexts
+) -> bytes:
+    """Return the bytes of one view of a record, made from the record and its report.
+
+    Pure: the same record and report give the same bytes, whether the view is written by the
+    crosswalk or made when it is asked for. Raises UnknownView for a name outside
+    :data:`VIEW_MEDIA_TYPES`, and NQuadsError (permanent) when the record cannot become RDF.
+    """
+    if view not in VIEW_MEDIA_TYPES:
+        raise UnknownView(f"no view {view!r} (views: {', '.join(VIEW_MEDIA_TYPES)})")
+    if view == "nquads":
+        record_id = report.get("record_id")
+        graph = record_id if isinstance(record_id, str) else None
+        return record_nquads(record, graph=graph, contexts=contexts).encode("utf-8")
     context, links, invented = _signposts(report, record)
+    if view == "pid-kernel":
+        return _json(pid_kernel_view(record, invented=invented))
     anchor = context or str(record.get("@id") or "")
-    record_id = report.get("record_id")
-    graph = record_id if isinstance(record_id, str) else None
-    return {
-        "pid-kernel": (_json(pid_kernel_view(record, invented=invented)), "application/json"),
-        "linkset-json": (_json(linkset_json(anchor, links)), "application/linkset+json"),
-        "linkset": (linkset_text(anchor, links).encode("utf-8"), "application/linkset"),
-        "link-header": (link_header(links).encode("utf-8"), "text/plain; charset=utf-8"),
-        "html-links": (html_link_elements(links).encode("utf-8"), "text/html; charset=utf-8"),
-        "nquads": (
-            record_nquads(record, graph=graph, contexts=contexts).encode("utf-8"),
-            NQUADS_MEDIA_TYPE,
-        ),
-    }
+    if view == "linkset-json":
+        return _json(linkset_json(anchor, links))
+    if view == "linkset":
+        return linkset_text(anchor, links).encode("utf-8")
+    if view == "link-header":
+        return link_header(links).encode("utf-8")
+    return html_link_elements(links).encode("utf-8")
+
+
+def stored_record_view(
+    store: ObjectStore,
+    contexts: JsonLdContexts,
+    entry: CatalogEntry,
+    view: str,
+) -> bytes | None:
+    """Return one view of the record of catalogue entry ``entry``, made now from its stored
+    record and report; None when the record is not valid (it has no views).
+
+    Reads the report and the record (two GETs, no write). Raises KeyError when either is
+    missing, UnknownView and NQuadsError as :func:`record_view` does.
+    """
+    if view not in VIEW_MEDIA_TYPES:
+        raise UnknownView(f"no view {view!r} (views: {', '.join(VIEW_MEDIA_TYPES)})")
+    if not entry.valid or entry.record_key is None:
+        return None
+    report = json.loads(store.get(entry.report_key))
+    if not report.get("valid"):
+        return None
+    record = json.loads(store.get(entry.record_key))
+    return record_view(record, report, view, contexts)
+
+
+def note_record(wiring: Wiring, key: str) -> dict[str, str]:
+    """Acknowledge a record landing under ``key``: its views are made on read, so nothing is
+    read or written; return no view keys.
+
+    Raises NotARecordKey for a key outside ``records/`` (logged and skipped by the handler).
+    """
+    del wiring  # the same signature as build_views: the handler runs either
+    if parse_normalised_record_key(key) is None:
+        raise NotARecordKey(f"{key} is not a records/ key")
+    return {}
 
 
 def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     """Write every view of the record under ``key``; return the view keys (empty if invalid).
 
-    A view whose bytes did not change is not written again. Raises NotARecordKey for a key
-    outside ``records/``, KeyError when the record or its report is missing, and
+    Views are made when asked for (the API, ``cdif-harvest view``); a local harvest calls this
+    only when its views are asked to be written as files (``--views``). A view whose bytes did
+    not change is not written again. Raises NotARecordKey for a key outside ``records/``,
+    KeyError when the record or its report is missing, and
     :class:`~cdif_harvester.domain.views.nquads.NQuadsError` (permanent) when the record cannot be
     turned into RDF; then no view is written.
     """
@@ -175,11 +247,11 @@ def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     if not report.get("valid"):
         return {}
     record = json.loads(wiring.store.get(key))
-    bodies = _views(record, report, wiring.contexts)
+    # Every body first: a record that cannot become RDF writes no view at all.
+    bodies = {name: record_view(record, report, name, wiring.contexts) for name in VIEW_NAMES}
     targets = view_keys(source, rkey)
     for name, target in targets.items():
-        body, content_type = bodies[name]
-        _put_if_changed(wiring, target, body, content_type)
+        _put_if_changed(wiring, target, bodies[name], VIEW_MEDIA_TYPES[name])
     return targets
 
 

@@ -6,9 +6,9 @@ crosswalk, which reads the report to know whether the record is valid.
 
 Versions: a record is written only when its digest (record, verdict and links, see
 :func:`cdif_harvester.domain.discovery.incremental.record_digest`) differs from the catalogue
-entry's ``content_hash``. Then ``records/<source>/<key>.jsonld`` is replaced and the new version is
-also kept, content-addressed, under ``versions/<source>/<key>/``, so a changed record keeps its
-history and an unchanged one writes nothing (no object, no catalogue entry, no views). A URL
+entry's ``content_hash``. Then the version it replaces is kept, content-addressed, under
+``versions/<source>/<key>/`` and ``records/<source>/<key>.jsonld`` is replaced, so a changed record
+keeps its history and an unchanged one writes nothing (no object, no catalogue entry). A URL
 whose records are all unchanged ends ``unchanged`` (``content-hash``), unless the entry was
 written by this same job (run and URL): a retry ends ``record`` as its first attempt would have.
 Redelivered index jobs and reruns therefore change nothing.
@@ -40,7 +40,6 @@ from cdif_harvester.keys import (
     record_hash,
     record_report_key,
     version_key,
-    view_keys,
 )
 from cdif_harvester.model import (
     CatalogEntry,
@@ -115,6 +114,7 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
         sd_dates=staged.sd_dates,
         record_ids=tuple(ref.record_id for ref in refs),
         harvest_run=job.run_id,
+        validators=staged.validators,
     )
 
 
@@ -123,8 +123,8 @@ def _index_one(
 ) -> tuple[RecordRef, bool]:
     """Store one record unless it is unchanged; return its reference and whether it changed.
 
-    The report is written first, then the record (its version, then ``records/``), then the
-    catalogue entry.
+    The report is written first, then the record (the version it replaces kept, then
+    ``records/``), then the catalogue entry.
     """
     links = _links_read(staged)
     # The resolver's warnings count with the verdict (a new reason rewrites the report); a
@@ -144,7 +144,7 @@ def _index_one(
         return _ref(job, item, held.record_key, held.report_key, valid=valid), mine
     report = _report(job, staged, item, links, now)
     rep_key = _store_report(wiring, job, item, report)
-    rec_key = _store_record(wiring, job, item, digest)
+    rec_key = _store_record(wiring, job, item, digest, before)
     entry = _catalog_entry(job, item, digest, rec_key, rep_key, valid=valid, now=now)
     # What this harvest did to the record, for the publisher report of its run.
     wiring.catalog.put_record(
@@ -252,8 +252,26 @@ def _report(
             # the element's position.
             "item_list": item.item_list,
             "harvested_at": now,
+            **_fetched(item, staged),
         },
     }
+
+
+def _fetched(item: StagedRecord, staged: StagedRecords) -> dict[str, Any]:
+    """How the record's document was fetched, and whether it is kept under ``document``
+    (nothing for a hand-over written before the resolver said: its documents were all kept)."""
+    for ref in staged.documents:
+        if ref.key == item.document and ref.status is not None:
+            fetched = {
+                "url": ref.url,
+                "status": ref.status,
+                "redirects": list(ref.redirects),
+                "headers": dict(ref.headers),
+                "at": ref.fetched_at,
+                "kept": ref.kept,
+            }
+            return {"fetched": fetched}
+    return {}
 
 
 def _store_report(wiring: Wiring, job: IndexJob, item: StagedRecord, report: dict[str, Any]) -> str:
@@ -271,21 +289,40 @@ def _store_report(wiring: Wiring, job: IndexJob, item: StagedRecord, report: dic
     return rep_key
 
 
-def _store_record(wiring: Wiring, job: IndexJob, item: StagedRecord, digest: str) -> str | None:
-    """Write the record's version under ``versions/``, then the record under ``records/``;
-    return the record's key (None for a record that could not be normalised: nothing to
-    write)."""
+def _store_record(
+    wiring: Wiring, job: IndexJob, item: StagedRecord, digest: str, before: CatalogEntry | None
+) -> str | None:
+    """Write the record under ``records/`` (its latest version), after keeping the version it
+    replaces under ``versions/``; return the record's key (None for a record that could not be
+    normalised: nothing to write).
+
+    The latest version is not copied to ``versions/`` as well (one object per version, not
+    two): the history of a record is ``versions/<source>/<record-hash>/`` and ``records/``.
+    """
     if item.record is None:
         return None
     rkey = record_hash(item.record_id)
     body = json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8")
-    # The version first: once records/ changes, the crosswalk runs, and history is whole.
-    wiring.store.put(
-        version_key(job.source, rkey, digest), body, content_type="application/ld+json"
-    )
+    if before is not None and before.record_key and before.content_hash != digest:
+        # Before records/ changes, so that history stays whole whatever fails next: a retry
+        # of this job finds the version kept (the entry still names it) and keeps nothing again.
+        _keep_version(wiring, before, rkey)
     rec_key = normalised_record_key(job.source, rkey)
     wiring.store.put(rec_key, body, content_type="application/ld+json")
     return rec_key
+
+
+def _keep_version(wiring: Wiring, before: CatalogEntry, rkey: str) -> None:
+    """Keep the version ``before`` names under ``versions/`` (named by its digest), unless it is
+    there already (written by an earlier layout, or by a retried attempt of this job)."""
+    target = version_key(before.source, rkey, before.content_hash)
+    if before.record_key is None or wiring.store.exists(target):
+        return
+    try:
+        body = wiring.store.get(before.record_key)
+    except KeyError:  # nothing left to keep (the object was removed by hand)
+        return
+    wiring.store.put(target, body, content_type="application/ld+json")
 
 
 def _catalog_entry(  # noqa: PLR0913 - the entry is made of all of them
@@ -329,7 +366,7 @@ def _catalog_entry(  # noqa: PLR0913 - the entry is made of all of them
 def _ref(
     job: IndexJob, item: StagedRecord, rec_key: str | None, rep_key: str, *, valid: bool
 ) -> RecordRef:
-    """The record as the URL's outcome lists it (its views only when it is valid)."""
+    """The record as the URL's outcome lists it (no view keys: views are made on read)."""
     return RecordRef(
         record_id=item.record_id,
         resource_id=item.resource_id,
@@ -337,7 +374,6 @@ def _ref(
         errors=tuple(issue.message for issue in item.report.errors),
         record_key=rec_key,
         report_key=rep_key,
-        view_keys=view_keys(job.source, record_hash(item.record_id)) if valid else {},
         profiles=tuple(
             profile_summary(p.profile, p.version, p.status, len(p.errors))
             for p in item.report.profiles

@@ -1,0 +1,1 @@
+"""The renderer function (see app.py; its own stack: template.yaml beside it)."""
