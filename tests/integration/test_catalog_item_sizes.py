@@ -23,7 +23,14 @@ from cdif_harvester.keys import (
     url_hash,
     view_keys,
 )
-from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, UrlOutcome, UrlState
+from cdif_harvester.model import (
+    CatalogEntry,
+    Outcome,
+    RecordRef,
+    RequestValidator,
+    UrlOutcome,
+    UrlState,
+)
 from tests.support.aws import ProvisionedStack
 
 pytestmark = [pytest.mark.aws]
@@ -136,6 +143,16 @@ def _state(*record_ids: str) -> UrlState:
         sd_dates=("2025-01-16",),
         record_ids=record_ids,
         harvest_run=RUN,
+        # the page's answer and its linked record's, to be revalidated next time
+        validators=(
+            RequestValidator("GET", "", etag='"5f2a-61c3b7e04d2c0"'),
+            RequestValidator(
+                "GET",
+                f"https://{SOURCE}/metadata/ocean-temperature/mooring-station-17-hourly.jsonld",
+                accept="application/ld+json",
+                last_modified="Thu, 16 Jan 2025 08:00:00 GMT",
+            ),
+        ),
     )
 
 
@@ -144,24 +161,28 @@ def test_realistic_items_are_under_one_kilobyte_and_read_back_exactly(
 ) -> None:
     size = _cost_model().item_size
     catalog = _catalog(stack)
-    # a valid record (its views' keys, two profile verdicts) and an invalid one (two errors)
-    outcome = _outcome(_ref(1, valid=True), _ref(2, valid=False))
-    catalog.put_url(_state(_record_id(1), _record_id(2)))
+    # A landing page with its record: valid (its views' keys, two profile verdicts), the
+    # answers' validators kept for the next harvest
+    outcome = _outcome(_ref(1, valid=True))
+    catalog.put_url(_state(_record_id(1)))
     catalog.put_outcome(outcome)
     catalog.put_record(_entry(1))
+    # and a page with two records, the second invalid (two errors): its run item
+    two = replace(_outcome(_ref(1, valid=True), _ref(2, valid=False)), url=URL + "?two")
+    catalog.put_outcome(two)
 
     latest = _raw(stack, f"URL#{url_hash(URL)}", "LATEST")
-    in_run = _raw(stack, f"RUN#{RUN}", f"URL#{url_hash(URL)}")
+    in_run = _raw(stack, f"RUN#{RUN}", f"URL#{url_hash(two.url)}")
     record = _raw(stack, f"RECORD#{record_hash(_record_id(1))}", "RECORD")
     assert size(latest) < KB, size(latest)
     assert size(in_run) < KB, size(in_run)
     assert size(record) < KB, size(record)
     # and what was written is what is read
-    assert list(catalog.outcomes(RUN)) == [outcome]
+    assert sorted(catalog.outcomes(RUN), key=lambda o: o.url) == [outcome, two]
     assert catalog.get_record(_record_id(1)) == _entry(1)
     assert catalog.records(SOURCE) == [_entry(1)]
     assert catalog.get_url(URL) == replace(
-        _state(_record_id(1), _record_id(2)), outcome="record", last_run=RUN, last_seen=AT
+        _state(_record_id(1)), outcome="record", last_run=RUN, last_seen=AT
     )
 
     # what the keys cannot derive is kept: keys of another source, no record, nulls, empties
@@ -203,7 +224,7 @@ def test_items_of_the_earlier_shape_still_read(stack: ProvisionedStack) -> None:
     catalog = _catalog(stack)
     outcome = _outcome(_ref(1, valid=True), _ref(2, valid=False))
     entry = _entry(1)
-    state = _state(_record_id(1), _record_id(2))
+    state = replace(_state(_record_id(1), _record_id(2)), validators=())  # none kept then
     rhash = record_hash(entry.record_id)
     outcome_json = json.dumps(
         {

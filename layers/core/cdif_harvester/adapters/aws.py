@@ -332,20 +332,20 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         """Write ``outcome`` as the URL's latest outcome (its harvest state is kept).
 
         The index key leaves the outcome out, so a changed outcome does not move the URL in
-        ``gsi1`` (a delete and a put there); the outcome body of older items goes.
+        ``gsi1`` (a delete and a put there); the source is the index key's. Older items' outcome
+        body and source attribute go.
         """
         self._update(
             {"pk": f"URL#{url_hash(outcome.url)}", "sk": "LATEST"},
             {
                 "url": outcome.url,
-                "source": outcome.source,
                 "outcome": outcome.outcome.value,
                 "last_run": outcome.run_id,
                 "last_seen": outcome.recorded_at or "",
                 "gsi1pk": f"SOURCE#{outcome.source}",
                 "gsi1sk": f"URL#{url_hash(outcome.url)}",
             },
-            remove=("body",),
+            remove=("body", "source"),
         )
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
@@ -408,10 +408,10 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             {"pk": f"URL#{url_hash(state.url)}", "sk": "LATEST"},
             {
                 "url": state.url,
-                "source": state.source,
                 "state": state_body(state),
-                "gsi1pk": f"SOURCE#{state.source}",
+                "gsi1pk": f"SOURCE#{state.source}",  # (the source: see _write_latest)
             },
+            remove=("source",),
         )
 
     def urls(self, source: str, *, outcome: str | None = None) -> list[UrlState]:

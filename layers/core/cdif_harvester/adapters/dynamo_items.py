@@ -68,6 +68,20 @@ _ENTRY_NAMES = {
     "profiles": "prof",
 }
 _ENTRY_FIELD_OF = {short: name for name, short in _ENTRY_NAMES.items()}
+# Short names of the harvest state's fields in a LATEST item's ``state`` (none is a field name,
+# so a state of the earlier shape, under its full names, reads as it is).
+_STATE_NAMES = {
+    "sitemap": "sm",
+    "lastmod": "lm",
+    "fingerprint": "fp",
+    "blocks": "bl",
+    "sd_dates": "sd",
+    "record_ids": "ids",
+    "withdrawn_at": "wd",
+    "harvest_run": "run",
+    "validators": "val",
+}
+_STATE_FIELD_OF = {short: name for name, short in _STATE_NAMES.items()}
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -190,11 +204,12 @@ def entry_of(item: Mapping[str, Any]) -> CatalogEntry:
 
 
 def state_body(state: UrlState) -> str:
-    """The ``state`` of a LATEST item: the harvest state less the outcome attributes, nulls
-    and empty lists (read back as their defaults, see :func:`state_of`)."""
+    """The ``state`` of a LATEST item, under short field names: the harvest state less the
+    outcome attributes, nulls and empty lists (read back as their defaults, see
+    :func:`state_of`)."""
     return _dumps(
         {
-            name: value
+            _STATE_NAMES[name]: value
             for name, value in url_state_to_dict(state).items()
             if name not in OUTCOME_ATTRIBUTES and value not in (None, (), [])
         }
@@ -204,12 +219,15 @@ def state_body(state: UrlState) -> str:
 def state_of(item: Mapping[str, Any]) -> UrlState:
     """The state of a LATEST item (either shape: its ``state`` read with defaults, its outcome
     attributes beside it)."""
-    harvest = json.loads(str(item.get("state") or "{}"))
+    stored: dict[str, Any] = json.loads(str(item.get("state") or "{}"))
+    harvest = {_STATE_FIELD_OF.get(name, name): value for name, value in stored.items()}
+    # (the source is the index key's, for an item written without it)
+    source = item.get("source") or str(item.get("gsi1pk") or "").removeprefix("SOURCE#")
     return url_state_from_dict(
         {
             **harvest,
             "url": str(item["url"]),
-            "source": str(item.get("source") or ""),
+            "source": str(source),
             "outcome": item.get("outcome"),
             "last_run": item.get("last_run"),
             "last_seen": item.get("last_seen") or None,
