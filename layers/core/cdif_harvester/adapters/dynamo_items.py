@@ -3,7 +3,7 @@
 A write costs one unit per started KB (twice in a transaction), so the bodies hold only what
 the item's attributes and keys do not: no field twice, no key that :mod:`cdif_harvester.keys`
 derives (a record's ``records/`` and ``reports/`` keys and its views' keys come from its source
-and record id), no null and no empty list. A derived key is left out only when it is exactly
+and record id), no null and no empty list, short field names where a record repeats them. A derived key is left out only when it is exactly
 what the derivation gives back, so a reader always gets the value that was written.
 
 Readers take both shapes: items written before these bodies (an outcome body with its
