@@ -3,11 +3,12 @@
 A write costs one unit per started KB (twice in a transaction), so the bodies hold only what
 the item's attributes and keys do not: no field twice, no key that :mod:`cdif_harvester.keys`
 derives (a record's ``records/`` and ``reports/`` keys and its views' keys come from its source
-and record id), no null and no empty list, short field names where a record repeats them. A derived key is left out only when it is exactly
-what the derivation gives back, so a reader always gets the value that was written.
+and record id), no null and no empty list, short field names in entries and harvest states. A
+derived key is left out only when it is exactly what the derivation gives back, so a reader
+always gets the value that was written.
 
 Readers take both shapes: items written before these bodies (an outcome body with its
-``run_id``, an entry body with its ``record_id``) are read as they were.
+``run_id``, an entry body with its ``record_id``, a state under full names) read as they were.
 See docs/decisions/0082-smaller-catalogue-writes.md.
 """
 
