@@ -244,7 +244,9 @@ class RequestValidator:
 class UrlState:
     """What the catalogue knows about one harvested URL, across runs.
 
-    ``outcome``/``last_run``/``last_seen`` follow every recorded outcome. The rest is written
+    ``outcome``/``last_run``/``last_seen`` follow every recorded outcome that changes the URL's
+    latest one (the DynamoDB catalogue does not write the same outcome again, so its run and
+    time are those of the first run that recorded it; decision 0082). The rest is written
     only when the URL produced records: the sitemap ``lastmod`` then, the ``fingerprint`` of the
     documents the records came from (pattern plus content-addressed keys), the hashes of the
     JSON-LD blocks, the records' ``sdDatePublished`` values and ids, the run that harvested

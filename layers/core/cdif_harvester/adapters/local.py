@@ -596,18 +596,37 @@ class SqliteCatalog:
         params.append(limit)
         return [_run_of(row) for row in self._query(sql, tuple(params))]
 
-    def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
-        """Note that ``urls`` enter the run; return those new to it or entered by ``step``."""
+    def enter_urls(
+        self,
+        run_id: str,
+        urls: Sequence[str],
+        *,
+        step: str,
+        settled: Sequence[UrlOutcome] = (),
+    ) -> list[str]:
+        """Note that ``urls`` enter the run; return those new to it or entered by ``step``.
+        The URLs of ``settled`` enter with their outcome (see the port)."""
         handed: list[str] = []
+        outcomes = {outcome.url: outcome for outcome in settled}
         with self._lock:
             try:
                 self._db.execute("BEGIN")
                 new = 0
-                for url in dict.fromkeys(urls):
+                moves: list[tuple[str | None, str]] = []
+                for url in dict.fromkeys([*urls, *outcomes]):
                     rows = self._db.execute(
-                        "SELECT step FROM url_outcomes WHERE run_id = ? AND url = ?",
+                        "SELECT step, outcome FROM url_outcomes WHERE run_id = ? AND url = ?",
                         (run_id, url),
                     ).fetchall()
+                    if url in outcomes:
+                        if not rows or (rows[0][0] == step and rows[0][1] == QUEUED):
+                            old = self._write_outcome(outcomes[url])
+                            self._db.execute(
+                                "UPDATE url_outcomes SET step = ? WHERE run_id = ? AND url = ?",
+                                (step, run_id, url),
+                            )
+                            moves.append((old, outcomes[url].outcome.value))
+                        continue
                     if not rows:
                         self._db.execute(
                             "INSERT INTO url_outcomes (run_id, url, outcome, body, step) "
@@ -621,6 +640,8 @@ class SqliteCatalog:
                 self._db.execute(
                     "UPDATE runs SET entered = entered + ? WHERE run_id = ?", (new, run_id)
                 )
+                if moves:
+                    self._settle(run_id, moves, settled[-1].recorded_at)
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._db.execute("ROLLBACK")

@@ -505,15 +505,19 @@ def _emit_urls(
             continue
         allowed.append((entry, policy))
     record_outcomes(wiring, refused)
-    # A URL another sitemap of the run already handed on is not sent again.
-    to_send = enter_urls(wiring, job, [entry.loc for entry, _ in allowed])
-    handed = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
     # Normalised once: compared with the held lastmod, then carried on the URL job.
-    lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _ in handed}
+    lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _ in allowed}
     unchanged = _unchanged_by_lastmod(wiring, job, lastmods)
-    jobs = [(entry, policy) for entry, policy in handed if entry.loc not in unchanged]
+    # A URL another sitemap of the run already handed on is not sent again; one unchanged by
+    # its lastmod enters the run with its outcome (one catalogue write, not two).
+    to_send = enter_urls(
+        wiring,
+        job,
+        [entry.loc for entry, _ in allowed if entry.loc not in unchanged],
+        settled=list(unchanged.values()),
+    )
+    jobs = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
     _send_urls(wiring, job, jobs, lastmods)
-    record_outcomes(wiring, list(unchanged.values()))
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
 
 
