@@ -1,4 +1,4 @@
-"""Benchmark: the peak memory of a whole local harvest as the site grows (issue "cost and speed at scale").
+"""Benchmark: the peak memory of a whole local harvest as the site grows (cost at scale).
 
 Run from the repository root::
 

@@ -762,9 +762,7 @@ class SqliteCatalog:
             except sqlite3.Error as exc:
                 raise StorageError(f"catalogue write failed: {exc}") from exc
 
-    def _stream(
-        self, sql: str, params: tuple[object, ...], key: str
-    ) -> Iterator[tuple[Any, ...]]:
+    def _stream(self, sql: str, params: tuple[object, ...], key: str) -> Iterator[tuple[Any, ...]]:
         """Yield the rows of ``sql`` (a SELECT ending in a WHERE clause, whose first column is
         the unique ``key``) in ``key`` order, ``_PAGE`` rows a query.
 
