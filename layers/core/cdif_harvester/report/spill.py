@@ -87,7 +87,9 @@ class Spill:
         """What an invalid record held for ``url`` says, after what was noted before."""
         self._db.execute("INSERT INTO held_why (url, text) VALUES (?, ?)", (_b(url), _b(text)))
 
-    def url_rows(self, order: Mapping[str, int], limit: int) -> tuple[int, list[tuple[str, ...]]]:
+    def url_rows(
+        self, order: Mapping[str, int], limit: int
+    ) -> tuple[int, list[tuple[str, str, str]]]:
         """The URLs without a valid record now: how many, and the first ``limit`` as
         ``(url, outcome, why)``, by ``order`` of their outcome (unknown ones last) then URL.
 
