@@ -330,7 +330,12 @@ CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
 CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
 CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source_id, started_at);
 CREATE INDEX IF NOT EXISTS records_by_resource ON records (json_extract(body, '$.resource_id'));
+CREATE INDEX IF NOT EXISTS records_by_source_id ON records (source, record_id);
+CREATE INDEX IF NOT EXISTS urls_by_source_url ON urls (source, url);
+CREATE INDEX IF NOT EXISTS urls_by_outcome_url ON urls (source, outcome, url);
 """
+# The last three serve the listings read a page at a time (SqliteCatalog._stream): each page
+# is a range of one index, where without them every page sorted the source's rows again.
 # The columns of a run that change as it goes (the rest is in its JSON body).
 _RUN_COLUMNS = "run_id, state, entered, settled, sitemaps, outcomes, body"
 # The fields of a UrlState that follow every outcome (the rest is the harvest state).

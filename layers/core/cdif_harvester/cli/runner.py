@@ -388,6 +388,8 @@ class LocalHarvester:
                     run_job(self.wiring, work.job, stage)
                 except Exception as exc:  # noqa: BLE001 - every error ends in an outcome
                     self._after_failure(work, exc)
+                else:
+                    self._attempts.pop(body, None)  # (a job retried that now succeeded)
                 return True
         return False
 
@@ -409,6 +411,7 @@ class LocalHarvester:
         elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the run stops
             raise exc
         elif (error := verdict(exc)) is not None:  # (run_job settles these itself)
+            self._attempts.pop(work.body, None)
             give_up(self.wiring, work.job, error)
         else:  # retryable (SQS would redeliver it): another attempt, up to max_attempts
             self._attempts[work.body] += 1
@@ -422,6 +425,7 @@ class LocalHarvester:
                 )
                 self._later(work, delay)
             else:
+                del self._attempts[work.body]  # settled: its count is needed no more
                 give_up(self.wiring, work.job, _given_up(exc))
 
     def _later(self, work: _Work, delay: float) -> None:
@@ -505,7 +509,9 @@ class LocalHarvester:
             exc = future.exception()
             if exc is not None:
                 self._after_failure(work, exc)
-            elif isinstance(work.job, SitemapJob) and work.job.depth == 0:
+                continue
+            self._attempts.pop(work.body, None)  # (a job retried that now succeeded)
+            if isinstance(work.job, SitemapJob) and work.job.depth == 0:
                 self._say_site(work.job)
 
     def _say_site(self, job: SitemapJob) -> None:
