@@ -5,11 +5,13 @@
 into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
 do not belong together), every kind of problem with its fix from :data:`FIXES`, the FAIR
 Signposting level reached and what to do next. How the page looks is
-:mod:`cdif_harvester.report.render`'s business. Pure: values in, values out; the publisher's text
-is kept as given (the renderer drops control characters, shortens and escapes it).
+:mod:`cdif_harvester.report.render`'s business. Values in, values out (reading each input once,
+with per-URL bookkeeping in a temporary database, :mod:`~cdif_harvester.report.spill`); the
+publisher's text is kept as given (the renderer drops control characters, shortens and escapes it).
 
-See docs/decisions/0044-what-the-publisher-report-says.md and
-docs/decisions/0071-the-report-shows-the-current-state.md.
+See docs/decisions/0044-what-the-publisher-report-says.md,
+docs/decisions/0071-the-report-shows-the-current-state.md and
+docs/decisions/0083-streaming-close-of-a-run.md.
 """
 
 from __future__ import annotations
