@@ -19,6 +19,7 @@ server is in the harvesting process.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -45,7 +46,11 @@ def _write_pages(site: Path, pages: int) -> None:
 
 def measure(pages: int, *, small: bool) -> dict[str, Any]:
     """Write and serve a site of ``pages`` pages, harvest it in a child; return its figures."""
-    with tempfile.TemporaryDirectory(prefix="cdif-memory-bench-") as tmp:
+    # (A harvest leaves hundreds of thousands of files: a failure to delete one of them must
+    # not lose the figures.)
+    with tempfile.TemporaryDirectory(
+        prefix="cdif-memory-bench-", ignore_cleanup_errors=True
+    ) as tmp:
         site, out = Path(tmp) / "site", Path(tmp) / "out"
         write_site(site, pages, lastmod=True)
         if not small:
@@ -59,7 +64,9 @@ def measure(pages: int, *, small: bool) -> dict[str, Any]:
         try:
             assert server.stdout is not None
             base = server.stdout.readline().strip()
-            return _run_child("--child-harvest", base, str(out))
+            got = _run_child("--child-harvest", base, str(out))
+            print(json.dumps(got), file=sys.stderr, flush=True)  # before the slow clean-up
+            return got
         finally:
             assert server.stdin is not None
             server.stdin.close()
