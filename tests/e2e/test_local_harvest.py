@@ -135,7 +135,7 @@ def test_a_second_harvest_continues_the_same_catalogue(site: PublisherSite, tmp_
         first = harvester.harvest(site.url("/sitemap-datasets.xml"))
     with LocalHarvester(tmp_path, allow_loopback=True) as harvester:
         second = harvester.harvest(site.url("/sitemap-datasets.xml"))
-        records = harvester.catalog.records()
+        records = list(harvester.catalog.records())
         earlier = list(harvester.catalog.outcomes(first.run_id))
     assert first.run_id != second.run_id
     assert len(earlier) == first.urls  # the first run's outcomes are still there

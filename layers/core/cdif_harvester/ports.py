@@ -123,7 +123,8 @@ class CatalogIndex(Protocol):
         ...
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
-        """Yield every recorded outcome of ``run_id``."""
+        """Yield every recorded outcome of ``run_id``, ordered by URL (closing a run reads
+        them alongside :meth:`urls`, in the same order, rather than holding either)."""
         ...
 
     def get_url(self, url: str) -> UrlState | None:

@@ -51,7 +51,13 @@ from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
-from cdif_harvester.stages.finish import REPORT_NAME, close_run, held_records, run_files_prefix
+from cdif_harvester.stages.finish import (
+    REPORT_NAME,
+    RunCounts,
+    close_run,
+    held_records,
+    run_files_prefix,
+)
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
 from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job, verdict
@@ -312,7 +318,7 @@ class LocalHarvester:
         summary.crosswalk_errors.extend(closure.errors)
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
-        self._finish(summary, closure.outcomes, views, started)
+        self._finish(summary, closure.counts, views, started)
         # The report is written after the run was closed: note where, as closing does on AWS.
         closed = self.catalog.get_run(run_id)
         self.catalog.close_run(
@@ -388,6 +394,8 @@ class LocalHarvester:
                     run_job(self.wiring, work.job, stage)
                 except Exception as exc:  # noqa: BLE001 - every error ends in an outcome
                     self._after_failure(work, exc)
+                else:
+                    self._attempts.pop(body, None)  # (a job retried that now succeeded)
                 return True
         return False
 
@@ -409,6 +417,7 @@ class LocalHarvester:
         elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the run stops
             raise exc
         elif (error := verdict(exc)) is not None:  # (run_job settles these itself)
+            self._attempts.pop(work.body, None)
             give_up(self.wiring, work.job, error)
         else:  # retryable (SQS would redeliver it): another attempt, up to max_attempts
             self._attempts[work.body] += 1
@@ -422,6 +431,7 @@ class LocalHarvester:
                 )
                 self._later(work, delay)
             else:
+                del self._attempts[work.body]  # settled: its count is needed no more
                 give_up(self.wiring, work.job, _given_up(exc))
 
     def _later(self, work: _Work, delay: float) -> None:
@@ -505,7 +515,9 @@ class LocalHarvester:
             exc = future.exception()
             if exc is not None:
                 self._after_failure(work, exc)
-            elif isinstance(work.job, SitemapJob) and work.job.depth == 0:
+                continue
+            self._attempts.pop(work.body, None)  # (a job retried that now succeeded)
+            if isinstance(work.job, SitemapJob) and work.job.depth == 0:
                 self._say_site(work.job)
 
     def _say_site(self, job: SitemapJob) -> None:
@@ -586,38 +598,40 @@ class LocalHarvester:
             self._say(snapshot.line())
 
     def _finish(
-        self, summary: HarvestSummary, outcomes: list[UrlOutcome], views: int, started: float
+        self, summary: HarvestSummary, counts: RunCounts, views: int, started: float
     ) -> None:
-        counts = Counter(o.outcome.value for o in outcomes)
-        summary.urls = len(outcomes)
-        summary.outcomes = {kind.value: counts.get(kind.value, 0) for kind in Outcome}
-        summary.patterns = dict(sorted(Counter(o.pattern for o in outcomes if o.pattern).items()))
-        records = [r for o in outcomes for r in o.records]
-        summary.records = len(records)
-        summary.valid_records = sum(1 for r in records if r.valid)
-        summary.invalid_records = summary.records - summary.valid_records
+        summary.urls = counts.urls
+        summary.outcomes = counts.outcome_counts()
+        summary.patterns = counts.pattern_counts()
+        summary.records = counts.records
+        summary.valid_records = counts.valid_records
+        summary.invalid_records = counts.invalid_records
         summary.views = views
         summary.finished_at = self.wiring.clock.now().isoformat(timespec="seconds")
         summary.elapsed_seconds = time.monotonic() - started
-        lines = "".join(
-            json.dumps(_outcome_line(o, self._view_files), ensure_ascii=False, sort_keys=True)
-            + "\n"
-            for o in outcomes
-        )
         written = summary.to_dict()
-        summary_text = json.dumps(written, indent=2) + "\n"
+        run_id = summary.run_id
+        run_dir = self.out_dir / "runs" / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # Each outcome is read from the catalogue as its line is written: a run's outcomes are
+        # never all in memory (the report reads them again the same way).
+        with (run_dir / OUTCOMES_FILE).open("w", encoding="utf-8") as lines:
+            for outcome in self.catalog.outcomes(run_id):
+                line = json.dumps(
+                    _outcome_line(outcome, self._view_files), ensure_ascii=False, sort_keys=True
+                )
+                lines.write(line + "\n")
+        (run_dir / SUMMARY_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
         # The publisher report: what summary.json and outcomes.jsonl say of this run, and the
         # sources' records as the catalogue now holds them.
         from cdif_harvester.report import render_report  # noqa: PLC0415 - end of run only
 
-        held = held_records(self.wiring, summary.run_id, outcomes, summary.withdrawn)
-        report = render_report(written, [outcome_to_dict(o) for o in outcomes], held=held)
-        run_dir = self.out_dir / "runs" / summary.run_id
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for folder in (self.out_dir, run_dir):
-            (folder / OUTCOMES_FILE).write_text(lines, encoding="utf-8")
-            (folder / SUMMARY_FILE).write_text(summary_text, encoding="utf-8")
-            (folder / written["files"]["report"]).write_text(report, encoding="utf-8")
+        held = held_records(self.wiring, run_id, counts.sources, summary.withdrawn)
+        outcomes = (outcome_to_dict(o) for o in self.catalog.outcomes(run_id))
+        report = render_report(written, outcomes, held=held)
+        (run_dir / written["files"]["report"]).write_text(report, encoding="utf-8")
+        for name in (OUTCOMES_FILE, SUMMARY_FILE, written["files"]["report"]):
+            shutil.copyfile(run_dir / name, self.out_dir / name)
         self._say(f"  report for publishers: {self.out_dir / written['files']['report']}")
         # The hand-over objects served their purpose (on AWS a lifecycle rule expires them).
         staging = self.out_dir / "staging"

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 import re
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_plus
@@ -266,6 +268,60 @@ def signmap_part_key(source: str, number: int) -> str:
     return signmap_key(source).removesuffix(".xml") + f"-{number:05d}.xml"
 
 
+_READ_WINDOW = 256  # records read ahead at most while a Signmap is built
+
+
+class _LandingPages:
+    """The landing pages of a source's valid records with their lastmods and links, in a
+    private temporary SQLite database (deleted when closed): what a Signmap lists, grouped
+    and ordered by landing page without holding every record's links at once."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("", isolation_level=None)
+        self._db.execute(
+            "CREATE TABLE page (seq INTEGER PRIMARY KEY, loc BLOB NOT NULL, item BLOB NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX page_by_loc ON page (loc, seq)")
+        self._db.execute("BEGIN")  # never committed: nothing here outlives the Signmap
+
+    def __enter__(self) -> _LandingPages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._db.close()
+
+    def add(self, loc: str, lastmod: str | None, links: Sequence[TypedLink]) -> None:
+        """Note one record of the landing page ``loc``."""
+        # pickle: our own values, read back by this object only, never from elsewhere.
+        item = pickle.dumps((lastmod, tuple(links)))
+        self._db.execute(
+            "INSERT INTO page (loc, item) VALUES (?, ?)",
+            (loc.encode("utf-8", "surrogatepass"), item),
+        )
+
+    def entries(self) -> Iterator[SitemapEntry]:
+        """One entry per landing page, by landing page: the latest lastmod of its records and
+        their links, each once, in the order the records were noted."""
+        rows = self._db.execute("SELECT loc, item FROM page ORDER BY loc, seq")
+        loc: bytes | None = None
+        lastmods: list[str | None] = []
+        kept: list[TypedLink] = []
+        for at, item in rows:
+            if at != loc:
+                if loc is not None:
+                    yield SitemapEntry(_text(loc), latest_lastmod(lastmods), tuple(kept))
+                loc, lastmods, kept = at, [], []
+            lastmod, links = pickle.loads(item)  # noqa: S301 - written by add() above
+            lastmods.append(lastmod)
+            kept.extend(link for link in links if link not in kept)
+        if loc is not None:
+            yield SitemapEntry(_text(loc), latest_lastmod(lastmods), tuple(kept))
+
+
+def _text(data: bytes) -> str:
+    return bytes(data).decode("utf-8", "surrogatepass")
+
+
 def build_source_signmap(
     wiring: Wiring,
     source: str,
@@ -287,46 +343,40 @@ def build_source_signmap(
     """
     # (in the order of the record hashes, as the reports were listed before the entries were
     # read: records that share a landing page merge their links in the same order)
+    # (only the keys are held, not the entries: a large source's Signmap stays small in memory)
     catalogued = sorted(
-        (
-            entry
-            for entry in wiring.catalog.records(source)
-            if entry.valid and not entry.withdrawn_at and entry.record_key is not None
-        ),
-        key=lambda entry: record_hash(entry.record_id),
+        (record_hash(entry.record_id), entry.report_key, entry.record_key)
+        for entry in wiring.catalog.records(source)
+        if entry.valid and not entry.withdrawn_at and entry.record_key is not None
     )
 
-    def read(entry: CatalogEntry) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    def read(keys: tuple[str, str, str | None]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        _, report_key, record_key = keys
         try:
-            report = json.loads(wiring.store.get(entry.report_key))
+            report = json.loads(wiring.store.get(report_key))
             if not isinstance(report, dict) or not report.get("valid"):
                 return None
             if report.get("withdrawn_at"):
                 return None
-            record = json.loads(wiring.store.get(entry.record_key or ""))
+            record = json.loads(wiring.store.get(record_key or ""))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
         return (report, record) if isinstance(record, dict) else None
 
-    by_landing_page: dict[str, tuple[list[str | None], list[TypedLink]]] = {}
     # Two reads per record: on S3 the time is in the round trips, so they run side by side
-    # (in key order all the same, so the result does not depend on timing).
-    with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
-        for pair in pool.map(read, catalogued):
-            if pair is None:
-                continue
-            report, record = pair
-            context, links, _ = _signposts(report, record)
-            if not context:
-                continue
-            lastmods, kept = by_landing_page.setdefault(context, ([], []))
-            lastmods.append(_lastmod(record))
-            kept.extend(link for link in links if link not in kept)
-    entries = [
-        SitemapEntry(loc, latest_lastmod(lastmods), tuple(links))
-        for loc, (lastmods, links) in sorted(by_landing_page.items())
-    ]
-    parts = render_signmap(entries, max_urls=max_urls, max_bytes=max_bytes)
+    # (in key order all the same, so the result does not depend on timing), a window of keys
+    # at a time so that the readers never run far ahead of what is written down. The landing
+    # pages are grouped on disk (_LandingPages), not in a dict of every record's links.
+    with _LandingPages() as pages, ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
+        for start in range(0, len(catalogued), _READ_WINDOW):
+            for pair in pool.map(read, catalogued[start : start + _READ_WINDOW]):
+                if pair is None:
+                    continue
+                report, record = pair
+                context, links, _ = _signposts(report, record)
+                if context:
+                    pages.add(context, _lastmod(record), links)
+        parts = render_signmap(pages.entries(), max_urls=max_urls, max_bytes=max_bytes)
     target = signmap_key(source)
     if len(parts) == 1:
         _put_if_changed(wiring, target, parts[0].body, SIGNMAP_MEDIA_TYPE)
