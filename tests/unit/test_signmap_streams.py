@@ -31,7 +31,7 @@ def test_the_signmap_readers_stay_a_window_ahead_of_what_is_written_down(
     store = MemoryStore()
     wiring = _wiring(tmp_path, store)
     for n in range(RECORDS):
-        _store(store, SOURCE, *_variant(f"d{n:04d}"))
+        _store(wiring, SOURCE, *_variant(f"d{n:04d}"))
     reports = record_report_key(SOURCE, "-").rsplit("/", 1)[0] + "/"
     lock = threading.Lock()
     counts = {"read": 0, "done": 0, "ahead": 0}
