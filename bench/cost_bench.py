@@ -6,7 +6,8 @@ Run from the repository root (needs the ``dev`` and ``aws`` extras: moto, boto3)
     .venv/bin/python bench/cost_bench.py --pages 50      # smoke run: 50 and 200 pages
 
 It writes a publisher site of N landing pages (the re-harvest benchmark's site: robots.txt, a
-sitemap index with ``<lastmod>``, one CDIF record of about 3 KB per page), serves it from a
+sitemap index with ``<lastmod>``, one valid CDIF record of about 3 KB per page; ``--invalid``:
+records that are not valid, as before views counted), serves it from a
 separate process on 127.0.0.1, provisions the stack of template.yaml in moto, and runs the real
 handlers the way Lambda's event source mappings would: the intake API's POST /harvests, then
 every queue drained batch by batch (batch sizes of the template), each function's batches in
@@ -83,10 +84,17 @@ class Harvest:
 class Bench:
     """The stack, the driver and the counters for one site."""
 
-    def __init__(self, stack: Any, counter: CallCounter, logs: _CountingStream) -> None:
+    def __init__(
+        self,
+        stack: Any,
+        counter: CallCounter,
+        logs: _CountingStream,
+        env: dict[str, str] | None = None,
+    ) -> None:
         import boto3
 
         self.stack = stack
+        self.env = dict(env or {})  # set in every stage's environment (--env)
         self.counter = counter
         self.logs = logs
         self.sqs = boto3.client("sqs", region_name=stack.region)  # the driver's: not counted
@@ -147,7 +155,7 @@ class Bench:
                     continue
                 busy = True
                 # one warm execution environment per function while its queue has work
-                with function_environment(self.stack, function, ALLOW_LOOPBACK="true"):
+                with function_environment(self.stack, function, ALLOW_LOOPBACK="true", **self.env):
                     while received:
                         batches[function] += 1
                         result = call(function, sqs_event(received, source.queue_arn))
@@ -218,12 +226,21 @@ def _change_pages(site_dir: Path, pages: int) -> int:
     return changed
 
 
-def run_site(pages: int, work: Path, counter: CallCounter, logs: _CountingStream) -> list[Harvest]:
-    """The three harvests of a site of ``pages`` pages."""
+def run_site(
+    pages: int,
+    work: Path,
+    counter: CallCounter,
+    logs: _CountingStream,
+    *,
+    valid: bool = True,
+    env: dict[str, str] | None = None,
+) -> list[Harvest]:
+    """The three harvests of a site of ``pages`` pages (valid CDIF records unless not
+    ``valid``; ``env`` set in every stage's environment)."""
     from cdif_harvester.cli.moto_stack import mocked_stack
 
     site_dir = work / f"site-{pages}"
-    reharvest_bench.write_site(site_dir, pages, lastmod=True)
+    reharvest_bench.write_site(site_dir, pages, lastmod=True, valid=valid)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -242,7 +259,7 @@ def run_site(pages: int, work: Path, counter: CallCounter, logs: _CountingStream
         assert server.stdout is not None
         base_url = server.stdout.readline().strip()
         with mocked_stack(REPO / "template.yaml") as stack:
-            bench = Bench(stack, counter, logs)
+            bench = Bench(stack, counter, logs, env)
             with counter.installed():
                 harvests = [
                     bench.harvest("first", base_url, pages),
@@ -334,7 +351,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--pages", type=int, default=200, help="N: the runs use N and 4N pages")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument(
+        "--invalid",
+        action="store_true",
+        help="records that are not valid CDIF (no metadata record type), as the benchmark had "
+        "until views were counted: an invalid record has no views",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in every stage's environment, e.g. RECORD_SEGMENTS=true (repeatable)",
+    )
     args = parser.parse_args(argv)
+    env = dict(item.split("=", 1) for item in args.env)
     out = sys.stdout
     prices = Prices()
     counter = CallCounter()
@@ -350,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr = logs  # type: ignore[assignment]
     try:
         for pages in (args.pages, 4 * args.pages):
-            harvests += run_site(pages, work, counter, logs)
+            harvests += run_site(pages, work, counter, logs, valid=not args.invalid, env=env)
     finally:
         sys.stdout, sys.stderr = out, sys.__stderr__
         shutil.rmtree(work, ignore_errors=True)
@@ -358,7 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Pages: {args.pages} and {4 * args.pages}; Python {platform.python_version()} on "
         f"{platform.machine()}, {os.cpu_count()} CPUs; whole run {elapsed:.0f} s; "
-        f"prices: us-east-1 list prices as of {prices.as_of}.\n"
+        f"prices: us-east-1 list prices as of {prices.as_of}"
+        + "".join(f"; {name}={value}" for name, value in sorted(env.items()))
+        + ".\n"
     )
     print(report(harvests, prices))
     if args.json:

@@ -189,6 +189,8 @@ class CallCounter:
         self._original: Any = None
         self._peek: Any = None  # an uncounted DynamoDB client to read items before/after writes
         self._indexes: dict[str, list[tuple[str, ...]]] = {}
+        # table -> each global index's projection: None for ALL, else the non-key attributes
+        self._projections: dict[str, list[frozenset[str] | None]] = {}
         self._local = threading.local()  # the DynamoDB request in flight, per thread
         #: CPU seconds spent inside counted calls (moto serving them, and this counter), so
         #: that a handler's own CPU time can be told apart from the emulated service's
@@ -328,9 +330,16 @@ class CallCounter:
         if table not in self._indexes:
             described = self._peek.describe_table(TableName=table)["Table"]
             keys = [tuple(k["AttributeName"] for k in described["KeySchema"])]
+            projections: list[frozenset[str] | None] = []
             for index in described.get("GlobalSecondaryIndexes", []):
                 keys.append(tuple(k["AttributeName"] for k in index["KeySchema"]))
+                projection = index.get("Projection", {})
+                if projection.get("ProjectionType", "ALL") == "ALL":
+                    projections.append(None)
+                else:  # KEYS_ONLY, or INCLUDE with its non-key attributes
+                    projections.append(frozenset(projection.get("NonKeyAttributes", ())))
             self._indexes[table] = keys
+            self._projections[table] = projections
         return self._indexes[table]
 
     def _key_of(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -344,22 +353,42 @@ class CallCounter:
     def _index_writes(
         self, table: str, old: dict[str, Any] | None, new: dict[str, Any] | None
     ) -> None:
-        """Write units of the global indexes (projection ALL: the whole item, plus 100 bytes of
-        index overhead); changing an index key is a delete and a put."""
-        for position, keys in enumerate(self._schema(table)[1:], start=1):
-            had = old is not None and all(k in old for k in keys)
-            has = new is not None and all(k in new for k in keys)
+        """Write units of the global indexes: an index entry is the item's table and index keys
+        and its projected attributes (the whole item for ALL), plus 100 bytes of overhead;
+        changing an index key is a delete and a put, and a write that changes neither an index
+        key nor a projected attribute is not written to the index."""
+        schema = self._schema(table)
+        for position, keys in enumerate(schema[1:], start=1):
+            projection = self._projections[table][position - 1]
+            old_entry = _index_entry(old, schema[0], keys, projection)
+            new_entry = _index_entry(new, schema[0], keys, projection)
             name = f"{table}/gsi{position}"
-            if had and has and old is not None and new is not None:
-                if any(old[k] != new[k] for k in keys):
-                    self.tally.wru[name] += write_units(item_size(old) + 100)
-                    self.tally.wru[name] += write_units(item_size(new) + 100)
-                elif old != new:
-                    self.tally.wru[name] += write_units(max(item_size(old), item_size(new)) + 100)
-            elif had and old is not None:
-                self.tally.wru[name] += write_units(item_size(old) + 100)
-            elif has and new is not None:
-                self.tally.wru[name] += write_units(item_size(new) + 100)
+            if old_entry is not None and new_entry is not None:
+                if any(old_entry[k] != new_entry[k] for k in keys):
+                    self.tally.wru[name] += write_units(item_size(old_entry) + 100)
+                    self.tally.wru[name] += write_units(item_size(new_entry) + 100)
+                elif old_entry != new_entry:
+                    size = max(item_size(old_entry), item_size(new_entry))
+                    self.tally.wru[name] += write_units(size + 100)
+            elif old_entry is not None:
+                self.tally.wru[name] += write_units(item_size(old_entry) + 100)
+            elif new_entry is not None:
+                self.tally.wru[name] += write_units(item_size(new_entry) + 100)
+
+
+def _index_entry(
+    item: dict[str, Any] | None,
+    table_keys: tuple[str, ...],
+    index_keys: tuple[str, ...],
+    projection: frozenset[str] | None,
+) -> dict[str, Any] | None:
+    """The entry ``item`` has in a global index (None when it lacks an index key)."""
+    if item is None or not all(k in item for k in index_keys):
+        return None
+    if projection is None:
+        return item
+    kept = {*table_keys, *index_keys, *projection}
+    return {name: value for name, value in item.items() if name in kept}
 
 
 def _body_size(body: Any) -> int:

@@ -136,6 +136,16 @@ def _tree_bytes(root: Path) -> tuple[int, int]:
     return total, files
 
 
+def _bytes_by_folder(root: Path) -> dict[str, int]:
+    """Bytes under each top-level folder of ``root`` (files at the top as ``.``)."""
+    found: dict[str, int] = {}
+    for folder, _, names in os.walk(root):
+        parts = Path(folder).relative_to(root).parts
+        top = parts[0] if parts else "."
+        found[top] = found.get(top, 0) + sum((Path(folder) / n).stat().st_size for n in names)
+    return found
+
+
 def main() -> None:
     """Serve the site, run the harvest and the baseline, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -179,6 +189,7 @@ def main() -> None:
             server.stdin.close()
             server.wait(timeout=30)
         written, files = _tree_bytes(out)
+        folders = _bytes_by_folder(out)
     records = int(harvest["records"])
     rate = records / float(harvest["seconds"])
     httpx_rate = args.pages / float(baseline["seconds"]) if baseline else float("nan")
@@ -196,6 +207,8 @@ def main() -> None:
         f"| {written / max(records, 1):,.0f} | {files} | {httpx_rate:.0f} "
         f"| {rate / httpx_rate:.2f} |"
     )
+    per_folder = (f"{name} {size / max(records, 1):,.0f}" for name, size in sorted(folders.items()))
+    print("bytes/record by folder: " + ", ".join(per_folder))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
@@ -44,8 +45,10 @@ _FILLER = (
 )
 
 
-def _page(index: int) -> str:
-    record = {
+def _page(index: int, *, valid: bool = False) -> str:
+    """One landing page; ``valid`` adds what CDIF core 1.0 requires and the page lacks (the
+    metadata record's ``additionalType``), so that the record is valid and gets its views."""
+    record: dict[str, Any] = {
         "@context": {
             "schema": "http://schema.org/",
             "dcterms": "http://purl.org/dc/terms/",
@@ -73,6 +76,8 @@ def _page(index: int) -> str:
             "schema:dateModified": "2025-01-16",
         },
     }
+    if valid:
+        record["schema:subjectOf"]["schema:additionalType"] = ["dcat:CatalogRecord"]
     body = _FILLER * 40
     return (
         "<!DOCTYPE html>\n<html><head><title>Benchmark dataset</title>\n"
@@ -84,11 +89,13 @@ def _page(index: int) -> str:
     )
 
 
-def write_site(root: Path, pages: int, *, lastmod: bool) -> None:
-    """Write the benchmark site: robots.txt, a sitemap index, two sitemaps, ``pages`` pages."""
+def write_site(root: Path, pages: int, *, lastmod: bool, valid: bool = False) -> None:
+    """Write the benchmark site: robots.txt, a sitemap index, two sitemaps, ``pages`` pages
+    (with ``valid``, valid CDIF records)."""
     (root / "datasets").mkdir(parents=True)
     for index in range(pages):
-        (root / "datasets" / f"{index:05d}.html").write_text(_page(index), encoding="utf-8")
+        page = _page(index, valid=valid)
+        (root / "datasets" / f"{index:05d}.html").write_text(page, encoding="utf-8")
     half = pages // 2
     for name, chunk in (("a", range(half)), ("b", range(half, pages))):
         entries = "".join(

@@ -46,6 +46,33 @@ def puts() -> Iterator[list[str]]:
     events.unregister("before-parameter-build.s3.PutObject", count)
 
 
+@pytest.fixture
+def latest_writes() -> Iterator[list[str]]:
+    """The operation of every DynamoDB write the handlers make to a URL's LATEST item."""
+    written: list[str] = []
+
+    def count(params: dict[str, Any], event_name: str, **_: Any) -> None:
+        keys = [params.get("Key") or params.get("Item") or {}]
+        for entry in params.get("TransactItems") or ():
+            ((_, action),) = entry.items()
+            keys.append(action.get("Key") or action.get("Item") or {})
+        for key in keys:
+            sort_key = key.get("sk")
+            # the resource layer may or may not have serialised the key yet
+            if sort_key in ("LATEST", {"S": "LATEST"}):
+                written.append(event_name.rsplit(".", 1)[-1])
+
+    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
+    assert session is not None
+    events = session._session
+    operations = ("PutItem", "UpdateItem", "TransactWriteItems", "BatchWriteItem")
+    for operation in operations:
+        events.register(f"provide-client-params.dynamodb.{operation}", count)
+    yield written
+    for operation in operations:
+        events.unregister(f"provide-client-params.dynamodb.{operation}", count)
+
+
 def _harvest(stack: ProvisionedStack, site: PublisherSite) -> tuple[str, PumpStats]:
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["body"] = json.dumps({"url": site.url("/robots.txt")})
@@ -114,3 +141,72 @@ def test_a_redelivered_message_changes_nothing(
     assert once >= 1 and twice == once  # the second copy did no work at all
     (outcome,) = list(_catalog(stack).outcomes("run-twice"))
     assert outcome.outcome is Outcome.NO_METADATA
+
+
+def test_an_unchanged_reharvest_writes_no_latest_items(
+    stack: ProvisionedStack, site: PublisherSite, latest_writes: list[str]
+) -> None:
+    _harvest(stack, site)
+    assert latest_writes  # the first harvest writes each URL's latest outcome and state
+    _harvest(stack, site)  # record -> unchanged: the latest outcome changes once
+    latest_writes.clear()
+
+    third, _stats = _harvest(stack, site)
+
+    again = list(_catalog(stack).outcomes(third))
+    assert sum(o.outcome is Outcome.UNCHANGED for o in again) == RECORD_PAGES
+    assert latest_writes == []  # same outcomes, same state: not one LATEST item rewritten
+    # and the catalogue still says what the URLs' latest outcomes are
+    source = f"127.0.0.1_{site.port}"
+    assert {s.url for s in _catalog(stack).urls(source, outcome="unchanged")} == {
+        o.url for o in again if o.outcome is Outcome.UNCHANGED
+    }
+
+
+def test_pages_asked_again_answer_304_and_end_unchanged_with_no_body_kept(
+    stack: ProvisionedStack, site: PublisherSite, puts: list[str]
+) -> None:
+    # Given a first harvest (bodies are not kept: the validators went to the catalogue)
+    _harvest(stack, site)
+    paths = [
+        "/datasets/north-atlantic-ctd-2021.html",
+        "/datasets/gulf-sst-anomalies.html",
+        "/datasets/kelp-forest-survey.html",
+        "/datasets/glider-mission-notes.html",  # no metadata
+    ]
+    urls = {path: site.url(path) for path in paths}
+    seen = len(site.timings)
+    puts.clear()
+
+    # When the pages are asked again without a sitemap lastmod (URL jobs of a later run)
+    sqs = boto3.client("sqs", region_name=stack.region)
+    queue = stack.queue_urls["UrlResolverQueue"]
+    for url in urls.values():
+        job = UrlJob(run_id="again", source=f"127.0.0.1_{site.port}", url=url)
+        sqs.send_message(QueueUrl=queue, MessageBody=encode(job))
+    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+    assert stats.failures == []
+
+    # Then every request was conditional and answered 304, and each URL ends as before
+    asked = site.timings[seen:]
+    assert {t.target for t in asked} == set(paths) and {t.status for t in asked} == {304}
+    outcomes = {o.url: o for o in _catalog(stack).outcomes("again")}
+    for path in paths[:3]:
+        assert outcomes[urls[path]].outcome is Outcome.UNCHANGED
+        assert (outcomes[urls[path]].reason or "").startswith("not-modified")
+    assert outcomes[urls[paths[3]]].outcome is Outcome.NO_METADATA
+    # and not one object was written, nor was any page's body kept by the first harvest
+    assert puts == []
+    s3 = boto3.client("s3", region_name=stack.region)
+    keys = [
+        item["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=stack.bucket_name)
+        for item in page.get("Contents", [])
+    ]
+    assert not [key for key in keys if key.startswith("raw/")]
+    cached = [
+        json.loads(s3.get_object(Bucket=stack.bucket_name, Key=key)["Body"].read())["url"]
+        for key in keys
+        if key.startswith("cache/") and key.endswith(".json")
+    ]
+    assert cached and not set(cached) & set(urls.values())

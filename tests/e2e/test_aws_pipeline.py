@@ -1,17 +1,20 @@
 """All six stages on AWS (moto): real SQS events from real queues, records in the S3 bucket,
-entries in the DynamoDB table, views produced — against the demo publisher on 127.0.0.1."""
+entries in the DynamoDB table, views made by the API on read — against the demo publisher on
+127.0.0.1."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import boto3
 import pytest
 
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.demo.server import PublisherSite
+from cdif_harvester.domain.views.pidkernel import pid_kernel_view
 from cdif_harvester.keys import VIEW_NAMES
 from cdif_harvester.model import Outcome
 from tests.support.aws import ProvisionedStack
@@ -41,6 +44,18 @@ def _api_post(path: str, body: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+def _api_get(path: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
+    event["path"] = event["resource"] = path
+    event["httpMethod"] = "GET"
+    event["body"] = None
+    return event
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+
+
 def _intake(stack: ProvisionedStack, event: dict[str, Any]) -> dict[str, Any]:
     """Invoke the intake function; POST /harvests is an operator's, and the event file's key
     id is one (OPERATOR_API_KEY_IDS)."""
@@ -48,8 +63,9 @@ def _intake(stack: ProvisionedStack, event: dict[str, Any]) -> dict[str, Any]:
     return invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
 
 
+@pytest.mark.parametrize("keep_bodies", [False, True], ids=["default", "keep-bodies"])
 def test_a_posted_sitemap_flows_through_all_six_stages(
-    stack: ProvisionedStack, site: PublisherSite
+    stack: ProvisionedStack, site: PublisherSite, keep_bodies: bool
 ) -> None:
     sqs = boto3.client("sqs", region_name=stack.region)
     s3 = boto3.client("s3", region_name=stack.region)
@@ -61,7 +77,7 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
     run_id = json.loads(response["body"])["run_id"]
 
     # When every queued message is delivered to its stage, as Lambda's event source mappings do
-    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true", KEEP_BODIES=str(keep_bodies).lower())
 
     # Then no batch item failed, every stage ran, and every URL has exactly its outcome
     assert stats.failures == []
@@ -96,19 +112,42 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
             s3.get_object(Bucket=stack.bucket_name, Key=ref.record_key)["Body"].read()
         )
         assert "schema:Dataset" in record["@type"]
-        if valid:
-            assert set(ref.view_keys) == set(VIEW_NAMES)
-            assert set(ref.view_keys.values()) <= keys, f"views missing for {path}"
-            kernel = json.loads(
-                s3.get_object(Bucket=stack.bucket_name, Key=ref.view_keys["pid-kernel"])[
-                    "Body"
-                ].read()
+        # No view is stored, valid or not: the API makes each from the record when asked
+        assert ref.view_keys == {}
+        assert not [
+            key
+            for key in keys
+            if key.startswith(f"views/{entry.source}/") and not key.endswith("signmap.xml")
+        ]
+        for view in VIEW_NAMES:
+            answer = _intake(
+                stack, _api_get(f"/records/{quote(ref.record_id, safe='')}/views/{view}")
             )
-            assert kernel["pid"] == ref.resource_id  # the view is of this record's resource
-        else:
-            assert ref.view_keys == {}
-    # And the records bucket holds the raw documents with their provenance
-    assert any(key.startswith("raw/") and key.endswith(".meta.json") for key in keys)
+            if not valid:
+                assert answer["statusCode"] == 404, answer
+                continue
+            assert answer["statusCode"] == 200, answer
+            if view == "pid-kernel":
+                assert answer["body"].encode() == _json(pid_kernel_view(record))
+                kernel = json.loads(answer["body"])
+                assert kernel["pid"] == ref.resource_id  # the view is of this record's resource
+    # And the records bucket holds the raw documents with their provenance only when asked;
+    # the answers kept for conditional requests are those of robots.txt and the sitemaps
+    # (the expander reads them again on a 304), and of the pages only when asked
+    raw = [key for key in keys if key.startswith("raw/")]
+    kept = {
+        json.loads(s3.get_object(Bucket=stack.bucket_name, Key=key)["Body"].read())["url"]
+        for key in keys
+        if key.startswith("cache/") and key.endswith(".json")
+    }
+    pages = {site.url(path) for path in EXPECTED}
+    if keep_bodies:
+        assert any(key.endswith(".meta.json") for key in raw)
+        assert kept & pages
+    else:
+        assert raw == []
+        assert kept and not kept & pages
+        assert all(url.endswith((".xml", ".xml.gz", "/robots.txt")) for url in kept), kept
     # And the queues are empty: nothing waits, nothing was dead-lettered
     for url in stack.queue_urls.values():
         attributes = sqs.get_queue_attributes(

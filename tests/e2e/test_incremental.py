@@ -64,6 +64,16 @@ def _harvest(site: PublisherSite, out: Path, **settings: object) -> HarvestSumma
         return harvester.harvest(site.url("/robots.txt"))
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _record_id_of(path: Path) -> str:
+    record_id = json.loads(path.read_text())["schema:subjectOf"]["@id"]
+    assert isinstance(record_id, str)
+    return record_id
+
+
 def _path(url: str) -> str:
     return "/" + url.split("/", 3)[3]
 
@@ -99,11 +109,16 @@ def test_unchanged_site_is_reharvested_without_bodies_or_writes(
 
 
 def test_one_changed_record_is_the_only_one_rewritten_and_keeps_its_history(
-    served: PublisherSite, site_dir: Path, tmp_path: Path
+    served: PublisherSite,
+    site_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "out"
     _harvest(served, out)
     before = _snapshot(out)
+    # a first harvest keeps each record once: no copy of it under versions/
+    assert not (out / "versions").exists()
     _edit(site_dir / KELP.lstrip("/"), "Annual diver transects", "Yearly diver transects")
     _edit(
         site_dir / "sitemap-datasets.xml",
@@ -121,18 +136,32 @@ def test_one_changed_record_is_the_only_one_rewritten_and_keeps_its_history(
         for key in changed
         if key.startswith("records/")
     )
-    # only the kelp record, its report, its views and its new version; the new raw page; and
-    # the kept answers of the two resources that changed (the page and its sitemap)
+    # only the kelp record, its report and the version it replaced; the new raw page; the
+    # source's Signmap; and the kept answers of the two resources that changed (the page and its
+    # sitemap)
     for key in changed:
         top = key.split("/", 1)[0]
         assert top in {"records", "reports", "views", "versions", "raw", "cache"}, key
-        if top in {"records", "reports", "views", "versions"}:
+        if top in {"records", "reports", "versions"}:
             assert kelp_key in key, key
+        if top == "views":
+            assert key == f"views/{source}/signmap.xml", key
     assert len([k for k in changed if k.startswith("versions/")]) == 1
     assert len([k for k in changed if k.startswith("cache/")]) <= 4  # 2 answers x (meta, body)
-    history = sorted((out / "versions" / source / kelp_key).iterdir())
-    assert len(history) == 2  # the first version is kept beside the new one
-    assert "Yearly diver transects" in (out / "records" / source / f"{kelp_key}.jsonld").read_text()
+    latest_key = f"records/{source}/{kelp_key}.jsonld"
+    assert "Yearly diver transects" in (out / latest_key).read_text()
+    # the history: the first version (as the first harvest wrote it), then the latest
+    with LocalHarvester(out, allow_loopback=True) as harvester:
+        entry = harvester.catalog.get_record(_record_id_of(out / latest_key))
+    assert entry is not None
+    capsys.readouterr()
+    assert main(["history", "--out", str(out), entry.record_id]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["latest"] for line in lines] == [False, True]
+    first, latest = lines
+    assert first["key"].startswith(f"versions/{source}/{kelp_key}/")
+    assert _sha256(out / first["key"]) == before[latest_key]
+    assert (latest["key"], latest["digest"]) == (latest_key, entry.content_hash[:32])
 
 
 def test_reasons_for_unchanged_lastmod_not_modified_and_sd_date_published(

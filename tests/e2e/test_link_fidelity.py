@@ -9,13 +9,16 @@ and its views must carry the published targets exactly (decision 0065).
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
 from tests.support.signposting_site import HTML, JSONLD, NS, _page, _record
@@ -223,8 +226,21 @@ def _report(harvested: tuple[PublisherSite, Path], path: str) -> dict[str, Any]:
     return report
 
 
+def _view_text(harvested: tuple[PublisherSite, Path], path: str, view: str) -> str:
+    """The view as ``cdif-harvest view`` prints it (views are made on read, not stored)."""
+    record = _only_record(harvested, path)
+    assert "views" not in record
+    printed = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with redirect_stdout(printed):
+        assert main(["view", "--out", str(harvested[1]), record["record_id"], "--view", view]) == 0
+    printed.flush()
+    buffer = printed.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode("utf-8")
+
+
 def _view(harvested: tuple[PublisherSite, Path], path: str, view: str) -> Any:
-    return json.loads((harvested[1] / _only_record(harvested, path)["views"][view]).read_text())
+    return json.loads(_view_text(harvested, path, view))
 
 
 def _read(report: dict[str, Any], rel: str) -> list[tuple[Any, ...]]:
@@ -275,9 +291,7 @@ def test_a_cite_as_conflict_is_a_warning_and_the_header_wins(harvested: Any) -> 
         ("https://w3id.org/x/#different", "html", False, "overruled"),
     ]
     # The views carry the header's cite-as and not the overruled one; fragments as published.
-    header = (
-        harvested[1] / _only_record(harvested, "/cite/page")["views"]["link-header"]
-    ).read_text()
+    header = _view_text(harvested, "/cite/page", "link-header")
     assert "<https://w3id.org/x/>" in header and "#different" not in header
     site, _ = harvested
     for part in ("part1", "part2"):
@@ -334,5 +348,5 @@ def test_a_redirecting_pid_finds_the_link_header_of_its_landing_page(harvested: 
     assert _read(report, "describedby") == [
         (site.url("/pid/md.json"), "application/ld+json", None, "http-header", True)
     ]
-    header = (harvested[1] / _only_record(harvested, "/pid/x")["views"]["link-header"]).read_text()
+    header = _view_text(harvested, "/pid/x", "link-header")
     assert f'<{site.url("/pid/x")}> ; rel="cite-as"' in header

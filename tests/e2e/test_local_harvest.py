@@ -11,6 +11,9 @@ import pytest
 from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
+from cdif_harvester.domain.records.contexts import JsonLdContexts
+from cdif_harvester.domain.views.nquads import record_nquads
+from cdif_harvester.domain.views.pidkernel import pid_kernel_view
 from cdif_harvester.keys import VIEW_NAMES
 
 pytestmark = pytest.mark.network
@@ -32,7 +35,7 @@ def _lines(out: Path) -> list[dict[str, object]]:
 
 
 def test_harvest_of_the_demo_site_writes_the_documented_files(
-    site: PublisherSite, tmp_path: Path
+    site: PublisherSite, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
     out = tmp_path / "out"
     with LocalHarvester(out, allow_loopback=True) as harvester:
@@ -60,12 +63,18 @@ def test_harvest_of_the_demo_site_writes_the_documented_files(
         normalised = json.loads((out / record["record"]).read_text())
         assert "schema:Dataset" in normalised["@type"]
         assert normalised["schema:subjectOf"]["@id"] == record["record_id"]
+        # No view is stored: each is made from the record when asked for (the CLI here)
+        assert "views" not in record
+        views = _printed_views(out, str(record["record_id"]), capsysbinary)
         if valid:
-            assert set(record["views"]) == set(VIEW_NAMES)
-            for view in record["views"].values():
-                assert (out / view).is_file() and (out / view).stat().st_size > 0
+            assert set(views) == set(VIEW_NAMES) and all(views.values())
+            # the bytes the builders make of the stored record
+            assert views["pid-kernel"] == _json(pid_kernel_view(normalised))
+            graph = str(record["record_id"])
+            nquads = record_nquads(normalised, graph=graph, contexts=JsonLdContexts())
+            assert views["nquads"] == nquads.encode("utf-8")
         else:
-            assert record["views"] == {}
+            assert views == {}
     assert "robots-txt" in str(by_path["/private/whale-acoustics-embargoed.html"]["reason"])
     assert "http-404" in str(by_path["/datasets/retired-mooring-2009.html"]["reason"])
 
@@ -77,11 +86,48 @@ def test_harvest_of_the_demo_site_writes_the_documented_files(
         k: Counter(str(line["outcome"]) for line in lines).get(k, 0) for k in written["outcomes"]
     }
     assert (written["records"], written["valid_records"], written["invalid_records"]) == (5, 4, 1)
-    assert written["views"] == 4 * len(VIEW_NAMES)
+    assert written["views"] == 0
+    # views/ holds the Signmap only: no view files by default
+    assert [p.name for p in (out / "views").rglob("*") if p.is_file()] == ["signmap.xml"]
     assert (out / "runs" / summary.run_id / "outcomes.jsonl").is_file()
     assert not (out / "staging").exists()  # hand-over objects cleaned up
     # the disallowed page was never fetched
     assert all("/private/" not in path for _, path, _ in site.requests)
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def _printed_views(
+    out: Path, record_id: str, capsysbinary: pytest.CaptureFixture[bytes]
+) -> dict[str, bytes]:
+    """Every view ``cdif-harvest view`` prints of the record (none for an invalid record)."""
+    printed = {}
+    for name in VIEW_NAMES:
+        capsysbinary.readouterr()
+        code = main(["view", "--out", str(out), record_id, "--view", name])
+        captured = capsysbinary.readouterr()
+        if code == 0:
+            printed[name] = captured.out
+        else:
+            assert code == 1 and b"not valid" in captured.err and captured.out == b""
+    return printed
+
+
+def test_views_are_written_as_files_when_asked_for(site: PublisherSite, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with LocalHarvester(out, allow_loopback=True, views=True) as harvester:
+        summary = harvester.harvest(site.url("/sitemap-datasets.xml"))
+    assert summary.valid_records > 0 and summary.views == summary.valid_records * len(VIEW_NAMES)
+    for line in _lines(out):
+        for record in line["records"]:  # type: ignore[attr-defined]
+            if not record["valid"]:
+                assert "views" not in record
+                continue
+            assert set(record["views"]) == set(VIEW_NAMES)
+            for view in record["views"].values():
+                assert (out / view).is_file() and (out / view).stat().st_size > 0
 
 
 def test_a_second_harvest_continues_the_same_catalogue(site: PublisherSite, tmp_path: Path) -> None:
@@ -89,7 +135,7 @@ def test_a_second_harvest_continues_the_same_catalogue(site: PublisherSite, tmp_
         first = harvester.harvest(site.url("/sitemap-datasets.xml"))
     with LocalHarvester(tmp_path, allow_loopback=True) as harvester:
         second = harvester.harvest(site.url("/sitemap-datasets.xml"))
-        records = harvester.catalog.records()
+        records = list(harvester.catalog.records())
         earlier = list(harvester.catalog.outcomes(first.run_id))
     assert first.run_id != second.run_id
     assert len(earlier) == first.urls  # the first run's outcomes are still there

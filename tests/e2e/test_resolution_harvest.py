@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
 from tests.support.signposting_site import EXPECTED_PATTERNS, signposting_site
@@ -32,7 +33,16 @@ def _lines(out: Path) -> dict[str, dict[str, Any]]:
     return {str(line["url"]): line for line in lines}
 
 
-def test_every_pattern_ends_in_records(site: PublisherSite, tmp_path: Path) -> None:
+def _linkset(out: Path, record_id: str, capsysbinary: pytest.CaptureFixture[bytes]) -> Any:
+    """The record's linkset as ``cdif-harvest view`` prints it (made on read)."""
+    capsysbinary.readouterr()
+    assert main(["view", "--out", str(out), record_id, "--view", "linkset-json"]) == 0
+    return json.loads(capsysbinary.readouterr().out)
+
+
+def test_every_pattern_ends_in_records(
+    site: PublisherSite, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
     out = tmp_path / "out"
     with LocalHarvester(out, allow_loopback=True) as harvester:
         summary = harvester.harvest(site.url("/robots.txt"))
@@ -67,10 +77,10 @@ def test_every_pattern_ends_in_records(site: PublisherSite, tmp_path: Path) -> N
     assert {"rel": "cite-as", "href": "https://doi.org/10.5072/hl"}.items() <= next(
         link for link in report["provenance"]["links"] if link["rel"] == "cite-as"
     ).items()
-    linkset = json.loads((out / hl["views"]["linkset-json"]).read_text())
+    linkset = _linkset(out, hl["record_id"], capsysbinary)
     assert "https://doi.org/10.5072/hl" in json.dumps(linkset)
     (ls,) = by_path["/resource/ls"]["records"]
-    linkset = json.loads((out / ls["views"]["linkset-json"]).read_text())
+    linkset = _linkset(out, ls["record_id"], capsysbinary)
     assert "https://orcid.org/0000-0002-1825-0097" in json.dumps(linkset)
 
     # The record built from <meta> tags says where it came from.

@@ -34,3 +34,25 @@ def small_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublisherSi
     )
     with PublisherSite(root) as served:
         yield served
+
+
+@pytest.fixture(scope="module")
+def dated_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublisherSite]:
+    """:data:`PAGES` as :func:`small_site` serves them, the sitemap giving each a lastmod (so a
+    re-harvest settles the record's page as unchanged by its lastmod, in the sitemap stage)."""
+    root = tmp_path_factory.mktemp("dated-site")
+    for page in PAGES:
+        (root / page).parent.mkdir(parents=True, exist_ok=True)
+        (root / page).write_bytes((demo_site_dir() / page).read_bytes())
+    (root / "robots.txt").write_text(
+        "User-agent: *\nAllow: /\nDisallow: /private/\n\nSitemap: {{BASE}}/sitemap.xml\n"
+    )
+    urls = "".join(
+        f"<url><loc>{{{{BASE}}}}/{page}</loc><lastmod>2025-01-16</lastmod></url>" for page in PAGES
+    )
+    (root / "sitemap.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+    )
+    with PublisherSite(root) as served:
+        yield served

@@ -152,3 +152,38 @@ def test_an_outcome_and_its_count_survive_a_fault_at_any_write(
     assert status.done
     latest = catalog.get_url("http://h/a")
     assert latest is not None and latest.outcome == "record"
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_urls_settled_at_entry_count_once_whatever_write_fails(
+    stack: ProvisionedStack, n: int, after: bool
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    catalog.enter_urls("r1", ["http://h/late"], step="s1")  # entered queued by an earlier try
+    settled = [
+        UrlOutcome(run_id="r1", source="s", url=url, outcome=Outcome.UNCHANGED, recorded_at="t")
+        for url in ("http://h/a", "http://h/b", "http://h/late")
+    ]
+    hook = _fault_at(n, after=after)
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb", hook)
+    events.register("after-call.dynamodb", hook)
+    # When entering URLs, some settled by their lastmod, fails at the n-th write (the entry's
+    # transaction, the late URL's settling, the URLs' latest outcomes), and the job is retried
+    for _attempt in range(3):
+        try:
+            handed = catalog.enter_urls("r1", ["http://h/q"], step="s1", settled=settled)
+            break
+        except StorageError:
+            continue
+    # Then every URL counts once, the queued one is handed on, and each settled URL's latest
+    # outcome is written
+    assert handed == ["http://h/q"]
+    status = catalog.get_run("r1")
+    assert status is not None
+    assert (status.entered, status.settled, status.outcomes["unchanged"]) == (4, 3, 3)
+    for outcome in settled:
+        latest = catalog.get_url(outcome.url)
+        assert latest is not None and latest.outcome == "unchanged", outcome.url

@@ -30,9 +30,9 @@ from tests.support.pipeline import invoke, routes
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
 
-TICK = json.loads(
-    (Path(__file__).resolve().parents[2] / "infrastructure/events/scheduler.json").read_text()
-)
+EVENTS = Path(__file__).resolve().parents[2] / "infrastructure/events"
+INTAKE_EVENT = EVENTS / "intake-post-harvest.json"
+TICK = json.loads((EVENTS / "scheduler.json").read_text())
 # The handlers may fetch 127.0.0.1 (the test site); idempotency off (see the module docstring).
 OVERRIDES = {"ALLOW_LOOPBACK": "true", "IDEMPOTENCY_TABLE": ""}
 # Upper bound on the crash points the parametrization enumerates; the clean run's count is
@@ -57,8 +57,12 @@ class Result:
     dead_letters: int
 
 
-def _harvest(site: PublisherSite, faults: WriteFaults, *, twice: bool = False) -> Result:
-    """Start a run of the site (no faults), drain the pipeline under ``faults``; the result."""
+def _harvest(
+    site: PublisherSite, faults: WriteFaults, *, twice: bool = False, again: bool = False
+) -> Result:
+    """Start a run of the site (no faults), drain the pipeline under ``faults``; the result.
+    ``again``: a first run drained without faults before, the faults in the second (a
+    re-harvest of an unchanged site)."""
     with mocked_stack() as stack:
         catalog = DynamoCatalog(
             boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
@@ -69,6 +73,15 @@ def _harvest(site: PublisherSite, faults: WriteFaults, *, twice: bool = False) -
         )
         started = invoke(stack, "SchedulerFunction", TICK)
         run_id = started["started"][0]["run_id"]
+        if again:
+            drain(sqs, routes(stack, **OVERRIDES))
+            # the second run asked for by an operator (the source is not due again)
+            event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
+            event["body"] = json.dumps({"url": site.url("/robots.txt")})
+            operator = event["requestContext"]["identity"]["apiKeyId"]
+            response = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
+            assert response["statusCode"] == 202, response
+            run_id = json.loads(response["body"])["run_id"]
         with installed(faults):
             drain(sqs, routes(stack, **OVERRIDES), twice=twice)
         run = catalog.get_run(run_id)
@@ -142,3 +155,27 @@ def test_every_message_delivered_twice_leaves_the_clean_runs_accounting(
     small_site: PublisherSite, clean: Result
 ) -> None:
     _assert_same(_harvest(small_site, WriteFaults(), twice=True), clean, "twice")
+
+
+@pytest.fixture(scope="module")
+def clean_again(dated_site: PublisherSite) -> Result:
+    """The unchanged re-harvest without faults: the record's page settled by its lastmod."""
+    result = _harvest(dated_site, WriteFaults(), again=True)
+    assert result.counters[3] == RunState.FINISHED.value
+    assert {outcome for outcome, _reason in result.outcomes.values()} >= {"unchanged"}
+    assert 0 < len(result.writes) <= MAX_WRITES, result.writes
+    return result
+
+
+@pytest.mark.parametrize("point", POINTS, ids=[f"{when}-{at}" for at, when in POINTS])
+def test_a_fault_at_any_write_of_an_unchanged_reharvest_leaves_its_accounting(
+    dated_site: PublisherSite, clean_again: Result, point: tuple[int, Literal["before", "after"]]
+) -> None:
+    at, when = point
+    if at > len(clean_again.writes):
+        pytest.skip(f"the clean re-harvest makes {len(clean_again.writes)} writes")
+    faults = WriteFaults(at=at, when=when)
+    result = _harvest(dated_site, faults, again=True)
+    fault = f"{when} write {at} ({clean_again.writes[at - 1]}), fired at {faults.fired}"
+    assert faults.fired, fault
+    _assert_same(result, clean_again, fault)

@@ -17,7 +17,7 @@ import pytest
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.domain.records.validation import profile_query
-from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome, UrlState
+from cdif_harvester.model import CatalogEntry, Outcome, RequestValidator, UrlOutcome, UrlState
 from tests.support.aws import ProvisionedStack
 
 
@@ -123,6 +123,11 @@ def test_url_state_and_outcomes_do_not_overwrite_each_other(catalog: Any) -> Non
         blocks=("b1", "b2"),
         sd_dates=("2026-01-31",),
         record_ids=("r1",),
+        # the validators of the harvest's answers, for its next conditional requests
+        validators=(
+            RequestValidator("GET", "", "text/html", '"e1"', ""),
+            RequestValidator("GET", "https://a.org/m.json", "", "", "Sun, 01 Feb 2026 0:00:00 GMT"),
+        ),
     )
     catalog.put_url(state)
     seen = catalog.get_url(url)

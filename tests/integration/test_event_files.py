@@ -27,9 +27,11 @@ from cdif_harvester.contracts import (
     encode,
 )
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.domain.records.contexts import JsonLdContexts
 from cdif_harvester.errors import ContractError
-from cdif_harvester.keys import VIEW_NAMES, parse_normalised_record_key, view_keys
+from cdif_harvester.keys import VIEW_NAMES, parse_normalised_record_key, record_report_key
 from cdif_harvester.model import Source
+from cdif_harvester.stages.crosswalk import record_view
 from tests.support.aws import ProvisionedStack
 from tests.support.pipeline import invoke
 
@@ -169,13 +171,15 @@ def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: Publis
     record_key = notification["Records"][0]["s3"]["object"]["key"]
     assert s3.head_object(Bucket=stack.bucket_name, Key=record_key)
 
-    # crosswalk: the views of that record
+    # crosswalk: acknowledges the record; its views are made on read, none is stored
     result = invoke(stack, "CrosswalkFunction", crosswalk_event)
     assert result == {"batchItemFailures": []}
     parsed = parse_normalised_record_key(record_key)
     assert parsed is not None
-    for name in VIEW_NAMES:
-        assert s3.head_object(Bucket=stack.bucket_name, Key=view_keys(*parsed)[name])
+    listed = s3.list_objects_v2(Bucket=stack.bucket_name, Prefix="views/")
+    assert listed.get("Contents", []) == []
+    # ... and the indexer kept the record once: no copy of a first version under versions/
+    assert s3.list_objects_v2(Bucket=stack.bucket_name, Prefix="versions/").get("Contents") is None
 
     # intake: the publisher reads that record's linkset, as application/linkset
     result = invoke(
@@ -186,8 +190,28 @@ def test_every_handler_runs_its_event_file(stack: ProvisionedStack, site: Publis
     )
     assert result["statusCode"] == 200, result
     assert result["multiValueHeaders"]["Content-Type"] == ["application/linkset"]
-    linkset = s3.get_object(Bucket=stack.bucket_name, Key=view_keys(*parsed)["linkset"])
-    assert result["body"] == linkset["Body"].read().decode()
+    # the bytes the crosswalk's builders make of the stored record and report
+    stored = {
+        key: json.loads(s3.get_object(Bucket=stack.bucket_name, Key=key)["Body"].read())
+        for key in (record_key, record_report_key(*parsed))
+    }
+    record, report = stored[record_key], stored[record_report_key(*parsed)]
+    assert report["valid"] is True
+    built = record_view(record, report, "linkset", JsonLdContexts())
+    assert result["body"].encode("utf-8") == built
+    # every other view, by name
+    for name in VIEW_NAMES:
+        event = _event("intake-get-record-linkset.json")
+        for holder in (event, event["requestContext"]):
+            holder["path"] = holder["path"].removesuffix("/linkset") + f"/views/{name}"
+        event["resource"] = event["requestContext"]["resourcePath"] = (
+            "/records/{record_id}/views/{view}"
+        )
+        event["pathParameters"]["view"] = name
+        answer = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operators)
+        assert answer["statusCode"] == 200, answer
+        assert answer["body"].encode("utf-8") == record_view(record, report, name, JsonLdContexts())
+        assert answer["multiValueHeaders"]["ETag"]
 
 
 def test_a_dict_without_records_is_not_an_empty_batch(stack: ProvisionedStack) -> None:

@@ -35,7 +35,7 @@ from cdif_harvester.api.models import (
     SourceView,
 )
 from cdif_harvester.contracts import SitemapJob, decode
-from cdif_harvester.keys import record_hash, record_report_key, signmap_key, view_key
+from cdif_harvester.keys import VIEW_NAMES, record_hash, record_report_key, signmap_key
 from cdif_harvester.model import CatalogEntry, Outcome, RunStatus, UrlOutcome
 from tests.support.aws import ProvisionedStack, load_template, mocked_stack
 from tests.support.pipeline import invoke
@@ -408,6 +408,7 @@ ROUTES = [
     ("GET", f"/records/{encoded(RECORD_ID)}/report", None),
     ("GET", f"/records/{encoded(RECORD_ID)}/pid-kernel", None),
     ("GET", f"/records/{encoded(RECORD_ID)}/linkset", None),
+    ("GET", f"/records/{encoded(RECORD_ID)}/views/nquads", None),
     ("POST", "/check", {"@context": "https://schema.org/", "@type": "Dataset"}),
     ("GET", "/no/such/route", None),
 ]
@@ -704,9 +705,36 @@ def _entry(record_id: str, url: str, *, valid: bool = True) -> CatalogEntry:
     )
 
 
+#: A valid record, its report and each of its views as the crosswalk wrote them (golden files).
+CROSSWALK_GOLDEN = Path(__file__).parents[1] / "unit" / "golden" / "crosswalk"
+MEDIA_TYPES = {
+    "pid-kernel": "application/json",
+    "linkset-json": "application/linkset+json",
+    "linkset": "application/linkset",
+    "link-header": "text/plain; charset=utf-8",
+    "html-links": "text/html; charset=utf-8",
+    "nquads": "application/n-quads",
+}
+
+
+def golden_view(view: str) -> bytes:
+    """The golden file of ``view`` of the golden record."""
+    return (CROSSWALK_GOLDEN / f"landing.{VIEW_NAMES[view]}").read_bytes()
+
+
+def store_golden_record(stack: ProvisionedStack, entry: CatalogEntry) -> None:
+    """Store the golden record and its report under the keys ``entry`` names (no view)."""
+    assert entry.record_key is not None
+    record = (CROSSWALK_GOLDEN / "landing.record.jsonld").read_bytes()
+    put_object(stack, entry.record_key, record, "application/ld+json")
+    report = (CROSSWALK_GOLDEN / "landing.report.json").read_bytes()
+    put_object(stack, entry.report_key, report, "application/json")
+
+
 @pytest.fixture
 def records(api_stack: ProvisionedStack) -> ProvisionedStack:
-    """Two sources, a valid record of each with its report and views, and an invalid one."""
+    """Two sources, a valid record of each with its record and report (no view stored), and an
+    invalid one with its report."""
     register(api_stack, SOURCE, OTHER_SOURCE)
     table = catalog(api_stack)
     for record_id, url, valid in (
@@ -718,16 +746,11 @@ def records(api_stack: ProvisionedStack) -> ProvisionedStack:
         verdict = "valid" if valid else "invalid"
         entry = replace(entry, profiles={"core/1.1": "valid", "discovery/1.1": verdict})
         table.put_record(entry)
-        rkey = record_hash(record_id)
-        put_object(api_stack, entry.report_key, json.dumps({"valid": valid}), "application/json")
         if valid:
-            views = {
-                "pid-kernel": json.dumps({"pid": record_id}),
-                "linkset-json": json.dumps({"linkset": [{"anchor": record_id}]}),
-                "linkset": f'<{url}>; rel="cite-as"; anchor="{record_id}"',
-            }
-            for view, body in views.items():
-                put_object(api_stack, view_key(entry.source, rkey, view), body, "text/plain")
+            store_golden_record(api_stack, entry)
+        else:
+            report = json.dumps({"valid": False})
+            put_object(api_stack, entry.report_key, report, "application/json")
     return api_stack
 
 
@@ -739,15 +762,16 @@ def test_a_publisher_reads_the_records_of_its_hosts_only(records: ProvisionedSta
         "report": f"/v1{mine}/report",
         "pid-kernel": f"/v1{mine}/pid-kernel",
         "linkset": f"/v1{mine}/linkset",
+        **{f"views/{view}": f"/v1{mine}/views/{view}" for view in VIEW_NAMES},
     }
     report = call(records, "GET", f"{mine}/report", key=PUBLISHER)
     assert (report.status, report.headers["content-type"]) == (200, "application/json")
-    assert report.json == {"valid": True}
+    assert report.text.encode() == (CROSSWALK_GOLDEN / "landing.report.json").read_bytes()
     kernel = call(records, "GET", f"{mine}/pid-kernel", key=PUBLISHER)
-    assert kernel.status == 200 and kernel.json == {"pid": RECORD_ID}
+    assert kernel.status == 200 and kernel.text.encode() == golden_view("pid-kernel")
 
     theirs = f"/records/{encoded(FOREIGN_RECORD_ID)}"
-    for suffix in ("", "/report", "/pid-kernel", "/linkset"):
+    for suffix in ("", "/report", "/pid-kernel", "/linkset", "/views/nquads"):
         detail = call(records, "GET", theirs + suffix, key=PUBLISHER).error(403, "forbidden")
         assert "repo.example.net" in detail
         call(records, "GET", mine + suffix, key=STRANGER).error(403, "forbidden")
@@ -761,6 +785,59 @@ def test_a_publisher_reads_the_records_of_its_hosts_only(records: ProvisionedSta
     }
     assert call(records, "GET", f"{draft}/report", key=PUBLISHER).json == {"valid": False}
     assert "not valid" in call(records, "GET", f"{draft}/pid-kernel").error(404, "not-found")
+    assert "not valid" in call(records, "GET", f"{draft}/views/nquads").error(404, "not-found")
+
+
+@pytest.mark.parametrize("view", list(VIEW_NAMES))
+def test_every_view_is_made_from_the_stored_record_as_the_crosswalk_wrote_it(
+    records: ProvisionedStack, view: str
+) -> None:
+    path = f"/records/{encoded(RECORD_ID)}/views/{view}"
+    answer = call(records, "GET", path, key=PUBLISHER)
+    assert answer.status == 200, answer.text
+    assert answer.headers["content-type"] == MEDIA_TYPES[view]
+    assert answer.text.encode("utf-8") == golden_view(view)
+    # cacheable: a strong ETag, and a client that holds it is answered 304 without a body
+    etag = answer.headers["etag"]
+    assert etag.startswith('"') and etag.endswith('"') and len(etag) > 10
+    assert "max-age=" in answer.headers["cache-control"]
+    again = call(records, "GET", path, key=PUBLISHER, headers={"If-None-Match": etag})
+    assert (again.status, again.text, again.headers["etag"]) == (304, "", etag)
+    stale = call(records, "GET", path, key=PUBLISHER, headers={"If-None-Match": '"other"'})
+    assert stale.status == 200 and stale.text == answer.text
+
+
+def test_a_view_s_etag_changes_with_the_record(records: ProvisionedStack) -> None:
+    path = f"/records/{encoded(RECORD_ID)}/views/pid-kernel"
+    before = call(records, "GET", path, key=PUBLISHER).headers["etag"]
+    table = catalog(records)
+    entry = table.get_record(RECORD_ID)
+    assert entry is not None
+    table.put_record(replace(entry, content_hash="1" * 64))
+    after = call(records, "GET", path, key=PUBLISHER, headers={"If-None-Match": before})
+    assert after.status == 200 and after.headers["etag"] != before
+    # another view of the same record has another tag
+    other = call(records, "GET", f"/records/{encoded(RECORD_ID)}/views/nquads", key=PUBLISHER)
+    assert other.headers["etag"] != after.headers["etag"]
+
+
+def test_a_record_that_cannot_become_rdf_has_no_nquads_and_its_other_views(
+    records: ProvisionedStack,
+) -> None:
+    entry = catalog(records).get_record(RECORD_ID)
+    assert entry is not None and entry.record_key is not None
+    record = json.loads((CROSSWALK_GOLDEN / "landing.record.jsonld").read_text())
+    record["@context"] = "https://contexts.example.org/unknown.jsonld"  # never fetched
+    put_object(records, entry.record_key, json.dumps(record), "application/ld+json")
+    path = f"/records/{encoded(RECORD_ID)}/views"
+    detail = call(records, "GET", f"{path}/nquads", key=PUBLISHER).error(404, "not-found")
+    assert "no nquads view" in detail
+    assert call(records, "GET", f"{path}/linkset", key=PUBLISHER).status == 200
+
+
+def test_an_unknown_view_is_a_bad_request(records: ProvisionedStack) -> None:
+    path = f"/records/{encoded(RECORD_ID)}/views/record.nq"
+    call(records, "GET", path, key=PUBLISHER).error(400, "invalid-request")
 
 
 def test_a_source_s_records_are_listed_by_profile_and_verdict(records: ProvisionedStack) -> None:
@@ -814,10 +891,8 @@ def test_the_linkset_is_negotiated_on_accept(
     assert answer.status == 200, answer.text
     assert answer.headers["content-type"] == media_type
     assert answer.headers["vary"] == "Accept"
-    if media_type == "application/linkset+json":
-        assert answer.json == {"linkset": [{"anchor": RECORD_ID}]}
-    else:
-        assert answer.text.startswith("<https://data.example.org/datasets/ctd.html>")
+    view = "linkset-json" if media_type == "application/linkset+json" else "linkset"
+    assert answer.text.encode("utf-8") == golden_view(view)
 
 
 @pytest.mark.parametrize("accept", ["text/html", "application/json", "application/linkset;q=0"])
@@ -887,13 +962,10 @@ def test_the_intake_event_files_run_in_order(api_stack: ProvisionedStack) -> Non
     record_id = "https://data.example.org/metadata/north-atlantic-ctd-2021"
     entry = _entry(record_id, "https://data.example.org/datasets/north-atlantic-ctd-2021.html")
     catalog(api_stack).put_record(entry)
-    linkset = f'<{entry.url}>; rel="describedby"; anchor="{record_id}"'
-    put_object(
-        api_stack, view_key(entry.source, record_hash(record_id), "linkset"), linkset, "text/plain"
-    )
+    store_golden_record(api_stack, entry)
     answer = send("intake-get-record-linkset.json")
     assert (answer.status, answer.headers["content-type"]) == (200, "application/linkset")
-    assert answer.text == linkset
+    assert answer.text.encode("utf-8") == golden_view("linkset")
 
 
 def test_the_committed_openapi_document_is_the_generated_one() -> None:

@@ -76,6 +76,29 @@ def test_urls_enter_once_and_settle_once(catalog: Any) -> None:
     assert len(list(catalog.outcomes("run-1"))) == 100
 
 
+def test_urls_settled_at_entry_count_once_in_one_write(catalog: Any) -> None:
+    catalog.start_run(_run())
+    queued = [f"https://a.org/q/{i}" for i in range(60)]
+    settled = [_outcome(f"https://a.org/s/{i}", Outcome.UNCHANGED) for i in range(60)]
+    # Given a URL another part entered already, and one this part entered queued before
+    catalog.enter_urls("run-1", [settled[0].url], step="part-2")
+    catalog.enter_urls("run-1", [settled[1].url], step="part-1")
+    # When a sitemap part enters its URLs, those unchanged by their lastmod with their outcome
+    # (more than one DynamoDB transaction in all)
+    handed = catalog.enter_urls("run-1", queued, step="part-1", settled=settled)
+    # Then only the queued ones are handed on; the others count entered and settled at once
+    assert handed == queued
+    status = catalog.get_run("run-1")
+    assert (status.entered, status.settled, status.outcomes["unchanged"]) == (120, 59, 59)
+    assert {o.url: o for o in catalog.outcomes("run-1")} == {o.url: o for o in settled[1:]}
+    assert catalog.get_url(settled[2].url).outcome == "unchanged"  # the URL's latest outcome
+    assert catalog.get_url(settled[0].url) is None  # the other part's: left to it
+    # and the same part run again (a redelivered job) counts nothing twice
+    assert catalog.enter_urls("run-1", queued, step="part-1", settled=settled) == queued
+    again = catalog.get_run("run-1")
+    assert (again.entered, again.settled, again.outcomes["unchanged"]) == (120, 59, 59)
+
+
 def test_a_batch_of_outcomes_settles_like_single_ones(catalog: Any) -> None:
     catalog.start_run(_run())
     urls = [f"https://a.org/u/{i}" for i in range(120)]

@@ -213,7 +213,12 @@ def test_table_is_on_demand_encrypted_with_point_in_time_recovery(
     }
     (gsi1,) = table["GlobalSecondaryIndexes"]
     assert gsi1["IndexName"] == "gsi1"
-    assert gsi1["Projection"]["ProjectionType"] == "ALL"
+    # only what the listings read: a write that changes none of it is not written there
+    assert gsi1["Projection"]["ProjectionType"] == "INCLUDE"
+    projected = set(gsi1["Projection"]["NonKeyAttributes"])
+    assert {"record_id", "body", "url", "source_id"} <= projected
+    # not what every job moves: a run's counters and state, a URL's outcome and harvest state
+    assert projected.isdisjoint({"entered", "settled", "updated_at", "state", "outcome"})
     backups = dynamodb.describe_continuous_backups(TableName=stack.table_name)
     pitr = backups["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
     assert pitr["PointInTimeRecoveryStatus"] == "ENABLED"

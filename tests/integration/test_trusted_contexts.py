@@ -62,7 +62,7 @@ def _extract(wiring: Wiring, context_url: str) -> dict[str, Any]:
         ),
     )
     index_job = extract_documents(wiring, job)
-    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    staged = json.loads(index_job.staged)  # type: ignore[union-attr]
     (record,) = staged["records"]
     return record  # type: ignore[no-any-return]
 

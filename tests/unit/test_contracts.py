@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import pytest
 
+from cdif_harvester.adapters.local import (
+    DirectoryObjectStore,
+    InProcessQueue,
+    SqliteCatalog,
+    SystemClock,
+)
 from cdif_harvester.contracts import (
     CONTRACT_VERSION,
     MAX_MESSAGE_BYTES,
@@ -27,8 +35,19 @@ from cdif_harvester.contracts import (
     encode,
     encode_staged,
 )
-from cdif_harvester.errors import ContractError
-from cdif_harvester.model import Outcome, TypedLink, plain
+from cdif_harvester.errors import ContractError, PermanentError
+from cdif_harvester.model import (
+    Outcome,
+    RequestValidator,
+    TypedLink,
+    UrlState,
+    plain,
+    url_state_from_dict,
+    url_state_to_dict,
+)
+from cdif_harvester.stages.extract import document_body
+from cdif_harvester.wiring import Wiring
+from tests.support.fakes import TableFetcher
 
 MESSAGES = [
     SitemapJob(run_id="r1", source="example.org", url="https://example.org/robots.txt"),
@@ -361,3 +380,86 @@ def test_a_staged_object_that_is_no_json_object_is_refused(raw: bytes, fragment:
 def test_a_staged_object_is_no_message() -> None:
     with pytest.raises(ContractError, match="unknown message kind 'staged-records'"):
         decode(json.dumps({**json.loads(encode_staged(STAGED)), "v": CONTRACT_VERSION}))
+
+
+def test_version_7_document_jobs_are_still_read_from_where_their_documents_are_kept(
+    tmp_path: Path,
+) -> None:
+    # A v7 document job in flight during a deployment: its document is under its raw key,
+    # and the extractor reads it there.
+    page = b'<script type="application/ld+json">{"@type": "Dataset", "name": "A"}</script>'
+    v7 = {
+        "v": 7,
+        "kind": "document-job",
+        "run_id": "r",
+        "source": "s",
+        "url": "https://e.org/a",
+        "pattern": "embedded-script",
+        "documents": [
+            {
+                "key": "raw/s/k/p.html",
+                "url": "https://e.org/a",
+                "media_type": "text/html",
+                "via": "self",
+                "authority": None,
+                "warnings": [],
+            }
+        ],
+        "links": [],
+        "notes": [],
+        "sitemap": None,
+        "lastmod": None,
+    }
+    job = decode(json.dumps(v7), DocumentJob)
+    (ref,) = job.documents
+    assert ref.kept is True and (ref.body, ref.staged_key, ref.status) == (None, None, None)
+    assert job.validators == ()
+    store = DirectoryObjectStore(tmp_path)
+    store.put(ref.key, page)
+    wiring = Wiring(
+        store=store,
+        catalog=SqliteCatalog(tmp_path / "c.sqlite"),
+        queue=InProcessQueue(),
+        fetcher=TableFetcher({}),
+        clock=SystemClock(),
+    )
+    assert document_body(wiring, ref) == page
+
+
+def test_a_document_not_kept_travels_in_its_message_as_text_or_base64(tmp_path: Path) -> None:
+    wiring = Wiring(
+        store=DirectoryObjectStore(tmp_path),
+        catalog=SqliteCatalog(tmp_path / "c.sqlite"),
+        queue=InProcessQueue(),
+        fetcher=TableFetcher({}),
+        clock=SystemClock(),
+    )
+    text = DocumentRef(
+        key="raw/s/k/p.json", url="https://e.org/a", media_type="x/y", kept=False, body="é"
+    )
+    latin = replace(text, body=base64.b64encode("é".encode("latin-1")).decode(), encoding="base64")
+    staged = replace(text, body=None, staged_key="staging/r/documents/k/p.json")
+    wiring.store.put("staging/r/documents/k/p.json", b"{}")
+    for ref, body in ((text, "é".encode()), (latin, b"\xe9"), (staged, b"{}")):
+        job = replace(MESSAGES[2], documents=(ref,))
+        (sent,) = decode(encode(job), DocumentJob).documents  # type: ignore[attr-defined]
+        assert sent == ref and document_body(wiring, sent) == body
+    # a staged body that expired ends the URL with why, not with an internal error
+    gone = replace(staged, staged_key="staging/r/documents/k/gone.json")
+    with pytest.raises(PermanentError) as caught:
+        document_body(wiring, gone)
+    assert caught.value.reason == "document-missing"
+
+
+def test_a_urls_validators_are_stored_compactly_and_older_states_have_none() -> None:
+    validators = (
+        RequestValidator("GET", "", "text/html", '"abc"', ""),
+        RequestValidator("HEAD", "https://e.org/m.json", "", "", "Wed, 01 Jan 2025 00:00:00 GMT"),
+    )
+    state = UrlState(url="https://e.org/a", source="s", fingerprint="f", validators=validators)
+    stored = json.loads(json.dumps(url_state_to_dict(state)))
+    assert stored["validators"][0] == ["GET", "", "text/html", '"abc"', ""]
+    assert url_state_from_dict(stored) == state
+    del stored["validators"]
+    assert url_state_from_dict(stored).validators == ()
+    assert "validators" not in url_state_to_dict(replace(state, validators=()))

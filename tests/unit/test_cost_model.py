@@ -116,3 +116,52 @@ def test_the_counter_counts_the_calls_of_a_moto_client() -> None:
     assert tally.wru["t"] == 2 + 2  # the second write is charged the larger (old) size
     assert tally.wru["t/gsi1"] == 2 + 2
     assert tally.rru["t"] == 1 + 0.5
+
+
+def test_an_include_index_is_written_only_when_its_keys_or_projected_attributes_change() -> None:
+    from moto import mock_aws
+
+    with mock_aws():
+        setup = boto3.client("dynamodb", region_name="us-east-1")
+        setup.create_table(
+            TableName="t",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "g", "AttributeType": "S"},
+            ],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": "gsi1",
+                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["p"]},
+                }
+            ],
+        )
+        counter = cost_model.CallCounter()
+        with counter.installed():
+            dynamo = boto3.client("dynamodb", region_name="us-east-1")
+        big = "x" * 1500  # not projected: two units in the table, none of it in the index
+        dynamo.put_item(
+            TableName="t",
+            Item={"pk": {"S": "k"}, "g": {"S": "a"}, "p": {"S": "1"}, "n": {"S": big}},
+        )
+        # an attribute the index does not hold: no index write
+        dynamo.update_item(
+            TableName="t",
+            Key={"pk": {"S": "k"}},
+            UpdateExpression="SET n = :n",
+            ExpressionAttributeValues={":n": {"S": big + "y"}},
+        )
+        # a projected attribute: one index write of the entry's size (keys and "p")
+        dynamo.update_item(
+            TableName="t",
+            Key={"pk": {"S": "k"}},
+            UpdateExpression="SET p = :p",
+            ExpressionAttributeValues={":p": {"S": "2"}},
+        )
+
+    tally = counter.tally
+    assert tally.wru["t"] == 2 + 2 + 2
+    assert tally.wru["t/gsi1"] == 1 + 0 + 1

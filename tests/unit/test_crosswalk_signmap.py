@@ -23,7 +23,7 @@ from cdif_harvester.domain.views.signmap import (
     render_signmap_index,
 )
 from cdif_harvester.keys import normalised_record_key, record_hash, record_report_key, signmap_key
-from cdif_harvester.model import TypedLink
+from cdif_harvester.model import CatalogEntry, TypedLink
 from cdif_harvester.stages.crosswalk import build_source_signmap, build_views, signmap_part_key
 from cdif_harvester.wiring import Wiring
 from tests.unit.test_crosswalk_stage import MemoryStore, NoFetcher
@@ -175,11 +175,40 @@ def _variant(name: str, **report_changes: Any) -> tuple[dict[str, Any], dict[str
     return record, report
 
 
-def _store(store: MemoryStore, source: str, record: dict[str, Any], report: dict[str, Any]) -> str:
+def _store(
+    wiring: Wiring,
+    source: str,
+    record: dict[str, Any] | None,
+    report: dict[str, Any],
+) -> str:
+    """Store a harvested record (None: only its report) as the indexer does, with its
+    catalogue entry; return the record's key."""
     rkey = record_hash(report["record_id"])
-    store.put(record_report_key(source, rkey), json.dumps(report).encode())
+    report_key = record_report_key(source, rkey)
+    wiring.store.put(report_key, json.dumps(report).encode())
     key = normalised_record_key(source, rkey)
-    store.put(key, json.dumps(record).encode())
+    if record is not None:
+        wiring.store.put(key, json.dumps(record).encode())
+    wiring.catalog.put_record(
+        CatalogEntry(
+            record_id=report["record_id"],
+            resource_id=report["record_id"],
+            source=source,
+            url=report["provenance"]["url"],
+            title=None,
+            pattern="embedded-script",
+            valid=bool(report.get("valid")),
+            conformance=None,
+            date_modified=None,
+            sd_date_published=None,
+            content_hash=rkey,
+            record_key=key,
+            report_key=report_key,
+            run_id="r1",
+            harvested_at="2024-06-01T00:00:00+00:00",
+            withdrawn_at=report.get("withdrawn_at"),
+        )
+    )
     return key
 
 
@@ -187,16 +216,14 @@ def _harvested(tmp_path: Path) -> tuple[MemoryStore, Wiring, list[str]]:
     store = MemoryStore()
     wiring = _wiring(tmp_path, store)
     keys = [
-        _store(store, SOURCE, *_golden()),
-        _store(store, SOURCE, *_variant("zeta")),
-        _store(store, SOURCE, *_variant("alpha")),
-        _store(store, SOURCE, *_variant("broken", valid=False)),
-        _store(store, SOURCE, *_variant("gone", withdrawn_at="2024-05-01T00:00:00Z")),
-        _store(store, "other.example.org", *_variant("elsewhere")),
+        _store(wiring, SOURCE, *_golden()),
+        _store(wiring, SOURCE, *_variant("zeta")),
+        _store(wiring, SOURCE, *_variant("alpha")),
+        _store(wiring, SOURCE, *_variant("broken", valid=False)),
+        _store(wiring, SOURCE, *_variant("gone", withdrawn_at="2024-05-01T00:00:00Z")),
+        _store(wiring, "other.example.org", *_variant("elsewhere")),
     ]
-    record, report = _variant("no-record")
-    report_key = record_report_key(SOURCE, record_hash(report["record_id"]))
-    store.put(report_key, json.dumps(report).encode())
+    _store(wiring, SOURCE, None, _variant("no-record")[1])
     return store, wiring, keys
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def test_the_extractor_lists_the_blocks_left_unread(
     page = "".join(_script(DATASET % f"https://doi.org/10.5072/{n}") for n in range(5))
     wiring, job = _document_job(tmp_path, page)
     index_job = extract_documents(wiring, job)  # type: ignore[arg-type]
-    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[attr-defined, union-attr]
+    staged = json.loads(index_job.staged)  # type: ignore[attr-defined, union-attr]
     # Two Datasets read, each its own record (docs/decisions/0061); the rest listed as unread.
     assert [record["block"] for record in staged["records"]] == [0, 1]
     reasons = [item["reason"] for item in staged["skipped"]]
@@ -56,10 +57,11 @@ def test_a_page_whose_blocks_are_too_deep_fails_at_once_with_that_reason(
     page = _script(DATASET % "https://doi.org/10.5072/x") + _script(deep)
     wiring, job = _document_job(tmp_path, page)
     # The resolver found the good block; the extractor is then given only the deep one.
+    # (the document travels in the message: decisions/0080)
     only_deep = _wiring(tmp_path / "deep", {})
-    only_deep.store.put(job.documents[0].key, _script(deep).encode(), content_type="text/html")
+    document = replace(job.documents[0], body=_script(deep), encoding=None, kept=False)
     with pytest.raises(MalformedMetadata) as failed:
-        extract_documents(only_deep, job)
+        extract_documents(only_deep, replace(job, documents=(document,)))
     assert str(failed.value) == ("json-too-deep: JSON nested more than 100 levels deep; not read")
     assert failed.value.reason == "malformed-json"
 

@@ -55,7 +55,7 @@ def _staged(tmp_path: Path, page: bytes) -> dict[str, Any]:
     job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=PAGE))
     assert isinstance(job, DocumentJob)
     index_job = extract_documents(wiring, job)
-    staged: dict[str, Any] = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    staged: dict[str, Any] = json.loads(index_job.staged)  # type: ignore[union-attr]
     return staged
 
 

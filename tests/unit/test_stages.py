@@ -189,7 +189,7 @@ PAGE = b"""<html><head>
 </head></html>"""
 
 
-def test_resolver_hands_on_embedded_json_ld_and_keeps_the_raw_page(tmp_path: Path) -> None:
+def test_resolver_hands_on_embedded_json_ld_in_its_message(tmp_path: Path) -> None:
     wiring = _wiring(
         tmp_path,
         {
@@ -200,8 +200,12 @@ def test_resolver_hands_on_embedded_json_ld_and_keeps_the_raw_page(tmp_path: Pat
     )
     job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
     assert isinstance(job, DocumentJob) and job.pattern == "embedded-script"
-    assert wiring.store.get(job.documents[0].key) == PAGE
-    assert wiring.store.exists(job.documents[0].key.rsplit(".", 1)[0] + ".meta.json")
+    (document,) = job.documents
+    # by default the page travels in the message and nothing is kept
+    assert document.body == PAGE.decode("utf-8") and document.kept is False
+    assert document.key.startswith("raw/") and not wiring.store.exists(document.key)
+    assert (document.status, document.headers["content-type"]) == (200, HTML["content-type"])
+    assert not [key for key in wiring.store.list("") if key.startswith(("raw/", "cache/"))]
     assert decode(_drain(wiring, DOCUMENT_QUEUE)[0], DocumentJob) == job
 
     outcome = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/none.html"))
@@ -210,12 +214,29 @@ def test_resolver_hands_on_embedded_json_ld_and_keeps_the_raw_page(tmp_path: Pat
         resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/busy.html"))
 
 
+@pytest.mark.parametrize("asked_by", ["run", "source"])
+def test_resolver_keeps_the_raw_page_when_asked(tmp_path: Path, asked_by: str) -> None:
+    wiring = _wiring(tmp_path, {f"{BASE}/p.html": (200, HTML, PAGE)})
+    options: dict[str, str] = {}
+    if asked_by == "run":
+        wiring = replace(wiring, settings=replace(wiring.settings, keep_bodies=True))
+    else:
+        options = {"keep_bodies": "true"}
+    url_job = UrlJob(run_id="r", source="s", url=f"{BASE}/p.html", options=options)
+    job = resolve_url(wiring, url_job)
+    assert isinstance(job, DocumentJob) and job.pattern == "embedded-script"
+    assert job.documents[0].kept is True and job.documents[0].body is None
+    assert wiring.store.get(job.documents[0].key) == PAGE
+    assert wiring.store.exists(job.documents[0].key.rsplit(".", 1)[0] + ".meta.json")
+    assert decode(_drain(wiring, DOCUMENT_QUEUE)[0], DocumentJob) == job
+
+
 def test_extractor_keeps_good_blocks_beside_broken_ones(tmp_path: Path) -> None:
     wiring = _wiring(tmp_path, {f"{BASE}/p.html": (200, HTML, PAGE)})
     document_job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
     assert isinstance(document_job, DocumentJob)
     index_job = extract_documents(wiring, document_job)
-    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    staged = json.loads(index_job.staged)  # type: ignore[union-attr]
     (record,) = staged["records"]
     assert record["resource_id"] == "https://doi.org/10.5072/x"
     assert record["report"]["valid"] is False  # no license, no dateModified, no subjectOf ...
@@ -240,7 +261,7 @@ def test_extractor_prefers_the_cdif_profiled_block_of_a_record(tmp_path: Path) -
     document_job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/two.html"))
     assert isinstance(document_job, DocumentJob)
     index_job = extract_documents(wiring, document_job)
-    staged = json.loads(wiring.store.get(index_job.staged_key))  # type: ignore[union-attr]
+    staged = json.loads(index_job.staged)  # type: ignore[union-attr]
     (record,) = staged["records"]
     assert record["block"] == 1 and record["record"]["schema:name"] == "cdif"
     assert [item["block"] for item in staged["skipped"]] == [0]

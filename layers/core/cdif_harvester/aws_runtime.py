@@ -55,6 +55,7 @@ from cdif_harvester.errors import (
     PermanentError,
     RetryableError,
 )
+from cdif_harvester.keys import staging_key
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
 from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job
@@ -181,6 +182,11 @@ class AwsConfig:
     # The operator's contact, named in the User-Agent (OPERATOR_CONTACT; the product's page
     # when empty).
     contact: str | None = None
+    # KEEP_BODIES: keep documents under raw/ and answers under cache/ (Settings.keep_bodies).
+    keep_bodies: bool = False
+    # RECORD_SEGMENTS: the indexer writes a batch's records and reports as one segment
+    # (Settings.record_segments).
+    record_segments: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -224,6 +230,8 @@ class AwsConfig:
             # extraction fails with a clear, recorded reason.
             shacl=env.get("SHACL_VALIDATION", "false").lower() == "true",
             contact=contact,
+            keep_bodies=env.get("KEEP_BODIES", "false").lower() == "true",
+            record_segments=env.get("RECORD_SEGMENTS", "false").lower() == "true",
         )
 
     def settings(self) -> Settings:
@@ -234,6 +242,8 @@ class AwsConfig:
             requests_per_host_overrides=dict(self.requests_per_host_overrides or {}),
             trusted_contexts=self.trusted_contexts,
             shacl=self.shacl,
+            keep_bodies=self.keep_bodies,
+            record_segments=self.record_segments,
             render_queue=RENDER_QUEUE in self.queue_urls,
         )
 
@@ -279,7 +289,8 @@ def wiring() -> Wiring:
     )
     _closers.append(network.close)
     fetcher = GatedFetcher(
-        # Conditional requests for the answers kept under cache/ (an unchanged page: a 304).
+        # Conditional requests for the answers kept under cache/ (an unchanged page: a 304):
+        # robots.txt and sitemaps, and documents only when bodies are kept.
         RevalidatingFetcher(network, store),
         gate,
         slots_for=settings.slots_for,
@@ -325,12 +336,18 @@ def handle_sqs_batch(
     stage: Callable[[Wiring, _J], Any],
     *,
     queue: str | None = None,
+    prepare: Callable[[Wiring, list[_J]], Callable[[Wiring, _J], Any]] | None = None,
 ) -> dict[str, Any]:
     """Run ``stage`` on every SQS record of ``event``, reporting partial batch failures.
 
     ``queue`` is the logical queue the records come from, when not their contract's own (the
     renderer's URL jobs come from ``render``): a deferred job goes back there, a retry is
     delayed there, and the metrics and logs name that queue's stage.
+
+    ``prepare``, when given, sees every job of the batch that keeps its contract before any
+    runs, and returns the stage to run on each instead of ``stage`` (the indexer writes a
+    batch's records as one segment: :mod:`cdif_harvester.stages.segments`). When it raises,
+    every record of the batch fails and is delivered again.
 
     A record whose body breaks its contract is logged and consumed (retrying cannot fix it);
     permanent errors become the URL's outcome; retryable errors fail only that record, which SQS
@@ -343,12 +360,35 @@ def handle_sqs_batch(
     """
 
     source = queue or _QUEUE_OF[contract]
+    prepared: list[Callable[[Wiring, _J], Any] | Exception] = []
 
     def handle(bundle: Wiring, record: SQSRecord) -> _Processed | None:
-        return _handle_job(bundle, record, contract, stage, context, queue=source)
+        run = stage
+        if prepare is not None:
+            if not prepared:  # (the first record: the batch is prepared once, before any runs)
+                try:
+                    prepared.append(prepare(bundle, _jobs_of(event, contract)))
+                except Exception as exc:
+                    prepared.append(exc)
+            if isinstance(prepared[0], Exception):
+                logger.warning("batch not prepared; SQS redelivers it", error=str(prepared[0]))
+                raise prepared[0]
+            run = prepared[0]
+        return _handle_job(bundle, record, contract, run, context, queue=source)
 
     name = _STAGE_OF_QUEUE.get(source) or _STAGE_OF.get(contract, contract.__name__)
     return _process_batch(event, context, name, handle)
+
+
+def _jobs_of(event: dict[str, Any], contract: type[_J]) -> list[_J]:
+    """The jobs of the SQS batch ``event`` whose bodies keep their contract."""
+    jobs: list[_J] = []
+    for record in event.get("Records", []):
+        try:
+            jobs.append(decode(str(record.get("body", "")), contract))
+        except ContractError:  # logged and counted when its turn comes
+            continue
+    return jobs
 
 
 def handle_s3_notifications(
@@ -563,7 +603,8 @@ def work_key(job: Any) -> str:
     elif isinstance(job, DocumentJob):
         parts = [job.run_id, job.url, *(ref.key for ref in job.documents)]
     elif isinstance(job, IndexJob):
-        parts = [job.run_id, job.staged_key]
+        # (the staging key names the run and URL whether or not the records were staged there)
+        parts = [job.run_id, job.staged_key or staging_key(job.run_id, job.url)]
     else:
         parts = [str(getattr(job, "run_id", "")), str(getattr(job, "url", ""))]
     return "|".join([kind, *parts])

@@ -6,10 +6,10 @@ the type of every field and raises :class:`~cdif_harvester.errors.ContractError`
 Large payloads travel as object-store keys (claim check); :func:`encode` refuses a message over
 :data:`MAX_MESSAGE_BYTES`.
 
-The extractor's hand-over to the indexer, :class:`StagedRecords` (the object an :class:`IndexJob`
-names by ``staged_key``), follows the same rules through :func:`encode_staged` and
-:func:`decode_staged`, with a version of its own (:data:`STAGED_VERSION`), no size cap and its
-keys in their order; older staged objects are still read.
+The extractor's hand-over to the indexer, :class:`StagedRecords` (an :class:`IndexJob` carries it
+as text, or names it by ``staged_key`` when too large), follows the same rules through
+:func:`encode_staged` and :func:`decode_staged`, with a version of its own
+(:data:`STAGED_VERSION`), no size cap and its keys in their order; older ones are still read.
 
 See docs/decisions/0002-message-contracts.md, with the version history (a bump adds a line there),
 and docs/decisions/0041-staged-records-handover.md, with the staged objects' history.
@@ -25,7 +25,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar, Union
 
 from cdif_harvester.errors import ContractError
-from cdif_harvester.model import TypedLink, plain
+from cdif_harvester.model import RequestValidator, TypedLink, plain
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -59,10 +59,10 @@ __all__ = [
     "encode_staged",
 ]
 
-CONTRACT_VERSION = 7
-READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
-STAGED_VERSION = 5
-STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5})
+CONTRACT_VERSION = 9
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
+STAGED_VERSION = 6
+STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 MAX_MESSAGE_BYTES = 200 * 1024
 
 # Resolution options a source may set, carried on its sitemap and URL jobs:
@@ -70,7 +70,9 @@ MAX_MESSAGE_BYTES = 200 * 1024
 # for CDIF (CDIF metadata publication, Option 2; e.g. ``format=CDIF1.0``).
 # ``render``: ``never`` (default), ``fallback`` (render the page in a browser when it yields no
 # metadata as served) or ``always`` (docs/decisions/0075-rendering-pages-in-a-browser.md).
-RESOLUTION_OPTIONS = frozenset({"format_parameter", "render"})
+# ``keep_bodies``: ``true`` keeps each document fetched under ``raw/`` and each answer with a
+# validator under ``cache/`` (``false``, the default: neither; 0080-bodies-kept-only-when-asked).
+RESOLUTION_OPTIONS = frozenset({"format_parameter", "keep_bodies", "render"})
 #: The values of the ``render`` option.
 RENDER_MODES = ("never", "fallback", "always")
 
@@ -136,8 +138,14 @@ class UrlJob:
 
 @dataclass(frozen=True)
 class DocumentRef:
-    """A fetched document kept in the object store under ``key``.
+    """A fetched document, named by ``key``: its content-addressed key under ``raw/``.
 
+    ``kept`` says whether the document is stored under ``key`` (when the run or source asks to
+    keep bodies, and in every message of contract version 7 and before). When it is not, its
+    bytes travel in ``body`` (UTF-8 text, or base64 when ``encoding`` is ``base64``) or wait
+    under ``staged_key`` in the run's staging area (a body too large for the message); the
+    extractor's hand-over keeps neither. ``status``, ``redirects``,
+    ``headers`` (the few that matter to provenance) and ``fetched_at`` say how it was fetched.
     ``via`` says how the resolver reached it (``self``, ``describedby``, ``meta``, ``linkset``
     ...). ``authority`` is the anti-spoofing verdict (1997 draft, "Metadata Spoofing"):
     ``None`` when the document claims nothing about another origin, else ``authoritative``,
@@ -152,11 +160,24 @@ class DocumentRef:
     via: str | None = None
     authority: str | None = None
     warnings: tuple[str, ...] = ()
+    kept: bool = True
+    body: str | None = None
+    encoding: str | None = None
+    staged_key: str | None = None
+    status: int | None = None
+    redirects: tuple[str, ...] = ()
+    headers: dict[str, str] = field(default_factory=dict)
+    fetched_at: str | None = None
 
 
 @dataclass(frozen=True)
 class DocumentJob:
-    """Extract, normalise and validate the metadata documents found for one URL."""
+    """Extract, normalise and validate the metadata documents found for one URL.
+
+    ``validators`` are those of every request the resolution made (see
+    :class:`~cdif_harvester.model.RequestValidator`; empty when one answer had none), carried to
+    the URL's state for the next harvest's conditional requests.
+    """
 
     KIND: ClassVar[str] = "document-job"
     run_id: str
@@ -168,18 +189,30 @@ class DocumentJob:
     notes: tuple[str, ...] = ()
     sitemap: str | None = None
     lastmod: str | None = None
+    validators: tuple[RequestValidator, ...] = ()
 
 
 @dataclass(frozen=True)
 class IndexJob:
-    """Store and index the records extracted from one URL; they wait under ``staged_key``."""
+    """Store and index the records extracted from one URL.
+
+    They travel in ``staged``, the :class:`StagedRecords` as :func:`encode_staged` writes it
+    (JSON text: a string keeps the records' keys in their order), or, when the message would
+    pass :data:`MAX_MESSAGE_BYTES`, wait under ``staged_key`` in the run's staging area (as in
+    every message of contract version 8 and before). Exactly one of the two is set.
+    """
 
     KIND: ClassVar[str] = "index-job"
     run_id: str
     source: str
     url: str
     pattern: str
-    staged_key: str
+    staged_key: str | None = None
+    staged: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.staged is None) == (self.staged_key is None):
+            raise ContractError("index-job: exactly one of 'staged' and 'staged_key' must be given")
 
 
 @dataclass(frozen=True)
@@ -277,8 +310,9 @@ class StagedRecords:
 
     Besides the records and the skipped blocks it carries what the indexer writes in each
     report's provenance (``links``, ``resolution_notes``) and in the URL's state (``documents``
-    for its fingerprint, ``sitemap``, ``lastmod``, and the ``blocks`` hashes and ``sd_dates``
-    of :mod:`cdif_harvester.domain.discovery.incremental`).
+    for its fingerprint, ``sitemap``, ``lastmod``, the ``blocks`` hashes and ``sd_dates``
+    of :mod:`cdif_harvester.domain.discovery.incremental`, and the resolution's ``validators``).
+    Its documents never carry their bodies.
     """
 
     KIND: ClassVar[str] = "staged-records"
@@ -293,6 +327,7 @@ class StagedRecords:
     lastmod: str | None
     blocks: tuple[str, ...]
     sd_dates: tuple[str, ...]
+    validators: tuple[RequestValidator, ...] = ()
 
 
 Message = SitemapJob | UrlJob | DocumentJob | IndexJob | RecordStored
@@ -345,7 +380,8 @@ def encode_staged(staged: StagedRecords) -> bytes:
     and keys are not sorted: records keep the order of their keys.
     """
     body = {"v": STAGED_VERSION, "kind": StagedRecords.KIND, **plain(staged)}
-    return json.dumps(body).encode("utf-8")
+    # (compact: it usually travels in an index job's message, whose size is billed)
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 
 def decode_staged(raw: str | bytes | dict[str, Any]) -> StagedRecords:

@@ -46,6 +46,7 @@ test keeps this tree complete::
                 MalformedMetadata (stages.extract): permanent; no JSON-LD block readable
                 StagedObjectMissing (stages.index): permanent; the extractor's hand-over is gone
                 NotARecordKey (stages.crosswalk): permanent; notified of an object not a record
+                UnknownView (stages.crosswalk): permanent; a view name none of the six
                 InvalidEntryUrl (stages.intake): permanent; an entry URL that cannot start a run
                 InvalidOptions (stages.intake): permanent; unknown or unusable options
                 InvalidSource (stages.sources): permanent; an unusable source registration

@@ -1,7 +1,10 @@
 """The object-store key layout, identical in S3 and in the local output directory.
 
-Every key is built here: ``raw/`` (documents as fetched), ``staging/`` (hand-overs, sitemap
-parts, fetch journals), ``records/``, ``reports/``, ``views/``, ``versions/`` and ``cache/``.
+Every key is built here: ``raw/`` (documents as fetched, when kept), ``staging/`` (hand-overs,
+large documents on their way to the extractor, sitemap parts, fetch journals), ``records/``,
+``reports/``, ``segments/`` (the records and reports of a batch in one object, on AWS when
+asked; a reference ``<key>#<offset>-<length>`` names one of them), ``views/``, ``versions/``
+and ``cache/``.
 :func:`record_hash` and :func:`url_hash` are the short stable hashes (the first 32 hex digits of a
 SHA-256) that name a record or a URL inside those keys: segments of keys, not keys.
 
@@ -27,14 +30,18 @@ __all__ = [
     "origin_of",
     "parse_normalised_record_key",
     "raw_key",
+    "parse_segment_ref",
     "raw_meta_key",
     "record_hash",
     "record_report_key",
+    "segment_key",
+    "segment_ref",
     "sitemap_part_key",
     "signmap_key",
     "site_discovery_key",
     "site_discovery_prefix",
     "source_of",
+    "staged_document_key",
     "staging_key",
     "url_hash",
     "view_key",
@@ -117,6 +124,13 @@ def staging_key(run_id: str, url: str) -> str:
     return f"staging/{run_id}/{url_hash(url)}.json"
 
 
+def staged_document_key(run_id: str, url: str, body: bytes, extension: str) -> str:
+    """Key of a document handed from the resolver to the extractor through the store (a body
+    too large for its message, when bodies are not kept under ``raw/``)."""
+    name = f"{content_hash(body)[:32]}.{extension.lstrip('.')}"
+    return f"staging/{run_id}/documents/{url_hash(url)}/{name}"
+
+
 def sitemap_part_key(run_id: str, url: str, index: int) -> str:
     """Key of part ``index`` (from 1) of a sitemap handed on by follow-up jobs."""
     return f"staging/{run_id}/sitemaps/{url_hash(url)}/{index:05d}.json"
@@ -177,3 +191,26 @@ def parse_normalised_record_key(key: str) -> tuple[str, str] | None:
     """Return (source, record hash) of a ``records/`` key, or None for any other key."""
     match = re.fullmatch(r"records/([^/]+)/([0-9a-f]{32})\.jsonld", key)
     return (match.group(1), match.group(2)) if match else None
+
+
+_SEGMENT_REF = re.compile(r"(segments/[^#]+\.seg)#([0-9]+)-([0-9]+)")
+
+
+def segment_key(source: str, day: str, name: str) -> str:
+    """Key of one segment of ``source`` written on ``day`` (``YYYY-MM-DD``), named ``name``
+    (a fresh UUID: a segment is never written twice)."""
+    return f"segments/{source}/{day}/{name}.seg"
+
+
+def segment_ref(key: str, offset: int, length: int) -> str:
+    """The reference to ``length`` bytes at ``offset`` in the segment ``key``: what a catalogue
+    entry holds in place of a record's or report's own key."""
+    return f"{key}#{offset}-{length}"
+
+
+def parse_segment_ref(ref: str) -> tuple[str, int, int] | None:
+    """Return (segment key, offset, length) of a segment reference, or None for a plain key."""
+    match = _SEGMENT_REF.fullmatch(ref)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)), int(match.group(3))

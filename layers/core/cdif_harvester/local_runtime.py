@@ -74,6 +74,7 @@ class LocalConfig:
     crawl_delays: Mapping[str, float] | None = None
     contact: str | None = None
     render: str | None = None
+    keep_bodies: bool = False
 
     def user_agent(self) -> str:
         """The User-Agent of every request. Raises InvalidContact (naming where it came from)."""
@@ -101,6 +102,8 @@ class LocalConfig:
             settings = replace(settings, incremental=False)
         if self.render:
             settings = replace(settings, render=self.render)
+        if self.keep_bodies:
+            settings = replace(settings, keep_bodies=True)
         if self.shacl:
             check_shacl_available()
             settings = replace(settings, shacl=True)
@@ -195,8 +198,10 @@ def wiring(
         catalog=catalog,
         queue=queue,
         fetcher=GatedFetcher(
-            # Conditional requests for every answer kept from earlier runs (cache/ in the
-            # output directory): an unchanged site answers 304 and sends no bodies.
+            # Conditional requests for the answers kept from earlier runs (cache/ in the output
+            # directory: robots.txt and sitemaps, and documents only when bodies are kept; the
+            # resolver otherwise keeps their validators in the catalogue): an unchanged site
+            # answers 304 and sends no bodies.
             RevalidatingFetcher(network, directory),
             gate,
             slots_for=settings.slots_for,

@@ -22,6 +22,7 @@ __all__ = [
     "FetchResponse",
     "Outcome",
     "RecordRef",
+    "RequestValidator",
     "RunState",
     "RunStatus",
     "Source",
@@ -173,6 +174,7 @@ class RecordRef:
     errors: tuple[str, ...]  # the validation error messages, most important first
     record_key: str | None  # None when normalisation failed and only the raw document is kept
     report_key: str
+    # Keys of view files: empty unless they were written (an earlier layout, or ``--views``)
     view_keys: dict[str, str] = field(default_factory=dict)
     # "core 1.1 valid", "discovery 1.1: 3 errors": the record's verdict per CDIF profile
     profiles: tuple[str, ...] = ()
@@ -222,15 +224,36 @@ class CatalogEntry:
 
 
 @dataclass(frozen=True)
+class RequestValidator:
+    """One request a URL's resolution made, with the validator its answer carried.
+
+    ``method``, ``url`` and ``accept`` (``""``: none sent) say what was asked; ``etag`` or, when
+    the answer had none, ``last_modified`` is what the next harvest sends back in
+    ``If-None-Match`` / ``If-Modified-Since`` (RFC 9110, 13.1). ``url`` is ``""`` for the URL
+    itself, which keeps the catalogue's item small.
+    """
+
+    method: str
+    url: str
+    accept: str = ""
+    etag: str = ""
+    last_modified: str = ""
+
+
+@dataclass(frozen=True)
 class UrlState:
     """What the catalogue knows about one harvested URL, across runs.
 
-    ``outcome``/``last_run``/``last_seen`` follow every recorded outcome. The rest is written
+    ``outcome``/``last_run``/``last_seen`` follow every recorded outcome that changes the URL's
+    latest one (the DynamoDB catalogue does not write the same outcome again, so its run and
+    time are those of the first run that recorded it; decision 0082). The rest is written
     only when the URL produced records: the sitemap ``lastmod`` then, the ``fingerprint`` of the
     documents the records came from (pattern plus content-addressed keys), the hashes of the
-    JSON-LD blocks, the records' ``sdDatePublished`` values and ids, and the run that harvested
-    them (``harvest_run``). Incremental harvesting compares a new harvest against these, never
-    against what its own run wrote (a retried or redelivered job must end as its first attempt).
+    JSON-LD blocks, the records' ``sdDatePublished`` values and ids, the run that harvested
+    them (``harvest_run``) and the ``validators`` of every request that resolution made (empty
+    when one of its answers had none: such a URL cannot be revalidated without its bodies).
+    Incremental harvesting compares a new harvest against these, never against what its own run
+    wrote (a retried or redelivered job must end as its first attempt).
     """
 
     url: str
@@ -246,20 +269,34 @@ class UrlState:
     record_ids: tuple[str, ...] = ()
     withdrawn_at: str | None = None
     harvest_run: str | None = None
+    validators: tuple[RequestValidator, ...] = ()
 
 
 def url_state_to_dict(state: UrlState) -> dict[str, Any]:
-    """Return the JSON form of a URL's state."""
-    return asdict(state)
+    """Return the JSON form of a URL's state (each validator a list of its five strings, none
+    when there are none: the state is a catalogue item, paid by the kilobyte)."""
+    data = asdict(state)
+    data.pop("validators")
+    if state.validators:
+        data["validators"] = [
+            [v.method, v.url, v.accept, v.etag, v.last_modified] for v in state.validators
+        ]
+    return data
 
 
 def url_state_from_dict(data: dict[str, Any]) -> UrlState:
-    """Inverse of :func:`url_state_to_dict` (lists become tuples)."""
+    """Inverse of :func:`url_state_to_dict` (lists become tuples; a state written before
+    validators were kept has none)."""
     known: dict[str, Any] = {
         key: tuple(value) if isinstance(value, list) else value
         for key, value in data.items()
         if key in _URL_STATE_FIELDS
     }
+    known["validators"] = tuple(
+        RequestValidator(*(str(part) for part in item))
+        for item in known.get("validators") or ()
+        if isinstance(item, list | tuple) and len(item) == len(_VALIDATOR_FIELDS)
+    )
     return UrlState(**known)
 
 
@@ -280,7 +317,9 @@ def outcome_to_dict(outcome: UrlOutcome) -> dict[str, Any]:
                 "errors": list(r.errors),
                 "record": r.record_key,
                 "report": r.report_key,
-                "views": dict(r.view_keys),
+                # Views are made on read (docs/decisions/0081-views-derived-on-read.md): only
+                # an outcome of an earlier layout, or a harvest that wrote them, names files.
+                **({"views": dict(r.view_keys)} if r.view_keys else {}),
                 **({"profiles": list(r.profiles)} if r.profiles else {}),
             }
             for r in outcome.records
@@ -487,5 +526,6 @@ def run_from_dict(data: dict[str, Any]) -> RunStatus:
 
 
 _URL_STATE_FIELDS = frozenset(f.name for f in fields(UrlState))
+_VALIDATOR_FIELDS = tuple(f.name for f in fields(RequestValidator))
 _SOURCE_FIELDS = frozenset(f.name for f in fields(Source))
 _RUN_FIELDS = frozenset(f.name for f in fields(RunStatus))

@@ -123,7 +123,8 @@ class CatalogIndex(Protocol):
         ...
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
-        """Yield every recorded outcome of ``run_id``."""
+        """Yield every recorded outcome of ``run_id``, ordered by URL (closing a run reads
+        them alongside :meth:`urls`, in the same order, rather than holding either)."""
         ...
 
     def get_url(self, url: str) -> UrlState | None:
@@ -171,13 +172,25 @@ class CatalogIndex(Protocol):
         """Return runs, newest first: of one registered source, and in one state, when given."""
         ...
 
-    def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
+    def enter_urls(
+        self,
+        run_id: str,
+        urls: Sequence[str],
+        *,
+        step: str,
+        settled: Sequence[UrlOutcome] = (),
+    ) -> list[str]:
         """Note that ``urls`` enter the run; return the ones to hand on, in order.
 
         A URL is handed on when it is new to the run, or when this same ``step`` (a sitemap
         job's part) entered it before: a job run again after a crash sends its jobs again
         without counting them twice. A URL another step entered is left out (it is already on
         its way). Each URL counts once in ``entered``.
+
+        The URLs of ``settled`` (outcomes of this run known at once, such as ``unchanged`` by
+        the sitemap's lastmod) enter the run with their outcome, as :meth:`put_outcomes` would
+        record it, and are never handed on; one another step entered is left to it. A URL of
+        ``settled`` this step entered queued before is settled now.
         """
         ...
 

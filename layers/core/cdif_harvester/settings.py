@@ -81,6 +81,17 @@ class Settings:
     # ending it without rendering. Off by default: only the AWS resolver with a renderer stack
     # deployed sets it (docs/decisions/0079-rendering-on-aws-hand-over.md).
     render_queue: bool = False
+    # Keep every document fetched under raw/ (with its provenance) and every answer with a
+    # validator under cache/. Off by default: they were four of a record's eight S3 writes and
+    # two thirds of its disk; conditional requests work from the validators kept in the URL's
+    # state instead (docs/decisions/0080-bodies-kept-only-when-asked.md). A source may ask for
+    # it with its ``keep_bodies`` option.
+    keep_bodies: bool = False
+    # Write the records and reports of a batch of index jobs as one segment object, the
+    # catalogue naming a range of it, instead of one object each. Off by default (locally the
+    # layout stays browsable, and a request costs nothing); on AWS the indexer's RECORD_SEGMENTS
+    # (docs/decisions/0086-record-segments.md).
+    record_segments: bool = False
 
     def slots_for(self, origin: str) -> int:
         """Requests allowed in flight at once on ``origin`` (``scheme://host[:port]``)."""

@@ -13,7 +13,6 @@ docs/decisions/0042-one-aws-error-mapper.md for the error mapping.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -31,9 +30,17 @@ from cdif_harvester.adapters.aws_errors import (
     aws_errors,
     cancellation_codes,
 )
+from cdif_harvester.adapters.dynamo_items import (
+    entry_body,
+    entry_of,
+    outcome_body,
+    outcome_of,
+    state_body,
+    state_of,
+)
 from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
-from cdif_harvester.keys import record_hash, url_hash
+from cdif_harvester.keys import parse_segment_ref, record_hash, url_hash
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
@@ -41,13 +48,7 @@ from cdif_harvester.model import (
     RunStatus,
     UrlOutcome,
     UrlState,
-    entry_from_dict,
-    entry_to_dict,
-    outcome_from_dict,
-    outcome_to_dict,
     settle_moves,
-    url_state_from_dict,
-    url_state_to_dict,
 )
 from cdif_harvester.ports import HostSlot, Wait
 
@@ -99,13 +100,27 @@ class S3ObjectStore:
             )
 
     def get(self, key: str) -> bytes:
-        """Get the object under ``key``. Raises KeyError when absent, StorageError otherwise."""
+        """Get the object under ``key``, or the range of a segment a reference
+        ``<key>#<offset>-<length>`` names (one ranged GET). Raises KeyError when absent (or the
+        segment is shorter than the range), StorageError otherwise."""
+        ranged = parse_segment_ref(key)
+        passing = _NO_SUCH_KEY if ranged is None else _NO_SUCH_KEY | {"InvalidRange"}
         try:
-            with aws_errors(f"S3 get {key}", passing=_NO_SUCH_KEY):
-                response = self.client.get_object(Bucket=self.bucket, Key=key)
-                return response["Body"].read()
+            with aws_errors(f"S3 get {key}", passing=passing):
+                if ranged is None:
+                    response = self.client.get_object(Bucket=self.bucket, Key=key)
+                    return response["Body"].read()
+                segment, offset, length = ranged
+                last = offset + length - 1
+                response = self.client.get_object(
+                    Bucket=self.bucket, Key=segment, Range=f"bytes={offset}-{last}"
+                )
+                body = response["Body"].read()
         except ClientError as exc:  # no object under that key: the port's KeyError
             raise KeyError(key) from exc
+        if len(body) != length:  # (S3 answers what it has of a range past the end)
+            raise KeyError(key)
+        return body
 
     def exists(self, key: str) -> bool:
         """Tell whether ``key`` holds an object (HEAD). Raises StorageError."""
@@ -141,17 +156,20 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 "sk": "RECORD",
                 "record_id": entry.record_id,
                 "gsi1pk": f"SOURCE#{entry.source}",
-                "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}#{rkey}",
+                # (the index needs no record hash to tell entries apart: its keys need not be
+                # unique, and the listings sort by record id)
+                "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}",
                 # Stored as a JSON document: DynamoDB cannot hold floats or empty strings
-                # everywhere, and the entry is read whole anyway.
-                "body": json.dumps(entry_to_dict(entry), sort_keys=True),
+                # everywhere, and the entry is read whole anyway (less what the item's keys
+                # say: dynamo_items).
+                "body": entry_body(entry),
             }
         )
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""
         found = self._get({"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"})
-        return entry_from_dict(json.loads(str(found["body"]))) if found else None
+        return entry_of(found) if found else None
 
     def records(
         self,
@@ -170,7 +188,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             condition = "gsi1pk = :pk AND gsi1sk BETWEEN :since AND :end"
             values = {":pk": values[":pk"], ":since": f"RECORD#{changed_since}", ":end": "RECORD#~"}
         items = self._query_index(condition, values)
-        entries = [entry_from_dict(json.loads(str(item["body"]))) for item in items]
+        entries = [entry_of(item) for item in items]
         kept = [entry for entry in entries if query is None or query.matches(entry)]
         return sorted(kept, key=lambda entry: entry.record_id)
 
@@ -195,9 +213,24 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         step = _TRANSACTION_ITEMS - 1  # room for the run's counters
         for start in range(0, len(latest), step):
             self._settle_outcomes(run_id, latest[start : start + step])
-        for outcome in latest:
-            self._write_latest(outcome)
+        self._write_latests(latest)
         return self.get_run(run_id)
+
+    def _settle_entered(self, late: Sequence[UrlOutcome], mine: Sequence[UrlOutcome]) -> None:
+        """After :meth:`enter_urls`: settle ``late`` as :meth:`put_outcomes` does, and write the
+        URLs' latest outcomes of ``mine`` (entered settled)."""
+        if late:
+            self.put_outcomes(late)
+        self._write_latests(mine)
+
+    def _write_latests(self, outcomes: Sequence[UrlOutcome]) -> None:
+        """Write each of ``outcomes`` as its URL's latest outcome unless it holds it already."""
+        held = self._latest_outcomes([outcome.url for outcome in outcomes])
+        for outcome in outcomes:
+            # The same outcome again (an unchanged URL re-harvested) changes nothing the item
+            # says but its run and time: not written, so a re-harvest pays a read, not a write.
+            if held.get(outcome.url) != outcome.outcome.value:
+                self._write_latest(outcome)
 
     def _settle_outcomes(self, run_id: str, outcomes: Sequence[UrlOutcome]) -> None:
         """Write the run's items of ``outcomes`` and move the run's counters in one transaction.
@@ -251,7 +284,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "sk": f"URL#{url_hash(outcome.url)}",
             "url": outcome.url,
             "outcome": outcome.outcome.value,
-            "body": json.dumps(outcome_to_dict(outcome), sort_keys=True),
+            "body": outcome_body(outcome),
         }
 
     def _outcome_put(self, outcome: UrlOutcome, held: str | None) -> dict[str, Any]:
@@ -290,20 +323,43 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             }
         }
 
+    def _latest_outcomes(self, urls: Sequence[str]) -> dict[str, str]:
+        """The latest outcome each URL's LATEST item holds, by URL (URLs without one left out).
+
+        Read eventually consistent (half the units): a value read is one the item held, so a
+        write skipped on a read a moment old is a write that came before a concurrent job's,
+        an order concurrent jobs may have anyway.
+        """
+        held: dict[str, str] = {}
+        urls = list(dict.fromkeys(urls))
+        for start in range(0, len(urls), _BATCH_GET):
+            keys = [
+                {"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}
+                for url in urls[start : start + _BATCH_GET]
+            ]
+            for item in self._batch_get(keys, consistent=False):
+                if "url" in item and "outcome" in item:
+                    held[str(item["url"])] = str(item["outcome"])
+        return held
+
     def _write_latest(self, outcome: UrlOutcome) -> None:
-        """Write ``outcome`` as the URL's latest outcome (its harvest state is kept)."""
+        """Write ``outcome`` as the URL's latest outcome (its harvest state is kept).
+
+        The index key leaves the outcome out, so a changed outcome does not move the URL in
+        ``gsi1`` (a delete and a put there); the source is the index key's. Older items' outcome
+        body and source attribute go.
+        """
         self._update(
             {"pk": f"URL#{url_hash(outcome.url)}", "sk": "LATEST"},
             {
                 "url": outcome.url,
-                "source": outcome.source,
                 "outcome": outcome.outcome.value,
                 "last_run": outcome.run_id,
                 "last_seen": outcome.recorded_at or "",
-                "body": json.dumps(outcome_to_dict(outcome), sort_keys=True),
                 "gsi1pk": f"SOURCE#{outcome.source}",
-                "gsi1sk": f"URL#{outcome.outcome.value}#{url_hash(outcome.url)}",
+                "gsi1sk": f"URL#{url_hash(outcome.url)}",
             },
+            remove=("body", "source"),
         )
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
@@ -317,7 +373,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 page = self.table.query(**kwargs)
             for item in page.get("Items", []):
                 if item.get("outcome") != QUEUED:
-                    yield outcome_from_dict(json.loads(str(item["body"])))
+                    yield outcome_of(item, run_id)
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -325,7 +381,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
     def get_url(self, url: str) -> UrlState | None:
         """Return what is known about ``url``, or None."""
         found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"})
-        return _url_state(found) if found else None
+        return state_of(found) if found else None
 
     def get_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
         """Return what is known about each of ``urls``, by URL (consistent BatchGetItem reads,
@@ -339,14 +395,16 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             ]
             for item in self._batch_get(keys):
                 if "url" in item:
-                    found[str(item["url"])] = _url_state(item)
+                    found[str(item["url"])] = state_of(item)
         return found
 
-    def _batch_get(self, keys: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    def _batch_get(
+        self, keys: list[dict[str, Any]], *, consistent: bool = True
+    ) -> Iterator[dict[str, Any]]:
         # The table's client is the resource's: it takes and gives plain Python values.
         client = self.table.meta.client
         name = self.table.name
-        request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}
+        request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": consistent}}
         for attempt in range(_BATCH_TRIES):
             with aws_errors("DynamoDB batch get of URLs"):
                 response = client.batch_get_item(RequestItems=request)
@@ -360,40 +418,42 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def put_url(self, state: UrlState) -> None:
         """Store the harvest state of ``state.url``; its outcome attributes are not touched."""
-        harvest = {
-            key: value
-            for key, value in url_state_to_dict(state).items()
-            if key not in ("url", "source", "outcome", "last_run", "last_seen")
-        }
         self._update(
             {"pk": f"URL#{url_hash(state.url)}", "sk": "LATEST"},
             {
                 "url": state.url,
-                "source": state.source,
-                "state": json.dumps(harvest, sort_keys=True),
-                "gsi1pk": f"SOURCE#{state.source}",
+                "state": state_body(state),
+                "gsi1pk": f"SOURCE#{state.source}",  # (the source: see _write_latest)
             },
+            remove=("source",),
         )
 
     def urls(self, source: str, *, outcome: str | None = None) -> list[UrlState]:
         """Return the state of every URL of ``source`` (with latest outcome ``outcome``)."""
-        prefix = f"URL#{outcome}#" if outcome else "URL#"
+        # Index keys are URL#<url hash> (URL#<outcome>#<url hash> in older items): the
+        # outcome is asked of the items themselves, read anyway.
         items = self._query_index(
             "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-            {":pk": f"SOURCE#{source}", ":prefix": prefix},
+            {":pk": f"SOURCE#{source}", ":prefix": "URL#"},
         )
         # The index is eventually consistent; read the items themselves for the latest state.
         states = self.get_urls([str(item["url"]) for item in items if "url" in item])
-        return sorted(states.values(), key=lambda s: s.url)
+        kept = [s for s in states.values() if outcome is None or s.outcome == outcome]
+        return sorted(kept, key=lambda s: s.url)
 
     def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
         with aws_errors(f"DynamoDB get {key['pk']}"):
             item = self.table.get_item(Key=key, ConsistentRead=True)
         return item.get("Item")
 
-    def _update(self, key: dict[str, str], values: Mapping[str, str]) -> None:
+    def _update(
+        self, key: dict[str, str], values: Mapping[str, str], *, remove: Sequence[str] = ()
+    ) -> None:
         names = {f"#a{i}": name for i, name in enumerate(values)}
         expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(values)))
+        if remove:
+            names.update({f"#r{i}": name for i, name in enumerate(remove)})
+            expression += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(remove)))
         with aws_errors(f"DynamoDB update {key['pk']}"):
             self.table.update_item(
                 Key=key,
@@ -665,17 +725,3 @@ def _item_of(exc: ClientError) -> dict[str, Any]:
         return {}
     deserializer = TypeDeserializer()
     return {name: deserializer.deserialize(value) for name, value in raw.items()}
-
-
-def _url_state(item: Mapping[str, Any]) -> UrlState:
-    harvest = json.loads(str(item.get("state") or "{}"))
-    return url_state_from_dict(
-        {
-            **harvest,
-            "url": str(item["url"]),
-            "source": str(item.get("source") or ""),
-            "outcome": item.get("outcome"),
-            "last_run": item.get("last_run"),
-            "last_seen": item.get("last_seen") or None,
-        }
-    )

@@ -14,6 +14,7 @@ docs/decisions/0042-one-aws-error-mapper.md.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ from cdif_harvester.adapters.aws_errors import (
     aws_errors,
     cancellation_codes,
 )
+from cdif_harvester.adapters.dynamo_items import outcome_body
+from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import url_hash
 from cdif_harvester.model import (
     QUEUED,
@@ -33,8 +36,10 @@ from cdif_harvester.model import (
     RunState,
     RunStatus,
     Source,
+    UrlOutcome,
     run_from_dict,
     run_to_dict,
+    settle_moves,
     source_from_dict,
     source_to_dict,
 )
@@ -45,6 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["DynamoRuns", "DynamoSources"]
 
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
+_BATCH_GET = 100  # BatchGetItem takes at most 100 keys
+_BATCH_TRIES = 8
 _STATIC_RUN_FIELDS = ("entry_urls", "trigger", "source_id", "started_at")
 
 
@@ -97,72 +104,152 @@ class DynamoRuns:
         while len(found) < limit:
             with aws_errors("DynamoDB query runs"):
                 page = self.table.query(**kwargs)
-            for item in page.get("Items", []):
-                if source_id is not None and item.get("source_id") != source_id:
-                    continue
-                if state is not None and item.get("state") != state.value:
-                    continue
-                # The index projects the whole item: no read per run. It may lag the table by
-                # a moment, which only delays what the tick does with the run to its next turn.
-                found.append(_run_of(item))
+            listed = [
+                str(item["pk"])
+                for item in page.get("Items", [])
+                if source_id is None or item.get("source_id") == source_id
+            ]
+            if state is None:
+                listed = listed[: limit - len(found)]  # read no more runs than are asked for
+            # The index holds a run's keys, source and static body, not its counters and state
+            # (moved by every job: projected, each move would be a second write there), so the
+            # runs are read from the table, eventually consistent as the index is: a lag only
+            # delays what the tick does with a run to its next turn.
+            for item in self._runs_by_key(listed):
+                if state is None or item.get("state") == state.value:
+                    found.append(_run_of(item))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found[:limit]
 
-    def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
+    def _runs_by_key(self, pks: Sequence[str]) -> list[dict[str, Any]]:
+        """The RUN items of ``pks``, in that order (BatchGetItem, 100 keys a call; runs gone
+        since the index listed them are left out)."""
+        client = self.table.meta.client
+        name = self.table.name
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(pks), _BATCH_GET):
+            request: dict[str, Any] = {
+                name: {"Keys": [{"pk": pk, "sk": "RUN"} for pk in pks[start : start + _BATCH_GET]]}
+            }
+            for attempt in range(_BATCH_TRIES):
+                with aws_errors("DynamoDB batch get of runs"):
+                    response = client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(name, []):
+                    found[str(item["pk"])] = item
+                unprocessed = response.get("UnprocessedKeys") or {}
+                if not unprocessed.get(name):
+                    break
+                request = dict(unprocessed)
+                time.sleep(min(0.05 * 2**attempt, 1.0))  # back off as DynamoDB asks
+            else:
+                raise StorageError("DynamoDB batch get of runs left keys unprocessed")
+        return [found[pk] for pk in pks if pk in found]
+
+    def enter_urls(
+        self,
+        run_id: str,
+        urls: Sequence[str],
+        *,
+        step: str,
+        settled: Sequence[UrlOutcome] = (),
+    ) -> list[str]:
         """Note that ``urls`` enter the run; return those new to it or entered by ``step``.
 
         Each chunk of URLs goes in one transaction with the ``entered`` count, so the count is
         never behind the items. A URL already in the run cancels the transaction; it is taken
         out (and handed on only when this same step entered it) and the rest is tried again.
+        The URLs of ``settled`` enter with their outcome, in the same transactions, their
+        counters moved with ``entered``: one write each instead of an entry and a settling.
         """
+        outcomes = {outcome.url: outcome for outcome in settled}
         handed: list[str] = []
-        pending = list(dict.fromkeys(urls))
+        mine: list[UrlOutcome] = []  # settled at entry by this step (now or before)
+        late: list[UrlOutcome] = []  # entered queued by this step before: to settle
+        pending = list(dict.fromkeys([*urls, *outcomes]))
         while pending:
             chunk, pending = pending[: _TRANSACTION_ITEMS - 1], pending[_TRANSACTION_ITEMS - 1 :]
             while chunk:
-                taken = self._enter_chunk(run_id, chunk, step)
+                taken = self._enter_chunk(run_id, chunk, step, outcomes)
                 if taken is None:
-                    handed.extend(chunk)
+                    handed.extend(url for url in chunk if url not in outcomes)
+                    mine.extend(outcomes[url] for url in chunk if url in outcomes)
                     break
                 if not taken:  # the run is not tracked: nothing to count, hand everything on
-                    return list(dict.fromkeys(urls))
+                    self._settle_entered(list(outcomes.values()), [])
+                    return [url for url in dict.fromkeys(urls) if url not in outcomes]
                 for url in taken:
                     chunk.remove(url)
-                    if self._entered_by(run_id, url) == step:
-                        handed.append(url)
+                    held = self._run_url(run_id, url) or {}
+                    ours = held.get("step") == step and held.get("outcome") == QUEUED
+                    if url not in outcomes:
+                        if ours:  # entered by this step before: on its way again
+                            handed.append(url)
+                    elif ours:
+                        late.append(outcomes[url])
+                    elif held.get("outcome") == outcomes[url].outcome.value:
+                        # settled already (by an earlier try, whose latest-outcome writes may
+                        # not have been made: written again, when they differ)
+                        mine.append(outcomes[url])
+        self._settle_entered(late, mine)
         order = {url: index for index, url in enumerate(urls)}
         return sorted(set(handed), key=order.__getitem__)
 
-    def _enter_chunk(self, run_id: str, chunk: list[str], step: str) -> list[str] | None:
+    def _settle_entered(self, late: Sequence[UrlOutcome], mine: Sequence[UrlOutcome]) -> None:
+        """Record ``late`` (entered queued, to settle) and the URLs' latest outcomes of ``mine``
+        (settled at entry): the catalogue's part (see DynamoCatalog)."""
+        raise NotImplementedError
+
+    def _enter_chunk(
+        self, run_id: str, chunk: list[str], step: str, outcomes: Mapping[str, UrlOutcome]
+    ) -> list[str] | None:
         """Enter ``chunk`` in one transaction; None when it went through, else the URLs that
         were already in the run (which cancelled it): none when the run is not tracked."""
         table = self.table.name
-        items: list[dict[str, Any]] = [
-            {
-                "Put": {
-                    "TableName": table,
-                    "Item": {
-                        "pk": f"RUN#{run_id}",
-                        "sk": f"URL#{url_hash(url)}",
-                        "url": url,
-                        "outcome": QUEUED,
-                        "step": step,
-                    },
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
+        items: list[dict[str, Any]] = []
+        moves: list[tuple[str | None, str]] = []
+        for url in chunk:
+            item: dict[str, Any] = {
+                "pk": f"RUN#{run_id}",
+                "sk": f"URL#{url_hash(url)}",
+                "url": url,
+                "outcome": QUEUED,
+                "step": step,
             }
-            for url in chunk
-        ]
+            if url in outcomes:
+                item["outcome"] = outcomes[url].outcome.value
+                item["body"] = outcome_body(outcomes[url])
+                moves.append((None, item["outcome"]))
+            items.append(
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": item,
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        adds = {
+            name if name in ("entered", "settled") else f"n_{_attr(name)}": n
+            for name, n in settle_moves(moves).items()
+        }
+        adds["entered"] = len(chunk)  # the settled ones, and the queued ones
+        values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
+        expression = "ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
+        stamps = [outcomes[url].recorded_at for url in chunk if url in outcomes]
+        if stamps and stamps[-1]:
+            expression += " SET updated_at = :at"
+            values[":at"] = stamps[-1]
         items.append(
             {
                 "Update": {
                     "TableName": table,
                     "Key": _run_key(run_id),
-                    "UpdateExpression": "ADD entered :n",
+                    "UpdateExpression": expression,
                     "ConditionExpression": "attribute_exists(pk)",
-                    "ExpressionAttributeValues": {":n": len(chunk)},
+                    "ExpressionAttributeNames": {f"#c{i}": name for i, name in enumerate(adds)},
+                    "ExpressionAttributeValues": values,
                 }
             }
         )
@@ -183,13 +270,11 @@ class DynamoRuns:
             ]
         return None
 
-    def _entered_by(self, run_id: str, url: str) -> str | None:
+    def _run_url(self, run_id: str, url: str) -> dict[str, Any] | None:
         key = {"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"}
         with aws_errors(f"DynamoDB get {key['pk']}"):
             found = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
-        if not found or found.get("outcome") != QUEUED:
-            return None
-        return str(found.get("step") or "") or None
+        return dict(found) if found else None
 
     def count_sitemaps(
         self, run_id: str, delta: int, *, step: str, sitemap: str | None = None
@@ -367,7 +452,7 @@ class DynamoSources:
         while True:
             with aws_errors("DynamoDB query sources"):
                 page = self.table.query(**kwargs)
-            # (the index projects the whole item: no read per source)
+            # (the index projects a source's body and run attributes: no read per source)
             found.extend(_source_of(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return sorted(found, key=lambda s: s.source_id)

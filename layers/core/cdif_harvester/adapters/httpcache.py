@@ -3,9 +3,11 @@
 :class:`RevalidatingFetcher` wraps the safe fetcher like a private HTTP cache that only
 revalidates (RFC 9111): answers with a validator are kept under ``cache/<source>/``, the next
 request for them is conditional, and a ``304 Not Modified`` is handed on as the kept answer with
-``revalidated=True``. Nothing is served from the store without asking the publisher.
+``revalidated=True``. Nothing is served from the store without asking the publisher. A request
+that says ``Cache-Control: no-store`` (the resolver's, unless bodies are kept) passes untouched.
 
-See docs/decisions/0014-conditional-requests.md.
+See docs/decisions/0014-conditional-requests.md and
+docs/decisions/0080-bodies-kept-only-when-asked.md.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class RevalidatingFetcher:
         """
         given = dict(headers or {})
         conditional = _CONDITIONAL & {name.lower() for name in given}
-        if method not in ("GET", "HEAD") or conditional:
+        if method not in ("GET", "HEAD") or conditional or _no_store(given):
             return self.inner.fetch(
                 url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
             )
@@ -146,3 +148,13 @@ class RevalidatingFetcher:
         self.store.put(
             meta_key, json.dumps(meta, sort_keys=True).encode(), content_type="application/json"
         )
+
+
+def _no_store(headers: Mapping[str, str]) -> bool:
+    """Whether the request says ``Cache-Control: no-store``: a cache must keep no part of it or
+    of its answer (RFC 9111, 5.2.1.5); the caller keeps its own validators."""
+    return any(
+        name.lower() == "cache-control"
+        and "no-store" in (part.strip().lower() for part in value.split(","))
+        for name, value in headers.items()
+    )

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cdif_harvester.errors import PermanentError, StorageError
+from cdif_harvester.keys import parse_segment_ref
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
@@ -107,7 +108,11 @@ class DirectoryObjectStore:
             raise StorageError(f"cannot write {key}: {exc}") from exc
 
     def get(self, key: str) -> bytes:
-        """Read the object under ``key``. Raises KeyError when absent."""
+        """Read the object under ``key`` (or the range a segment reference names). Raises
+        KeyError when absent."""
+        ranged = parse_segment_ref(key)
+        if ranged is not None:
+            return _in_range(self.get(ranged[0]), key, ranged)
         path = self._path(key)
         try:
             return path.read_bytes()
@@ -136,6 +141,14 @@ class DirectoryObjectStore:
         yield from (key for key in keys if key.startswith(prefix))
 
 
+def _in_range(whole: bytes, ref: str, ranged: tuple[str, int, int]) -> bytes:
+    """The bytes of segment ``whole`` that ``ref`` names; KeyError when it is shorter."""
+    _key, offset, length = ranged
+    if offset + length > len(whole):
+        raise KeyError(ref)
+    return whole[offset : offset + length]
+
+
 class MemoryObjectStore:
     """An object store in a dictionary: what a check writes is gone with it."""
 
@@ -156,7 +169,11 @@ class MemoryObjectStore:
             self._objects[key] = bytes(body)
 
     def get(self, key: str) -> bytes:
-        """Return the object under ``key``. Raises KeyError when absent."""
+        """Return the object under ``key`` (or the range a segment reference names). Raises
+        KeyError when absent."""
+        ranged = parse_segment_ref(key)
+        if ranged is not None:
+            return _in_range(self.get(ranged[0]), key, ranged)
         with self._lock:
             return self._objects[key]
 
@@ -330,13 +347,20 @@ CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
 CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
 CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source_id, started_at);
 CREATE INDEX IF NOT EXISTS records_by_resource ON records (json_extract(body, '$.resource_id'));
+CREATE INDEX IF NOT EXISTS records_by_source_id ON records (source, record_id);
+CREATE INDEX IF NOT EXISTS urls_by_source_url ON urls (source, url);
+CREATE INDEX IF NOT EXISTS urls_by_outcome_url ON urls (source, outcome, url);
 """
+# The last three serve the listings read a page at a time (SqliteCatalog._stream): each page
+# is a range of one index, where without them every page sorted the source's rows again.
 # The columns of a run that change as it goes (the rest is in its JSON body).
 _RUN_COLUMNS = "run_id, state, entered, settled, sitemaps, outcomes, body"
 # The fields of a UrlState that follow every outcome (the rest is the harvest state).
 _OUTCOME_FIELDS = ("url", "source", "outcome", "last_run", "last_seen")
 # SQLite allows 32,766 host parameters; a URL list is read in chunks well under that.
 _IN_CHUNK = 500
+# Rows read a query when a long listing is iterated (SqliteCatalog._stream).
+_PAGE = 1000
 
 
 class SqliteCatalog:
@@ -399,10 +423,11 @@ class SqliteCatalog:
         *,
         changed_since: str | None = None,
         query: ProfileQuery | None = None,
-    ) -> list[CatalogEntry]:
-        """Return the entries of ``source`` (every source when None), changed at or after
-        ``changed_since`` and kept by the profile ``query`` when given, ordered by record id."""
-        sql = "SELECT body FROM records WHERE 1 = 1"
+    ) -> Iterator[CatalogEntry]:
+        """Yield the entries of ``source`` (every source when None), changed at or after
+        ``changed_since`` and kept by the profile ``query`` when given, ordered by record id
+        (read a page at a time: see :meth:`_stream`)."""
+        sql = "SELECT record_id, body FROM records WHERE 1 = 1"
         params: list[object] = []
         if source is not None:
             sql += " AND source = ?"
@@ -410,9 +435,10 @@ class SqliteCatalog:
         if changed_since is not None:
             sql += " AND changed_at >= ?"
             params.append(changed_since)
-        rows = self._query(sql + " ORDER BY record_id", tuple(params))
-        entries = (entry_from_dict(json.loads(row[0])) for row in rows)
-        return [entry for entry in entries if query is None or query.matches(entry)]
+        for _, body in self._stream(sql, tuple(params), "record_id"):
+            entry = entry_from_dict(json.loads(body))
+            if query is None or query.matches(entry):
+                yield entry
 
     def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
@@ -485,12 +511,10 @@ class SqliteCatalog:
         return self._run_locked(run_id)
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
-        """Yield the outcomes of ``run_id`` ordered by URL."""
-        rows = self._query(
-            "SELECT body FROM url_outcomes WHERE run_id = ? AND outcome != ? ORDER BY url",
-            (run_id, QUEUED),
-        )
-        for (body,) in rows:
+        """Yield the outcomes of ``run_id`` ordered by URL (a page at a time: see
+        :meth:`_stream`)."""
+        sql = "SELECT url, body FROM url_outcomes WHERE run_id = ? AND outcome != ?"
+        for _, body in self._stream(sql, (run_id, QUEUED), "url"):
             yield outcome_from_dict(json.loads(body))
 
     def get_url(self, url: str) -> UrlState | None:
@@ -525,14 +549,16 @@ class SqliteCatalog:
             (state.url, state.source, json.dumps(harvest, sort_keys=True)),
         )
 
-    def urls(self, source: str, *, outcome: str | None = None) -> list[UrlState]:
-        """Return the state of every URL of ``source`` (with latest outcome ``outcome``)."""
+    def urls(self, source: str, *, outcome: str | None = None) -> Iterator[UrlState]:
+        """Yield the state of every URL of ``source`` (with latest outcome ``outcome``),
+        ordered by URL (a page at a time: see :meth:`_stream`)."""
         sql = "SELECT url, source, outcome, last_run, last_seen, state FROM urls WHERE source = ?"
         params: tuple[object, ...] = (source,)
         if outcome is not None:
             sql += " AND outcome = ?"
             params = (source, outcome)
-        return [_url_state(row) for row in self._query(sql + " ORDER BY url", params)]
+        for row in self._stream(sql, params, "url"):
+            yield _url_state(row)
 
     # Runs -------------------------------------------------------------------------------
 
@@ -579,18 +605,37 @@ class SqliteCatalog:
         params.append(limit)
         return [_run_of(row) for row in self._query(sql, tuple(params))]
 
-    def enter_urls(self, run_id: str, urls: Sequence[str], *, step: str) -> list[str]:
-        """Note that ``urls`` enter the run; return those new to it or entered by ``step``."""
+    def enter_urls(
+        self,
+        run_id: str,
+        urls: Sequence[str],
+        *,
+        step: str,
+        settled: Sequence[UrlOutcome] = (),
+    ) -> list[str]:
+        """Note that ``urls`` enter the run; return those new to it or entered by ``step``.
+        The URLs of ``settled`` enter with their outcome (see the port)."""
         handed: list[str] = []
+        outcomes = {outcome.url: outcome for outcome in settled}
         with self._lock:
             try:
                 self._db.execute("BEGIN")
                 new = 0
-                for url in dict.fromkeys(urls):
+                moves: list[tuple[str | None, str]] = []
+                for url in dict.fromkeys([*urls, *outcomes]):
                     rows = self._db.execute(
-                        "SELECT step FROM url_outcomes WHERE run_id = ? AND url = ?",
+                        "SELECT step, outcome FROM url_outcomes WHERE run_id = ? AND url = ?",
                         (run_id, url),
                     ).fetchall()
+                    if url in outcomes:
+                        if not rows or (rows[0][0] == step and rows[0][1] == QUEUED):
+                            old = self._write_outcome(outcomes[url])
+                            self._db.execute(
+                                "UPDATE url_outcomes SET step = ? WHERE run_id = ? AND url = ?",
+                                (step, run_id, url),
+                            )
+                            moves.append((old, outcomes[url].outcome.value))
+                        continue
                     if not rows:
                         self._db.execute(
                             "INSERT INTO url_outcomes (run_id, url, outcome, body, step) "
@@ -604,6 +649,8 @@ class SqliteCatalog:
                 self._db.execute(
                     "UPDATE runs SET entered = entered + ? WHERE run_id = ?", (new, run_id)
                 )
+                if moves:
+                    self._settle(run_id, moves, settled[-1].recorded_at)
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._db.execute("ROLLBACK")
@@ -757,6 +804,25 @@ class SqliteCatalog:
                 self._db.execute(sql, params)
             except sqlite3.Error as exc:
                 raise StorageError(f"catalogue write failed: {exc}") from exc
+
+    def _stream(self, sql: str, params: tuple[object, ...], key: str) -> Iterator[tuple[Any, ...]]:
+        """Yield the rows of ``sql`` (a SELECT ending in a WHERE clause, whose first column is
+        the unique ``key``) in ``key`` order, ``_PAGE`` rows a query.
+
+        A run's outcomes, a source's URLs or records may be hundreds of thousands of rows: they
+        are never all in memory. The lock is held per page only, so the reader may write the
+        catalogue between rows (closing a run withdraws URLs as it reads them); each page starts
+        after the last key read, so a row is never yielded twice.
+        """
+        after: object = None
+        while True:
+            page = sql if after is None else f"{sql} AND {key} > ?"
+            args = params if after is None else (*params, after)
+            rows = self._query(f"{page} ORDER BY {key} LIMIT {_PAGE}", args)
+            yield from rows
+            if len(rows) < _PAGE:
+                return
+            after = rows[-1][0]
 
     def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         with self._lock:

@@ -11,6 +11,7 @@ See docs/decisions/0069-cli-exit-codes-and-progress.md.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cdif_harvester.model import Outcome, UrlOutcome
@@ -70,8 +71,18 @@ def harvest_status(
     level = FAIL_ON.index(fail_on)
     if level == 0:
         return HarvestStatus(EXIT_OK)
-    outcomes = list(catalog.outcomes(run_id))
-    by_url = {o.url: o for o in outcomes}
+    # One pass over the run's outcomes, keeping counts and the entry URLs' outcomes only.
+    wanted = set(entry_urls)
+    by_url: dict[str, UrlOutcome] = {}
+    counts: Counter[str] = Counter()
+    failed, first_failed = 0, ""
+    for outcome in catalog.outcomes(run_id):
+        counts[outcome.outcome.value] += 1
+        if outcome.url in wanted:
+            by_url[outcome.url] = outcome
+        if outcome.outcome in _FAILED:
+            failed += 1
+            first_failed = first_failed or outcome.url
     for url in entry_urls:
         entry = by_url.get(url)
         if entry is not None and entry.outcome in _UNREAD:
@@ -79,24 +90,23 @@ def harvest_status(
                 EXIT_NOTHING_HARVESTED,
                 f"entry URL {url} could not be read: {entry.outcome.value} ({entry.reason})",
             )
-    if not any(o.outcome in _HARVESTED for o in outcomes):
-        counts = Counter(o.outcome.value for o in outcomes)
+    if not any(counts[kind.value] for kind in _HARVESTED):
         said = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "no URLs"
         return HarvestStatus(
             EXIT_NOTHING_HARVESTED, f"nothing harvested: no URL gave a record ({said})"
         )
     if level < FAIL_ON.index("failed"):
         return HarvestStatus(EXIT_OK)
-    failed = [o for o in outcomes if o.outcome in _FAILED]
     if failed:
         return HarvestStatus(
             EXIT_FAIL_ON,
-            f"--fail-on {fail_on}: {len(failed)} URL{'s' if len(failed) != 1 else ''} failed "
-            f"or blocked (first: {failed[0].url})",
+            f"--fail-on {fail_on}: {failed} URL{'s' if failed != 1 else ''} failed "
+            f"or blocked (first: {first_failed})",
         )
     if level < FAIL_ON.index("invalid"):
         return HarvestStatus(EXIT_OK)
-    invalid = _invalid_records(catalog, [o for o in outcomes if o.outcome in _HARVESTED])
+    harvested = (o for o in catalog.outcomes(run_id) if o.outcome in _HARVESTED)
+    invalid = _invalid_records(catalog, harvested)
     if invalid:
         return HarvestStatus(
             EXIT_FAIL_ON,
@@ -106,7 +116,7 @@ def harvest_status(
     return HarvestStatus(EXIT_OK)
 
 
-def _invalid_records(catalog: CatalogIndex, outcomes: list[UrlOutcome]) -> list[str]:
+def _invalid_records(catalog: CatalogIndex, outcomes: Iterable[UrlOutcome]) -> list[str]:
     """The ids of the invalid records the URLs hold now: those a URL wrote in this run, and
     those an ``unchanged`` URL still holds from an earlier run (unchanged is not fixed)."""
     invalid: list[str] = []

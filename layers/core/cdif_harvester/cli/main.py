@@ -11,6 +11,7 @@ Commands (``cdif-harvest COMMAND --help`` lists the options of each):
   queue on AWS (see :mod:`.dlq` and docs/deploy.md).
 * ``invoke FUNCTION --event FILE``: run one Lambda handler against moto (see :mod:`.invoke`).
 * ``check FILE|URL [--json]``: judge one document or landing page, writing nothing.
+* ``view --out DIR ID [--view NAME]``, ``history --out DIR ID``: a record's views, versions.
 * ``demo [--out DIR]``: serve the bundled demo publisher site on 127.0.0.1 and harvest it.
 
 Exit status of a harvest: 0 ran, 1 by ``--fail-on``, 2 usage error, 3 entry URL unreadable or
@@ -34,7 +35,7 @@ from typing import Any
 
 from cdif_harvester import __version__
 from cdif_harvester.adapters.local import SqliteCatalog
-from cdif_harvester.cli import check, dlq, invoke
+from cdif_harvester.cli import check, dlq, invoke, view
 from cdif_harvester.cli.exit_status import DEFAULT_FAIL_ON, EPILOG, FAIL_ON, harvest_status
 from cdif_harvester.cli.options import add_out, check_out, iso_date, resource_ids, source_keys
 from cdif_harvester.cli.progress import LiveProgress, ProgressOut, progress_for
@@ -170,6 +171,14 @@ def _parser() -> argparse.ArgumentParser:
         "by default only sources whose 'render' option asks for it are rendered",
     )
     harvest.add_argument(
+        "--keep-bodies",
+        action="store_true",
+        help="keep every document fetched under raw/ (with its provenance) and every answer "
+        "with a validator under cache/; by default neither is kept (only sources whose "
+        "'keep_bodies' option asks for it), and conditional requests use the validators in "
+        "the catalogue",
+    )
+    harvest.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default=DEFAULT_FAIL_ON,
@@ -221,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     dlq.add_parser(commands)
     invoke.add_parser(commands)
     check.add_parser(commands)
+    view.add_parsers(commands)
 
     demo = commands.add_parser("demo", help="serve the bundled demo site and harvest it")
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="output directory")
@@ -237,10 +247,16 @@ def _parser() -> argparse.ArgumentParser:
 
 _SOURCE_HELP = "the source: host, host:port, origin URL, or a registered source's id"
 # The commands that read or write an output directory.
-_WITH_OUT = frozenset({"harvest", "catalog", "source", "run", "schedule", "demo"})
+_WITH_OUT = frozenset({"harvest", "catalog", "source", "run", "schedule", "demo", *view.COMMANDS})
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--views",
+        action="store_true",
+        help="also write each valid record's views as files under views/ (by default they are "
+        "made when asked for: 'cdif-harvest view')",
+    )
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="stderr only for errors (stdout: the summary)"
     )
@@ -338,6 +354,8 @@ def _command(args: argparse.Namespace, progress: Any) -> int:
         return invoke.run(args)
     if args.command == check.COMMAND:
         return check.run(args)
+    if args.command in view.COMMANDS:
+        return view.run(args)
     if args.command == "catalog":
         return _query_catalog(args)
     if args.command == "demo":
@@ -352,10 +370,16 @@ def _command(args: argparse.Namespace, progress: Any) -> int:
         with site:
             if progress is not None:
                 print(f"demo publisher site serving at {site.base_url}", file=progress)
-            with LocalHarvester(args.out, allow_loopback=True, progress=progress) as harvester:
+            with LocalHarvester(
+                args.out, allow_loopback=True, progress=progress, views=args.views
+            ) as harvester:
                 summary = harvester.harvest(site.url("/robots.txt"))
                 status = harvest_status(harvester.catalog, summary.run_id, summary.entry_urls)
-        return _print_summary(summary, args.out, progress, status.code, status.reason)
+                shown = view.hint(harvester.catalog, args.out) if progress else None
+        code = _print_summary(summary, args.out, progress, status.code, status.reason)
+        if shown:
+            print(shown, file=sys.stderr)
+        return code
     return 2  # pragma: no cover - argparse enforces the commands
 
 
@@ -392,6 +416,8 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             shacl=args.shacl,
             contact=args.operator_contact,
             render=args.render,
+            keep_bodies=args.keep_bodies,
+            views=args.views,
             **source_settings,
         ) as harvester:
             if args.source:

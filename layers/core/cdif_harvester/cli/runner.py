@@ -44,14 +44,20 @@ from cdif_harvester.contracts import (
 )
 from cdif_harvester.domain.discovery.entry import SiteDiscovery
 from cdif_harvester.errors import ContractError, Deferred, HarvestError
-from cdif_harvester.keys import origin_of, site_discovery_key
+from cdif_harvester.keys import origin_of, record_hash, site_discovery_key, view_keys
 from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
 from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
 from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import extract_documents
-from cdif_harvester.stages.finish import REPORT_NAME, close_run, held_records, run_files_prefix
+from cdif_harvester.stages.finish import (
+    REPORT_NAME,
+    RunCounts,
+    close_run,
+    held_records,
+    run_files_prefix,
+)
 from cdif_harvester.stages.index import index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
 from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job, verdict
@@ -188,7 +194,8 @@ class LocalHarvester:
     some hosts (by origin or host name). ``sleep`` is how the politeness gate and a retry's
     backoff wait; ``jitter`` draws each backoff within its bounds. ``contact`` is the
     operator's, named in the User-Agent (``CDIF_OPERATOR_CONTACT`` when not given); an invalid
-    one raises InvalidContact.
+    one raises InvalidContact. ``views`` also writes each valid record's views as files under
+    ``views/`` (by default they are made when asked for: ``cdif-harvest view``).
     """
 
     def __init__(
@@ -210,9 +217,13 @@ class LocalHarvester:
         jitter: Jitter = random.uniform,
         contact: str | None = None,
         render: str | None = None,
+        keep_bodies: bool = False,
+        views: bool = False,
     ) -> None:
         self.out_dir = out_dir
         self.jitter = jitter
+        # Views are made on read (``cdif-harvest view``); as files only when asked for.
+        self.write_views = views
         local = local_runtime.wiring(
             out_dir,
             LocalConfig(
@@ -225,6 +236,7 @@ class LocalHarvester:
                 crawl_delays=crawl_delays,
                 contact=contact,
                 render=render,
+                keep_bodies=keep_bodies,
             ),
             fetcher=fetcher,
             sleep=sleep,
@@ -306,7 +318,7 @@ class LocalHarvester:
         summary.crosswalk_errors.extend(closure.errors)
         if summary.withdrawn:
             self._say(f"  {len(summary.withdrawn)} URLs no longer announced: marked withdrawn")
-        self._finish(summary, closure.outcomes, views, started)
+        self._finish(summary, closure.counts, views, started)
         # The report is written after the run was closed: note where, as closing does on AWS.
         closed = self.catalog.get_run(run_id)
         self.catalog.close_run(
@@ -382,6 +394,8 @@ class LocalHarvester:
                     run_job(self.wiring, work.job, stage)
                 except Exception as exc:  # noqa: BLE001 - every error ends in an outcome
                     self._after_failure(work, exc)
+                else:
+                    self._attempts.pop(body, None)  # (a job retried that now succeeded)
                 return True
         return False
 
@@ -403,6 +417,7 @@ class LocalHarvester:
         elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the run stops
             raise exc
         elif (error := verdict(exc)) is not None:  # (run_job settles these itself)
+            self._attempts.pop(work.body, None)
             give_up(self.wiring, work.job, error)
         else:  # retryable (SQS would redeliver it): another attempt, up to max_attempts
             self._attempts[work.body] += 1
@@ -416,6 +431,7 @@ class LocalHarvester:
                 )
                 self._later(work, delay)
             else:
+                del self._attempts[work.body]  # settled: its count is needed no more
                 give_up(self.wiring, work.job, _given_up(exc))
 
     def _later(self, work: _Work, delay: float) -> None:
@@ -499,7 +515,9 @@ class LocalHarvester:
             exc = future.exception()
             if exc is not None:
                 self._after_failure(work, exc)
-            elif isinstance(work.job, SitemapJob) and work.job.depth == 0:
+                continue
+            self._attempts.pop(work.body, None)  # (a job retried that now succeeded)
+            if isinstance(work.job, SitemapJob) and work.job.depth == 0:
                 self._say_site(work.job)
 
     def _say_site(self, job: SitemapJob) -> None:
@@ -527,9 +545,18 @@ class LocalHarvester:
     def _finished(self) -> bool:
         return not (self.queue.pending() or self._lines or self._running or self._delayed)
 
+    def _view_files(self, source: str, record_id: str) -> dict[str, str]:
+        """The view files of a record this harvest wrote (``--views``), by view name."""
+        if not self.write_views:
+            return {}
+        keys = view_keys(source, record_hash(record_id))
+        return {name: key for name, key in keys.items() if (self.out_dir / key).is_file()}
+
     def _drain_crosswalk(self, summary: HarvestSummary) -> int:
         made = 0
         while (body := self.queue.receive(CROSSWALK_QUEUE)) is not None:
+            if not self.write_views:  # made on read: the notification has nothing to ask
+                continue
             for key in keys_from_s3_event(json.loads(body)):
                 try:
                     made += len(build_views(self.wiring, key))
@@ -571,37 +598,40 @@ class LocalHarvester:
             self._say(snapshot.line())
 
     def _finish(
-        self, summary: HarvestSummary, outcomes: list[UrlOutcome], views: int, started: float
+        self, summary: HarvestSummary, counts: RunCounts, views: int, started: float
     ) -> None:
-        counts = Counter(o.outcome.value for o in outcomes)
-        summary.urls = len(outcomes)
-        summary.outcomes = {kind.value: counts.get(kind.value, 0) for kind in Outcome}
-        summary.patterns = dict(sorted(Counter(o.pattern for o in outcomes if o.pattern).items()))
-        records = [r for o in outcomes for r in o.records]
-        summary.records = len(records)
-        summary.valid_records = sum(1 for r in records if r.valid)
-        summary.invalid_records = summary.records - summary.valid_records
+        summary.urls = counts.urls
+        summary.outcomes = counts.outcome_counts()
+        summary.patterns = counts.pattern_counts()
+        summary.records = counts.records
+        summary.valid_records = counts.valid_records
+        summary.invalid_records = counts.invalid_records
         summary.views = views
         summary.finished_at = self.wiring.clock.now().isoformat(timespec="seconds")
         summary.elapsed_seconds = time.monotonic() - started
-        lines = "".join(
-            json.dumps(_outcome_line(o), ensure_ascii=False, sort_keys=True) + "\n"
-            for o in outcomes
-        )
         written = summary.to_dict()
-        summary_text = json.dumps(written, indent=2) + "\n"
+        run_id = summary.run_id
+        run_dir = self.out_dir / "runs" / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # Each outcome is read from the catalogue as its line is written: a run's outcomes are
+        # never all in memory (the report reads them again the same way).
+        with (run_dir / OUTCOMES_FILE).open("w", encoding="utf-8") as lines:
+            for outcome in self.catalog.outcomes(run_id):
+                line = json.dumps(
+                    _outcome_line(outcome, self._view_files), ensure_ascii=False, sort_keys=True
+                )
+                lines.write(line + "\n")
+        (run_dir / SUMMARY_FILE).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
         # The publisher report: what summary.json and outcomes.jsonl say of this run, and the
         # sources' records as the catalogue now holds them.
         from cdif_harvester.report import render_report  # noqa: PLC0415 - end of run only
 
-        held = held_records(self.wiring, summary.run_id, outcomes, summary.withdrawn)
-        report = render_report(written, [outcome_to_dict(o) for o in outcomes], held=held)
-        run_dir = self.out_dir / "runs" / summary.run_id
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for folder in (self.out_dir, run_dir):
-            (folder / OUTCOMES_FILE).write_text(lines, encoding="utf-8")
-            (folder / SUMMARY_FILE).write_text(summary_text, encoding="utf-8")
-            (folder / written["files"]["report"]).write_text(report, encoding="utf-8")
+        held = held_records(self.wiring, run_id, counts.sources, summary.withdrawn)
+        outcomes = (outcome_to_dict(o) for o in self.catalog.outcomes(run_id))
+        report = render_report(written, outcomes, held=held)
+        (run_dir / written["files"]["report"]).write_text(report, encoding="utf-8")
+        for name in (OUTCOMES_FILE, SUMMARY_FILE, written["files"]["report"]):
+            shutil.copyfile(run_dir / name, self.out_dir / name)
         self._say(f"  report for publishers: {self.out_dir / written['files']['report']}")
         # The hand-over objects served their purpose (on AWS a lifecycle rule expires them).
         staging = self.out_dir / "staging"
@@ -627,9 +657,17 @@ def _given_up(exc: Exception) -> HarvestError:
     return HarvestError(f"{type(exc).__name__}: {exc}", reason="internal-error")
 
 
-def _outcome_line(outcome: UrlOutcome) -> dict[str, Any]:
+def _outcome_line(
+    outcome: UrlOutcome, view_files: Callable[[str, str], dict[str, str]]
+) -> dict[str, Any]:
+    """One line of outcomes.jsonl: each valid record names its view files (``view_files``: those
+    written, by view name; none unless the harvest wrote them)."""
     data = outcome_to_dict(outcome)
     line = {key: data[key] for key in ("url", "outcome", "reason", "pattern", "records")}
+    for record in line["records"]:
+        files = view_files(outcome.source, record["record_id"]) if record["valid"] else {}
+        if files and "views" not in record:
+            record["views"] = files
     if outcome.outcome is Outcome.RECORD:
         line.pop("reason")
     return line

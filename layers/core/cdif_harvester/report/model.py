@@ -5,23 +5,26 @@
 into a :class:`Report`: every number (a :class:`Disagreement` when the inputs
 do not belong together), every kind of problem with its fix from :data:`FIXES`, the FAIR
 Signposting level reached and what to do next. How the page looks is
-:mod:`cdif_harvester.report.render`'s business. Pure: values in, values out; the publisher's text
-is kept as given (the renderer drops control characters, shortens and escapes it).
+:mod:`cdif_harvester.report.render`'s business. Values in, values out (reading each input once,
+with per-URL bookkeeping in a temporary database, :mod:`~cdif_harvester.report.spill`); the
+publisher's text is kept as given (the renderer drops control characters, shortens and escapes it).
 
-See docs/decisions/0044-what-the-publisher-report-says.md and
-docs/decisions/0071-the-report-shows-the-current-state.md.
+See docs/decisions/0044-what-the-publisher-report-says.md,
+docs/decisions/0071-the-report-shows-the-current-state.md and
+docs/decisions/0083-streaming-close-of-a-run.md.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.keys import source_of
+from cdif_harvester.report.spill import Spill
 
 __all__ = [
     "CHANGE_MEANINGS",
@@ -122,7 +125,8 @@ _NEXT_STEP: Mapping[int, str] = {
         "To reach level 2, publish the same links as a linkset (RFC 9264, "
         "application/linkset+json) and point to it from every landing page with "
         'Link: <https://…/linkset.json>; rel="linkset"; type="application/linkset+json". '
-        "The harvester's views/<source>/<record>/linkset.json files are a starting point."
+        "The linkset the harvester makes of each record (GET /records/{id}/views/linkset-json, "
+        "or cdif-harvest view ID --view linkset-json) is a starting point."
     ),
     2: "Level 2 is the highest: keep the linksets in step with the landing pages.",
 }
@@ -719,33 +723,39 @@ def signposting_level(pattern: str | None) -> int:
 
 @dataclass
 class _Counts:
+    """The figures of summary.json, counted the way the local runner counts them, one outcome
+    at a time."""
+
     urls: int = 0
-    outcomes: dict[str, int] = field(default_factory=dict)
-    patterns: dict[str, int] = field(default_factory=dict)
+    kinds: Counter[str] = field(default_factory=Counter)
+    pattern_counts: Counter[str] = field(default_factory=Counter)
     records: int = 0
     valid: int = 0
-    invalid: int = 0
     problem_urls: int = 0  # URLs that did not yield only valid records (and are not unchanged)
 
+    def add(self, outcome: Mapping[str, Any]) -> None:
+        self.urls += 1
+        self.kinds[str(outcome.get("outcome"))] += 1
+        if outcome.get("pattern"):
+            self.pattern_counts[str(outcome["pattern"])] += 1
+        for record in _records(outcome):
+            self.records += 1
+            self.valid += record.get("valid") is True
+        self.problem_urls += _has_problem(outcome)
 
-def _count(outcomes: Sequence[Mapping[str, Any]]) -> _Counts:
-    """The figures of summary.json, counted the way the local runner counts them."""
-    kinds = Counter(str(o.get("outcome")) for o in outcomes)
-    known = {kind: kinds.get(kind, 0) for kind in OUTCOME_MEANINGS}
-    extra = {kind: count for kind, count in sorted(kinds.items()) if kind not in known}
-    records = [r for o in outcomes for r in _records(o)]
-    valid = sum(1 for r in records if r.get("valid") is True)
-    return _Counts(
-        urls=len(outcomes),
-        outcomes={**known, **extra},
-        patterns=dict(
-            sorted(Counter(str(o["pattern"]) for o in outcomes if o.get("pattern")).items())
-        ),
-        records=len(records),
-        valid=valid,
-        invalid=len(records) - valid,
-        problem_urls=sum(1 for o in outcomes if _has_problem(o)),
-    )
+    @property
+    def invalid(self) -> int:
+        return self.records - self.valid
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        known = {kind: self.kinds.get(kind, 0) for kind in OUTCOME_MEANINGS}
+        extra = {kind: n for kind, n in sorted(self.kinds.items()) if kind not in known}
+        return {**known, **extra}
+
+    @property
+    def patterns(self) -> dict[str, int]:
+        return dict(sorted(self.pattern_counts.items()))
 
 
 def _has_problem(outcome: Mapping[str, Any]) -> bool:
@@ -798,72 +808,102 @@ def _source_of_outcome(outcome: Mapping[str, Any]) -> str:
 
 @dataclass
 class _Problem:
+    """One kind met: how many distinct URLs and records it hit (the pairs themselves are in
+    the report's :class:`~cdif_harvester.report.spill.Spill`), its first message and URLs."""
+
     kind: ProblemKind
-    urls: dict[str, None] = field(default_factory=dict)  # ordered set
-    records: set[tuple[str, str]] = field(default_factory=set)
     example: str = ""
+    urls: int = 0
+    records: int = 0
+    example_urls: list[str] = field(default_factory=list)
 
     @property
     def hits(self) -> int:
-        return len(self.records) if self.kind.scope == "record" else len(self.urls)
+        return self.records if self.kind.scope == "record" else self.urls
 
 
-def _problems(
-    outcomes: Sequence[Mapping[str, Any]], held: Sequence[HeldRecord] | None = None
-) -> list[_Problem]:
-    """Every kind of problem met, most hits first: the reasons of the URLs that yielded no
-    record and the errors of the invalid records (the records ``held`` when given, else those
-    the outcomes list)."""
-    found: dict[str, _Problem] = {}
+class _Kinds:
+    """The kinds of problem (or of warning) met, in the order first met."""
 
-    def note(kind: ProblemKind, url: str, message: str, record: str | None) -> None:
-        problem = found.setdefault(kind.key, _Problem(kind, example=message))
-        problem.urls.setdefault(url, None)
-        if record is not None:
-            problem.records.add((url, record))
+    def __init__(self, spill: Spill, name: str) -> None:
+        self._spill = spill
+        self._name = name
+        self.found: dict[str, _Problem] = {}
 
-    for outcome in outcomes:
+    def note(self, kind: ProblemKind, url: str, message: str, record: str | None) -> None:
+        problem = self.found.setdefault(kind.key, _Problem(kind, example=message))
+        if self._spill.add(self._name, kind.key, url):
+            problem.urls += 1
+            if len(problem.example_urls) < MAX_EXAMPLES:
+                problem.example_urls.append(url)
+        if record is not None and self._spill.add(self._name, kind.key, url, record):
+            problem.records += 1
+
+    def note_outcome(self, outcome: Mapping[str, Any], *, with_records: bool) -> None:
+        """The reason a URL yielded no record; with ``with_records``, the errors of the
+        invalid records the outcome lists."""
         url = str(outcome.get("url") or "")
         kind = str(outcome.get("outcome") or "")
         if kind == "unchanged":
-            continue
+            return
         if kind != "record":
             reason = outcome.get("reason")
-            note(classify_reason(reason, kind), url, str(reason or kind), None)
-            continue
-        if held is not None:
-            continue  # the records' errors are those of the records held
+            self.note(classify_reason(reason, kind), url, str(reason or kind), None)
+            return
+        if not with_records:
+            return  # the records' errors are those of the records held
         for index, record in enumerate(_records(outcome)):
             if record.get("valid") is True:
                 continue
             record_id = str(record.get("record_id") or f"#{index}")
-            errors = [str(e) for e in record.get("errors") or []] or [""]
-            for error in errors:
+            for error in [str(e) for e in record.get("errors") or []] or [""]:
                 problem = classify_error(error) if error else _invalid_without_message()
-                note(problem, url, error, record_id)
-    for kept in held or ():
+                self.note(problem, url, error, record_id)
+
+    def note_held(self, kept: HeldRecord) -> None:
+        """The errors of a record held whose report was read."""
         if kept.valid or not kept.read:
-            continue  # a report not read: its errors are counted, not grouped
+            return  # a report not read: its errors are counted, not grouped
         for error in kept.errors or ("",):
             problem = classify_error(error) if error else _invalid_without_message()
-            note(problem, kept.url, error, kept.record_id)
-    # Among equals, what robots.txt disallows goes last: it is usually meant.
-    return sorted(
-        found.values(),
-        key=lambda p: (-p.hits, -len(p.urls), p.kind.key == "robots-txt", p.kind.title),
-    )
+            self.note(problem, kept.url, error, kept.record_id)
 
-
-def _warnings(held: Sequence[HeldRecord]) -> list[_Problem]:
-    """Every kind of warning of the records held, grouped as errors are, most records first."""
-    found: dict[str, _Problem] = {}
-    for record in held:
+    def note_warnings(self, record: HeldRecord) -> None:
         for keyword, message in record.warnings:
-            kind = classify_warning(message, keyword)
-            problem = found.setdefault(kind.key, _Problem(kind, example=message))
-            problem.urls.setdefault(record.url, None)
-            problem.records.add((record.url, record.record_id))
-    return sorted(found.values(), key=lambda p: (-p.hits, -len(p.urls), p.kind.title))
+            self.note(classify_warning(message, keyword), record.url, message, record.record_id)
+
+    def problems(self) -> list[_Problem]:
+        """Every kind met, most hits first; among equals, what robots.txt disallows goes
+        last (it is usually meant)."""
+        return sorted(
+            self.found.values(),
+            key=lambda p: (-p.hits, -p.urls, p.kind.key == "robots-txt", p.kind.title),
+        )
+
+
+class _Smallest:
+    """The first ``limit`` items by ``key`` of those given, as ``sorted`` would list them
+    (equal keys in the order given), holding at most twice ``limit`` at once."""
+
+    def __init__(self, limit: int, key: Callable[[Any], Any]) -> None:
+        self._limit = limit
+        self._key = key
+        self._kept: list[tuple[Any, int, Any]] = []
+        self._seq = 0
+
+    def add(self, item: Any) -> None:
+        self._seq += 1
+        self._kept.append((self._key(item), self._seq, item))
+        if len(self._kept) >= 2 * self._limit + 1:
+            self._trim()
+
+    def _trim(self) -> None:
+        self._kept.sort(key=lambda kept: (kept[0], kept[1]))
+        del self._kept[self._limit :]
+
+    def items(self) -> list[Any]:
+        self._trim()
+        return [item for _, _, item in self._kept]
 
 
 def _invalid_without_message() -> ProblemKind:
@@ -971,30 +1011,43 @@ class ProfileCount:
 _PROFILE_ERRORS = re.compile(r"^(.+): (\d+) errors?$")
 
 
-def _profile_counts(outcomes: Sequence[Mapping[str, Any]]) -> list[ProfileCount]:
-    """The records' verdicts per CDIF profile (as the outcomes list them: "core 1.1 valid",
-    "discovery 1.1: 3 errors", "x 1.1: profile unknown"), core first, then by name."""
-    counts: dict[str, list[int]] = {}
-    for outcome in outcomes:
+class _ProfileCounts:
+    """The records' verdicts per CDIF profile, counted one record at a time."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, list[int]] = {}
+
+    def _add(self, name: str, column: int, errors: int) -> None:
+        row = self._counts.setdefault(name, [0, 0, 0, 0])
+        row[column] += 1
+        row[3] += errors
+
+    def add_outcome(self, outcome: Mapping[str, Any]) -> None:
+        """The verdicts as an outcome lists them: "core 1.1 valid", "discovery 1.1: 3
+        errors", "x 1.1: profile unknown"."""
         for record in _records(outcome):
             for line in record.get("profiles") or ():
                 text = str(line)
                 errors = _PROFILE_ERRORS.match(text)
                 if errors:
-                    name, column, found = errors[1], 1, int(errors[2])
+                    self._add(errors[1], 1, int(errors[2]))
                 elif text.endswith(": profile unknown"):
-                    name, column, found = text.removesuffix(": profile unknown"), 2, 0
+                    self._add(text.removesuffix(": profile unknown"), 2, 0)
                 else:
-                    name, column, found = text.removesuffix(" valid"), 0, 0
-                row = counts.setdefault(name, [0, 0, 0, 0])
-                row[column] += 1
-                row[3] += found
-    return [
-        ProfileCount(name, *row)
-        for name, row in sorted(
-            counts.items(), key=lambda kv: (not kv[0].startswith("core "), kv[0])
-        )
-    ]
+                    self._add(text.removesuffix(" valid"), 0, 0)
+
+    def add_held(self, record: HeldRecord) -> None:
+        for name, status, errors in record.profiles:
+            self._add(name, {"valid": 0, "invalid": 1}.get(status, 2), errors)
+
+    def rows(self) -> list[ProfileCount]:
+        """Core first, then by name."""
+        return [
+            ProfileCount(name, *row)
+            for name, row in sorted(
+                self._counts.items(), key=lambda kv: (not kv[0].startswith("core "), kv[0])
+            )
+        ]
 
 
 @dataclass(frozen=True)
@@ -1109,108 +1162,106 @@ class Report:
         return self.warning_kinds - len(self.warnings)
 
 
-def _signposting(outcomes: Sequence[Mapping[str, Any]]) -> Signposting:
-    with_metadata = [
-        str(o["pattern"])
-        for o in outcomes
-        if o.get("pattern") and o.get("outcome") in ("record", "unchanged")
-    ]
-    levels = Counter(signposting_level(pattern) for pattern in with_metadata)
-    reached = max(levels, default=0)
-    return Signposting(
-        urls=len(with_metadata),
-        reached=reached,
-        reached_name=_LEVEL_NAMES[reached],
-        reached_urls=levels[reached],
-        below_reached=len(with_metadata) - levels[reached],
-        next_step=_NEXT_STEP[reached],
-        signmap_urls=with_metadata.count("signmap"),
-        levels=tuple(LevelCount(level, _LEVEL_NAMES[level], levels[level]) for level in (2, 1, 0)),
-    )
+class _Levels:
+    """The FAIR Signposting of the URLs with metadata (``record`` or ``unchanged``)."""
 
+    def __init__(self) -> None:
+        self.levels: Counter[int] = Counter()
+        self.urls = 0
+        self.signmap = 0
 
-def _url_rows(outcomes: Sequence[Mapping[str, Any]]) -> list[UrlRow]:
-    """The URLs without a valid record, by outcome (the README's order) then URL."""
-    order = {kind: index for index, kind in enumerate(OUTCOME_MEANINGS)}
-    listed = sorted(
-        (o for o in outcomes if _has_problem(o)),
-        key=lambda o: (order.get(str(o.get("outcome")), len(order)), str(o.get("url"))),
-    )
-    return [UrlRow(str(o.get("url") or ""), str(o.get("outcome") or ""), _why(o)) for o in listed]
+    def add(self, outcome: Mapping[str, Any]) -> None:
+        if outcome.get("pattern") and outcome.get("outcome") in ("record", "unchanged"):
+            pattern = str(outcome["pattern"])
+            self.urls += 1
+            self.levels[signposting_level(pattern)] += 1
+            self.signmap += pattern == "signmap"
 
-
-def _held_url_rows(
-    outcomes: Sequence[Mapping[str, Any]], current: Sequence[HeldRecord]
-) -> list[UrlRow]:
-    """The URLs without a valid record now: those of this run that yielded none, then those
-    of the invalid records held (with the run's outcome for the URL), by outcome then URL."""
-    rows = {
-        str(o.get("url") or ""): UrlRow(str(o.get("url") or ""), str(o.get("outcome")), _why(o))
-        for o in outcomes
-        if o.get("outcome") not in ("record", "unchanged")
-    }
-    run_outcome = {str(o.get("url") or ""): str(o.get("outcome") or "") for o in outcomes}
-    said: dict[str, list[str]] = {}
-    for record in current:
-        if not record.valid:
-            errors = "; ".join(record.errors) if record.read else "report not read"
-            said.setdefault(record.url, []).append(f"{record.record_id}: {errors or 'invalid'}")
-    for url, why in said.items():
-        rows.setdefault(url, UrlRow(url, run_outcome.get(url) or "held", " | ".join(why)))
-    order = {kind: index for index, kind in enumerate(OUTCOME_MEANINGS)}
-    return sorted(rows.values(), key=lambda r: (order.get(r.outcome, len(order)), r.url))
-
-
-def _held_profiles(current: Sequence[HeldRecord]) -> list[ProfileCount]:
-    """The verdicts of the records held per CDIF profile, core first, then by name."""
-    counts: dict[str, list[int]] = {}
-    for record in current:
-        for name, status, errors in record.profiles:
-            row = counts.setdefault(name, [0, 0, 0, 0])
-            row[{"valid": 0, "invalid": 1}.get(status, 2)] += 1
-            row[3] += errors
-    return [
-        ProfileCount(name, *row)
-        for name, row in sorted(
-            counts.items(), key=lambda kv: (not kv[0].startswith("core "), kv[0])
+    def signposting(self) -> Signposting:
+        reached = max(self.levels, default=0)
+        return Signposting(
+            urls=self.urls,
+            reached=reached,
+            reached_name=_LEVEL_NAMES[reached],
+            reached_urls=self.levels[reached],
+            below_reached=self.urls - self.levels[reached],
+            next_step=_NEXT_STEP[reached],
+            signmap_urls=self.signmap,
+            levels=tuple(
+                LevelCount(level, _LEVEL_NAMES[level], self.levels[level]) for level in (2, 1, 0)
+            ),
         )
-    ]
 
 
-def _record_rows(current: Sequence[HeldRecord]) -> list[RecordRow]:
-    """The records held, the invalid first, then those with warnings, then by change and URL."""
-    order = {change: index for index, change in enumerate(CHANGE_MEANINGS)}
-    listed = sorted(
-        current,
-        key=lambda r: (
-            r.valid,
-            not r.warnings,
-            order.get(r.change, len(order)),
-            r.url,
-            r.record_id,
-        ),
+_OUTCOME_ORDER: Mapping[str, int] = {kind: index for index, kind in enumerate(OUTCOME_MEANINGS)}
+_CHANGE_ORDER: Mapping[str, int] = {change: index for index, change in enumerate(CHANGE_MEANINGS)}
+
+
+def _url_row_key(outcome: Mapping[str, Any]) -> tuple[int, str]:
+    """URLs without a valid record: by outcome (the README's order) then URL."""
+    return (
+        _OUTCOME_ORDER.get(str(outcome.get("outcome")), len(_OUTCOME_ORDER)),
+        str(outcome.get("url")),
     )
-    return [
-        RecordRow(r.record_id, r.url, r.valid, r.change, len(r.errors), len(r.warnings), r.read)
-        for r in listed
-    ]
 
 
-def _hosts(sources: Sequence[str], urls: Iterable[str]) -> list[str]:
-    """Each source as its host (``data.example.org``, ``127.0.0.1:8765``), read from the first
-    URL of it; the source name when none is given."""
-    host: dict[str, str] = {}
-    for url in urls:
+def _record_row_key(r: HeldRecord) -> tuple[bool, bool, int, str, str]:
+    """The records held: the invalid first, then those with warnings, then by change and URL."""
+    return (
+        r.valid,
+        not r.warnings,
+        _CHANGE_ORDER.get(r.change, len(_CHANGE_ORDER)),
+        r.url,
+        r.record_id,
+    )
+
+
+@dataclass
+class _HeldCounts:
+    """The figures of the records held: every mark, and those of the records not withdrawn."""
+
+    marks: Counter[str] = field(default_factory=Counter)
+    current: int = 0
+    valid: int = 0
+    not_read: int = 0
+    warnings: int = 0
+    with_warnings: int = 0
+
+    def add(self, record: HeldRecord) -> bool:
+        """Count ``record``; True when it is current (not withdrawn)."""
+        self.marks[record.change] += 1
+        if record.change == "withdrawn":
+            return False
+        self.current += 1
+        self.valid += record.valid
+        self.not_read += not record.read
+        self.warnings += len(record.warnings)
+        self.with_warnings += bool(record.warnings)
+        return True
+
+
+class _Hosts:
+    """Each source as its host (``data.example.org``, ``127.0.0.1:8765``), read from the
+    first URL of it given; the source name when none is."""
+
+    def __init__(self, urls: Iterable[str] = ()) -> None:
+        self._host: dict[str, str] = {}
+        for url in urls:
+            self.add(url)
+
+    def add(self, url: str) -> None:
         if "://" not in url:
-            continue
+            return
         name = source_of(url)
-        if name in sources and name not in host:
+        if name not in self._host:
             try:
                 netloc = urlsplit(url).netloc.rpartition("@")[2].lower()
             except ValueError:  # a malformed location: the source's own name will do
-                continue
-            host[name] = netloc or name
-    return [host.get(name, name) for name in sources]
+                return
+            self._host[name] = netloc or name
+
+    def of(self, sources: Sequence[str]) -> list[str]:
+        return [self._host.get(name, name) for name in sources]
 
 
 def _site_notes(summary: Mapping[str, Any]) -> tuple[str, ...]:
@@ -1240,39 +1291,76 @@ def build_report(
     warnings and profiles are theirs, what stands now, not only what this run read. Every other
     figure is counted from the outcomes (see the module docstring). Never raises for odd values
     in the inputs.
+
+    Each input is read once, as it comes: a report over any number of URLs takes bounded
+    memory (what it must remember per URL is on disk, :class:`~cdif_harvester.report.spill.Spill`;
+    the lists it shows are cut at ``MAX_*``, and say how many more there are).
     """
-    listed = [o for o in outcomes if isinstance(o, Mapping)]
-    kept = None if held is None else [r for r in held if isinstance(r, HeldRecord)]
+    with Spill() as spill:
+        return _build(summary, outcomes, source, held, spill)
+
+
+def _note_for_held(spill: Spill, outcome: Mapping[str, Any]) -> None:
+    """Note the run's outcome of a URL, and its row when it yielded no record."""
+    url = str(outcome.get("url") or "")
+    spill.note_outcome(url, str(outcome.get("outcome") or ""))
+    if outcome.get("outcome") not in ("record", "unchanged"):
+        spill.note_row(url, str(outcome.get("outcome")), _why(outcome))
+
+
+def _note_held(spill: Spill, record: HeldRecord) -> None:
+    """Note what an invalid record held says, for the URLs without a valid record."""
+    if not record.valid:
+        errors = "; ".join(record.errors) if record.read else "report not read"
+        spill.note_held(record.url, f"{record.record_id}: {errors or 'invalid'}")
+
+
+def _build(
+    summary: Mapping[str, Any],
+    outcomes: Iterable[Mapping[str, Any]],
+    source: str | None,
+    held: Iterable[HeldRecord] | None,
+    spill: Spill,
+) -> Report:
     withdrawn = [str(url) for url in summary.get("withdrawn") or []]
     entry_urls = [
         str(url) for url in summary.get("entry_urls") or [summary.get("entry_url")] if url
     ]
-    if source is not None:
-        wanted = _source_key(source)
-        listed = [o for o in listed if _source_of_outcome(o) == wanted]
+    wanted = _source_key(source) if source is not None else None
+    if wanted is not None:
         withdrawn = [url for url in withdrawn if source_of(url) == wanted]
         entry_urls = [url for url in entry_urls if source_of(url) == wanted] or entry_urls
-        if kept is not None:
-            kept = [r for r in kept if source_of(r.url) == wanted]
-        sources = [wanted]
+    hosts = _Hosts(entry_urls)
+    counts, levels, profiles = _Counts(), _Levels(), _ProfileCounts()
+    problems = _Kinds(spill, "problem")
+    url_rows = _Smallest(MAX_URL_ROWS, _url_row_key)
+    sources: set[str] = set()
+    for outcome in outcomes:
+        if not isinstance(outcome, Mapping):
+            continue
+        named = _source_of_outcome(outcome)
+        if wanted is not None and named != wanted:
+            continue
+        sources.add(named)
+        hosts.add(str(outcome.get("url") or ""))
+        counts.add(outcome)
+        levels.add(outcome)
+        problems.note_outcome(outcome, with_records=held is None)
+        if held is not None:
+            _note_for_held(spill, outcome)  # joined with the records held at the end
+            continue
+        profiles.add_outcome(outcome)
+        if _has_problem(outcome):
+            url_rows.add(outcome)
+    if wanted is not None:
+        listed_sources = [wanted]
     else:
-        sources = sorted({_source_of_outcome(o) for o in listed}) or sorted(
-            {source_of(url) for url in entry_urls}
-        )
-    counts = _count(listed)
+        listed_sources = sorted(sources) or sorted({source_of(url) for url in entry_urls})
     # One source's figures are its own, so only the whole run's are held against summary.json.
     disagreements = _disagreements(summary, counts) if source is None else []
-    problems = _problems(listed, kept)
-    current = [r for r in kept or () if r.change != "withdrawn"]
-    url_rows = _url_rows(listed) if kept is None else _held_url_rows(listed, current)
-    warnings = _warnings(current)
-    marks = Counter(r.change for r in kept or ())
-    valid = sum(1 for r in current if r.valid)
     elapsed = summary.get("elapsed_seconds")
-    urls_seen = [*entry_urls, *(str(o.get("url") or "") for o in listed)]
-    urls_seen += [r.url for r in kept or ()]
     report = Report(
-        label=", ".join(_hosts(sources, urls_seen)) or "no source",
+        label="",
         run_id=str(summary.get("run_id") or ""),
         started_at=str(summary.get("started_at") or ""),
         finished_at=str(summary.get("finished_at") or ""),
@@ -1300,35 +1388,68 @@ def build_report(
             )
             for pattern, value in counts.patterns.items()
         ),
-        profiles=tuple(_profile_counts(listed)),
-        signposting=_signposting(listed),
-        problems=tuple(_public(problem) for problem in problems[:MAX_PROBLEM_KINDS]),
-        problem_kinds=len(problems),
-        url_rows=tuple(url_rows[:MAX_URL_ROWS]),
+        profiles=(),
+        signposting=levels.signposting(),
+        problems=(),
+        problem_kinds=0,
+        url_rows=(),
         withdrawn=tuple(withdrawn[:MAX_WITHDRAWN_ROWS]),
         withdrawn_urls=len(withdrawn),
         run_records=counts.records,
     )
-    if kept is None:
-        return report
+    if held is None:
+        found = problems.problems()
+        return replace(
+            report,
+            label=", ".join(hosts.of(listed_sources)) or "no source",
+            profiles=tuple(profiles.rows()),
+            problems=tuple(_public(problem) for problem in found[:MAX_PROBLEM_KINDS]),
+            problem_kinds=len(found),
+            url_rows=tuple(
+                UrlRow(str(o.get("url") or ""), str(o.get("outcome") or ""), _why(o))
+                for o in url_rows.items()
+            ),
+        )
+    warnings = _Kinds(spill, "warning")
+    record_rows = _Smallest(MAX_RECORD_ROWS, _record_row_key)
+    tally = _HeldCounts()
+    for record in held:
+        if isinstance(record, HeldRecord) and (wanted is None or source_of(record.url) == wanted):
+            hosts.add(record.url)
+            problems.note_held(record)
+            if tally.add(record):
+                warnings.note_warnings(record)
+                profiles.add_held(record)
+                record_rows.add(record)
+                _note_held(spill, record)
+    found = problems.problems()
+    warned = warnings.problems()
+    without_valid, rows = spill.url_rows(_OUTCOME_ORDER, MAX_URL_ROWS)
     return replace(
         report,
-        records=len(current),
-        valid_records=valid,
-        invalid_records=len(current) - valid,
-        urls_without_valid_record=len(url_rows),
-        profiles=tuple(_held_profiles(current)),
+        label=", ".join(hosts.of(listed_sources)) or "no source",
+        problems=tuple(_public(problem) for problem in found[:MAX_PROBLEM_KINDS]),
+        problem_kinds=len(found),
+        url_rows=tuple(UrlRow(*row) for row in rows),
+        records=tally.current,
+        valid_records=tally.valid,
+        invalid_records=tally.current - tally.valid,
+        urls_without_valid_record=without_valid,
+        profiles=tuple(profiles.rows()),
         current_state=True,
         changes=tuple(
-            ChangeCount(change, marks.get(change, 0), meaning)
+            ChangeCount(change, tally.marks.get(change, 0), meaning)
             for change, meaning in CHANGE_MEANINGS.items()
         ),
-        record_rows=tuple(_record_rows(current)[:MAX_RECORD_ROWS]),
-        reports_not_read=sum(1 for r in current if not r.read),
-        warnings=tuple(_public(p) for p in warnings[:MAX_PROBLEM_KINDS]),
-        warning_kinds=len(warnings),
-        warning_count=sum(len(r.warnings) for r in current),
-        records_with_warnings=sum(1 for r in current if r.warnings),
+        record_rows=tuple(
+            RecordRow(r.record_id, r.url, r.valid, r.change, len(r.errors), len(r.warnings), r.read)
+            for r in record_rows.items()
+        ),
+        reports_not_read=tally.not_read,
+        warnings=tuple(_public(p) for p in warned[:MAX_PROBLEM_KINDS]),
+        warning_kinds=len(warned),
+        warning_count=tally.warnings,
+        records_with_warnings=tally.with_warnings,
     )
 
 
@@ -1336,8 +1457,8 @@ def _public(problem: _Problem) -> Problem:
     """A kind of problem met, as the report lists it."""
     return Problem(
         kind=problem.kind,
-        records=len(problem.records),
-        urls=len(problem.urls),
+        records=problem.records,
+        urls=problem.urls,
         example=problem.example,
-        example_urls=tuple(list(problem.urls)[:MAX_EXAMPLES]),
+        example_urls=tuple(problem.example_urls),
     )

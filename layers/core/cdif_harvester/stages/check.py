@@ -23,7 +23,6 @@ from cdif_harvester.contracts import (
     ReportIssue,
     StagedRecord,
     UrlJob,
-    decode_staged,
 )
 from cdif_harvester.domain.records.validation import profile_summary
 from cdif_harvester.errors import HarvestError, PermanentError, RetryableError
@@ -31,6 +30,7 @@ from cdif_harvester.keys import source_of
 from cdif_harvester.model import UrlOutcome
 from cdif_harvester.report.model import classify_error, classify_reason
 from cdif_harvester.stages.extract import MalformedMetadata, extract_documents
+from cdif_harvester.stages.index import load_staged
 from cdif_harvester.stages.resolve import resolve_url
 from cdif_harvester.wiring import Wiring
 
@@ -258,7 +258,7 @@ def _extracted(wiring: Wiring, job: DocumentJob, *, target: str) -> CheckReport:
         )  # fmt: skip
     if isinstance(result, UrlOutcome):
         return _nothing(target, result, notes=job.notes, shacl=shacl)
-    staged = decode_staged(wiring.store.get(result.staged_key))
+    staged = load_staged(wiring, result)
     urls = {ref.key: ref.url for ref in staged.documents}
     records = tuple(_record(item, urls.get(item.document, target)) for item in staged.records)
     verdict = VALID if all(record.verdict == VALID for record in records) else INVALID

@@ -1,19 +1,24 @@
-"""Stage 6: the crosswalk publishes the views of each valid record, and a source's Signmap.
+"""Stage 6: the crosswalk makes the views of each valid record, and writes a source's Signmap.
 
-:func:`build_views` is triggered by a record landing under ``records/`` (an S3 event notification
-on AWS, its local twin in the runner) and writes, idempotently, the record's views under
-``views/<source>/<record-hash>/`` (:data:`~cdif_harvester.keys.VIEW_NAMES`);
+A record's views (:data:`~cdif_harvester.keys.VIEW_NAMES`) are made when asked for:
+:func:`record_view` from a record and its report, :func:`stored_record_view` from the store (the
+API and ``cdif-harvest view``). :func:`note_record` is what a record landing under ``records/``
+triggers on AWS (nothing to write); :func:`build_views` writes the views as files under
+``views/<source>/<record-hash>/`` when a local harvest asks for them (``--views``);
 :func:`build_source_signmap` writes ``views/<source>/signmap.xml`` of a source's valid records.
 
-See docs/decisions/0035-crosswalk-views.md and docs/decisions/0039-source-signmap.md.
+See docs/decisions/0081-views-derived-on-read.md, 0035-crosswalk-views.md and
+0039-source-signmap.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 import re
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_plus
@@ -42,21 +47,28 @@ from cdif_harvester.domain.views.crosswalk import (
 )
 from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
-    normalised_record_key,
+    VIEW_NAMES,
     parse_normalised_record_key,
+    record_hash,
     record_report_key,
     signmap_key,
     view_keys,
 )
-from cdif_harvester.model import TypedLink
+from cdif_harvester.model import CatalogEntry, TypedLink
+from cdif_harvester.ports import ObjectStore
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
+    "VIEW_MEDIA_TYPES",
     "NotARecordKey",
+    "UnknownView",
     "build_source_signmap",
     "build_views",
     "keys_from_s3_event",
+    "note_record",
+    "record_view",
     "signmap_part_key",
+    "stored_record_view",
 ]
 
 # Discovery patterns whose harvested URL is a metadata document, not the resource's page.
@@ -139,31 +151,93 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
 
 
-def _views(
-    record: Mapping[str, Any], report: Mapping[str, Any], contexts: JsonLdContexts
-) -> dict[str, tuple[bytes, str]]:
+#: Each view's media type (``Content-Type``), by name (:data:`~cdif_harvester.keys.VIEW_NAMES`).
+VIEW_MEDIA_TYPES: dict[str, str] = {
+    "pid-kernel": "application/json",
+    "linkset-json": "application/linkset+json",
+    "linkset": "application/linkset",
+    "link-header": "text/plain; charset=utf-8",
+    "html-links": "text/html; charset=utf-8",
+    "nquads": NQUADS_MEDIA_TYPE,
+}
+
+
+class UnknownView(PermanentError):
+    """A view name that is none of :data:`VIEW_MEDIA_TYPES`."""
+
+    reason = "unknown-view"
+
+
+def record_view(
+    record: Mapping[str, Any], report: Mapping[str, Any], view: str, contexts: JsonLdContexts
+) -> bytes:
+    """Return the bytes of one view of a record, made from the record and its report.
+
+    Pure: the same record and report give the same bytes, whether the view is written by the
+    crosswalk or made when it is asked for. Raises UnknownView for a name outside
+    :data:`VIEW_MEDIA_TYPES`, and NQuadsError (permanent) when the record cannot become RDF.
+    """
+    if view not in VIEW_MEDIA_TYPES:
+        raise UnknownView(f"no view {view!r} (views: {', '.join(VIEW_MEDIA_TYPES)})")
+    if view == "nquads":
+        record_id = report.get("record_id")
+        graph = record_id if isinstance(record_id, str) else None
+        return record_nquads(record, graph=graph, contexts=contexts).encode("utf-8")
     context, links, invented = _signposts(report, record)
+    if view == "pid-kernel":
+        return _json(pid_kernel_view(record, invented=invented))
     anchor = context or str(record.get("@id") or "")
-    record_id = report.get("record_id")
-    graph = record_id if isinstance(record_id, str) else None
-    return {
-        "pid-kernel": (_json(pid_kernel_view(record, invented=invented)), "application/json"),
-        "linkset-json": (_json(linkset_json(anchor, links)), "application/linkset+json"),
-        "linkset": (linkset_text(anchor, links).encode("utf-8"), "application/linkset"),
-        "link-header": (link_header(links).encode("utf-8"), "text/plain; charset=utf-8"),
-        "html-links": (html_link_elements(links).encode("utf-8"), "text/html; charset=utf-8"),
-        "nquads": (
-            record_nquads(record, graph=graph, contexts=contexts).encode("utf-8"),
-            NQUADS_MEDIA_TYPE,
-        ),
-    }
+    if view == "linkset-json":
+        return _json(linkset_json(anchor, links))
+    if view == "linkset":
+        return linkset_text(anchor, links).encode("utf-8")
+    if view == "link-header":
+        return link_header(links).encode("utf-8")
+    return html_link_elements(links).encode("utf-8")
+
+
+def stored_record_view(
+    store: ObjectStore,
+    contexts: JsonLdContexts,
+    entry: CatalogEntry,
+    view: str,
+) -> bytes | None:
+    """Return one view of the record of catalogue entry ``entry``, made now from its stored
+    record and report; None when the record is not valid (it has no views).
+
+    Reads the report and the record (two GETs, no write). Raises KeyError when either is
+    missing, UnknownView and NQuadsError as :func:`record_view` does.
+    """
+    if view not in VIEW_MEDIA_TYPES:
+        raise UnknownView(f"no view {view!r} (views: {', '.join(VIEW_MEDIA_TYPES)})")
+    if not entry.valid or entry.record_key is None:
+        return None
+    report = json.loads(store.get(entry.report_key))
+    if not report.get("valid"):
+        return None
+    record = json.loads(store.get(entry.record_key))
+    return record_view(record, report, view, contexts)
+
+
+def note_record(wiring: Wiring, key: str) -> dict[str, str]:
+    """Acknowledge a record landing under ``key``: its views are made on read, so nothing is
+    read or written; return no view keys.
+
+    Raises NotARecordKey for a key outside ``records/`` (logged and skipped by the handler).
+    """
+    del wiring  # the same signature as build_views: the handler runs either
+    if parse_normalised_record_key(key) is None:
+        raise NotARecordKey(f"{key} is not a records/ key")
+    return {}
 
 
 def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     """Write every view of the record under ``key``; return the view keys (empty if invalid).
 
-    A view whose bytes did not change is not written again. Raises NotARecordKey for a key
-    outside ``records/``, KeyError when the record or its report is missing, and
+    Views are made when asked for (the API, ``cdif-harvest view``); a local harvest calls this
+    only when its views are asked to be written as files (``--views``). A view whose bytes did
+    not change is not written again. Raises NotARecordKey for a key outside ``records/``,
+    KeyError when the record or its report is missing, and
     :class:`~cdif_harvester.domain.views.nquads.NQuadsError` (permanent) when the record cannot be
     turned into RDF; then no view is written.
     """
@@ -175,11 +249,11 @@ def build_views(wiring: Wiring, key: str) -> dict[str, str]:
     if not report.get("valid"):
         return {}
     record = json.loads(wiring.store.get(key))
-    bodies = _views(record, report, wiring.contexts)
+    # Every body first: a record that cannot become RDF writes no view at all.
+    bodies = {name: record_view(record, report, name, wiring.contexts) for name in VIEW_NAMES}
     targets = view_keys(source, rkey)
     for name, target in targets.items():
-        body, content_type = bodies[name]
-        _put_if_changed(wiring, target, body, content_type)
+        _put_if_changed(wiring, target, bodies[name], VIEW_MEDIA_TYPES[name])
     return targets
 
 
@@ -194,6 +268,60 @@ def signmap_part_key(source: str, number: int) -> str:
     return signmap_key(source).removesuffix(".xml") + f"-{number:05d}.xml"
 
 
+_READ_WINDOW = 256  # records read ahead at most while a Signmap is built
+
+
+class _LandingPages:
+    """The landing pages of a source's valid records with their lastmods and links, in a
+    private temporary SQLite database (deleted when closed): what a Signmap lists, grouped
+    and ordered by landing page without holding every record's links at once."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("", isolation_level=None)
+        self._db.execute(
+            "CREATE TABLE page (seq INTEGER PRIMARY KEY, loc BLOB NOT NULL, item BLOB NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX page_by_loc ON page (loc, seq)")
+        self._db.execute("BEGIN")  # never committed: nothing here outlives the Signmap
+
+    def __enter__(self) -> _LandingPages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._db.close()
+
+    def add(self, loc: str, lastmod: str | None, links: Sequence[TypedLink]) -> None:
+        """Note one record of the landing page ``loc``."""
+        # pickle: our own values, read back by this object only, never from elsewhere.
+        item = pickle.dumps((lastmod, tuple(links)))
+        self._db.execute(
+            "INSERT INTO page (loc, item) VALUES (?, ?)",
+            (loc.encode("utf-8", "surrogatepass"), item),
+        )
+
+    def entries(self) -> Iterator[SitemapEntry]:
+        """One entry per landing page, by landing page: the latest lastmod of its records and
+        their links, each once, in the order the records were noted."""
+        rows = self._db.execute("SELECT loc, item FROM page ORDER BY loc, seq")
+        loc: bytes | None = None
+        lastmods: list[str | None] = []
+        kept: list[TypedLink] = []
+        for at, item in rows:
+            if at != loc:
+                if loc is not None:
+                    yield SitemapEntry(_text(loc), latest_lastmod(lastmods), tuple(kept))
+                loc, lastmods, kept = at, [], []
+            lastmod, links = pickle.loads(item)  # noqa: S301 - written by add() above
+            lastmods.append(lastmod)
+            kept.extend(link for link in links if link not in kept)
+        if loc is not None:
+            yield SitemapEntry(_text(loc), latest_lastmod(lastmods), tuple(kept))
+
+
+def _text(data: bytes) -> str:
+    return bytes(data).decode("utf-8", "surrogatepass")
+
+
 def build_source_signmap(
     wiring: Wiring,
     source: str,
@@ -205,49 +333,50 @@ def build_source_signmap(
 ) -> str:
     """Write the Signmap of every valid record of ``source``; return its key.
 
-    Reads the reports under ``reports/<source>/`` and the records they describe (a report
+    Reads the report and the record of each valid entry of the source in the catalogue, by
+    the keys the entry holds (``records/`` and ``reports/``, or ranges of a segment; a report
     without its record is skipped), and writes :func:`~cdif_harvester.keys.signmap_key`: a
     ``<urlset>``, or, beyond ``max_urls`` entries or ``max_bytes`` (the sitemaps.org limits by
     default), a sitemap index of ``signmap-NNNNN.xml`` parts (see the module docstring).
     Reports and records are read by up to ``readers`` threads at once. Unchanged objects are
     not written again. Raises StorageError when the store fails.
     """
-    prefix = record_report_key(source, "-").rsplit("/", 1)[0] + "/"
-    pattern = re.compile(re.escape(prefix) + r"([0-9a-f]{32})\.json")
-    keys = [key for key in wiring.store.list(prefix) if pattern.fullmatch(key)]
+    # (in the order of the record hashes, as the reports were listed before the entries were
+    # read: records that share a landing page merge their links in the same order)
+    # (only the keys are held, not the entries: a large source's Signmap stays small in memory)
+    catalogued = sorted(
+        (record_hash(entry.record_id), entry.report_key, entry.record_key)
+        for entry in wiring.catalog.records(source)
+        if entry.valid and not entry.withdrawn_at and entry.record_key is not None
+    )
 
-    def read(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        rkey = key.removeprefix(prefix).removesuffix(".json")
+    def read(keys: tuple[str, str, str | None]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        _, report_key, record_key = keys
         try:
-            report = json.loads(wiring.store.get(key))
+            report = json.loads(wiring.store.get(report_key))
             if not isinstance(report, dict) or not report.get("valid"):
                 return None
             if report.get("withdrawn_at"):
                 return None
-            record = json.loads(wiring.store.get(normalised_record_key(source, rkey)))
+            record = json.loads(wiring.store.get(record_key or ""))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
         return (report, record) if isinstance(record, dict) else None
 
-    by_landing_page: dict[str, tuple[list[str | None], list[TypedLink]]] = {}
     # Two reads per record: on S3 the time is in the round trips, so they run side by side
-    # (in key order all the same, so the result does not depend on timing).
-    with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
-        for pair in pool.map(read, keys):
-            if pair is None:
-                continue
-            report, record = pair
-            context, links, _ = _signposts(report, record)
-            if not context:
-                continue
-            lastmods, kept = by_landing_page.setdefault(context, ([], []))
-            lastmods.append(_lastmod(record))
-            kept.extend(link for link in links if link not in kept)
-    entries = [
-        SitemapEntry(loc, latest_lastmod(lastmods), tuple(links))
-        for loc, (lastmods, links) in sorted(by_landing_page.items())
-    ]
-    parts = render_signmap(entries, max_urls=max_urls, max_bytes=max_bytes)
+    # (in key order all the same, so the result does not depend on timing), a window of keys
+    # at a time so that the readers never run far ahead of what is written down. The landing
+    # pages are grouped on disk (_LandingPages), not in a dict of every record's links.
+    with _LandingPages() as pages, ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
+        for start in range(0, len(catalogued), _READ_WINDOW):
+            for pair in pool.map(read, catalogued[start : start + _READ_WINDOW]):
+                if pair is None:
+                    continue
+                report, record = pair
+                context, links, _ = _signposts(report, record)
+                if context:
+                    pages.add(context, _lastmod(record), links)
+        parts = render_signmap(pages.entries(), max_urls=max_urls, max_bytes=max_bytes)
     target = signmap_key(source)
     if len(parts) == 1:
         _put_if_changed(wiring, target, parts[0].body, SIGNMAP_MEDIA_TYPE)

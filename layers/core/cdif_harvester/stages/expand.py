@@ -496,15 +496,19 @@ def _emit_urls(
             continue
         allowed.append(_Allowed(url, entry, policy, origin))
     record_outcomes(wiring, refused)
-    # A URL another sitemap of the run already handed on is not sent again.
-    to_send = enter_urls(wiring, job, [item.url for item in allowed])
-    handed = [item for item in allowed if item.url in to_send]
     # Normalised once: compared with the held lastmod, then carried on the URL job.
-    lastmods = {item.url: normalise_lastmod(item.entry.lastmod) for item in handed}
+    lastmods = {item.url: normalise_lastmod(item.entry.lastmod) for item in allowed}
     unchanged = _unchanged_by_lastmod(wiring, job, lastmods)
-    jobs = [item for item in handed if item.url not in unchanged]
+    # A URL another sitemap of the run already handed on is not sent again; one unchanged by
+    # its lastmod enters the run with its outcome (one catalogue write, not two).
+    to_send = enter_urls(
+        wiring,
+        job,
+        [item.url for item in allowed if item.url not in unchanged],
+        settled=list(unchanged.values()),
+    )
+    jobs = [item for item in allowed if item.url in to_send]
     _send_urls(wiring, job, jobs, lastmods)
-    record_outcomes(wiring, list(unchanged.values()))
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
 
 

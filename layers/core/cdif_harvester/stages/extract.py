@@ -3,18 +3,23 @@ shape and validates it.
 
 One broken script block never spoils its neighbours: each block is parsed, normalised and judged
 on its own, and every block that yields nothing is listed with its reason. The records and their
-reports wait in the object store (claim check) for the indexer, as a
-:class:`~cdif_harvester.contracts.StagedRecords`.
+reports go to the indexer as a :class:`~cdif_harvester.contracts.StagedRecords`, in the index
+job's message or, when too large for it, in the object store (claim check; 0085). A document
+comes in its message, from the run's staging area or, when bodies are kept, from ``raw/``
+(docs/decisions/0080-bodies-kept-only-when-asked.md).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdif_harvester.contracts import (
     INDEX_QUEUE,
+    MAX_MESSAGE_BYTES,
     DocumentJob,
     DocumentRef,
     IndexJob,
@@ -47,13 +52,13 @@ from cdif_harvester.domain.records.validation import (
     validate_record,
 )
 from cdif_harvester.domain.resolution.rules import is_cdif_profile
-from cdif_harvester.errors import PermanentError, RetryableError
+from cdif_harvester.errors import ContractError, PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
 from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome
-from cdif_harvester.stages.outcomes import record_outcome
+from cdif_harvester.stages.outcomes import keep_validators, record_outcome
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["MalformedMetadata", "extract_documents", "load_trusted_contexts"]
+__all__ = ["MalformedMetadata", "document_body", "extract_documents", "load_trusted_contexts"]
 
 
 class MalformedMetadata(PermanentError):
@@ -125,6 +130,15 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
         if skipped and all(item.reason.startswith(_UNREADABLE) for item in skipped):
             raise MalformedMetadata("; ".join(item.reason for item in skipped))
         reasons = "; ".join(item.reason for item in skipped) or "no JSON-LD found"
+        if wiring.settings.incremental and not any(ref.kept for ref in job.documents):
+            # (as the resolver does for a page without metadata: asked conditionally next time)
+            keep_validators(
+                wiring,
+                wiring.catalog.get_url(job.url),
+                url=job.url,
+                source=job.source,
+                validators=job.validators,
+            )
         return record_outcome(
             wiring,
             run_id=job.run_id,
@@ -139,7 +153,10 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
         url=job.url,
         pattern=job.pattern,
         links=job.links,
-        documents=job.documents,
+        # (the bodies have been read: the indexer needs only where they came from)
+        documents=tuple(
+            replace(ref, body=None, encoding=None, staged_key=None) for ref in job.documents
+        ),
         resolution_notes=job.notes,
         records=tuple(records),
         skipped=tuple(skipped),
@@ -147,14 +164,31 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
         lastmod=job.lastmod,
         blocks=hashes,
         sd_dates=dates,
+        validators=job.validators,
     )
-    key = staging_key(job.run_id, job.url)
-    wiring.store.put(key, encode_staged(staged), content_type="application/json")
-    index_job = IndexJob(
-        run_id=job.run_id, source=job.source, url=job.url, pattern=job.pattern, staged_key=key
-    )
-    wiring.queue.send(INDEX_QUEUE, [encode(index_job)])
+    index_job, message = _index_job(wiring, job, encode_staged(staged))
+    wiring.queue.send(INDEX_QUEUE, [message])
     return index_job
+
+
+def _index_job(wiring: Wiring, job: DocumentJob, staged: bytes) -> tuple[IndexJob, str]:
+    """The job handing ``staged`` to the indexer, and its message.
+
+    The records travel in the message when it stays within MAX_MESSAGE_BYTES: SQS bills each
+    64 KiB of a message as one request ($0.40 per million), far less than the PUT and GET
+    ($5.40 per million) of a staged object. Larger ones wait under the run's staging key.
+    """
+    common = {"run_id": job.run_id, "source": job.source, "url": job.url, "pattern": job.pattern}
+    if len(staged) < MAX_MESSAGE_BYTES:  # (else the message cannot fit: skip encoding it)
+        inline = IndexJob(**common, staged=staged.decode("utf-8"))
+        try:
+            return inline, encode(inline)
+        except ContractError:  # over the cap once escaped in the message
+            pass
+    key = staging_key(job.run_id, job.url)
+    wiring.store.put(key, staged, content_type="application/json")
+    by_key = IndexJob(**common, staged_key=key)
+    return by_key, encode(by_key)
 
 
 def _unchanged_reason(
@@ -192,6 +226,7 @@ def _unchanged_reason(
             held,
             fingerprint=fingerprint(job.pattern, [ref.key for ref in job.documents]),
             lastmod=job.lastmod or held.lastmod,
+            validators=job.validators,
         )
     )
     return record_outcome(
@@ -212,7 +247,7 @@ _UNREADABLE = ("malformed-json", "json-too-deep", "too-many-scripts")
 
 def _blocks(wiring: Wiring, ref: DocumentRef) -> tuple[list[tuple[int, str | bytes]], str | None]:
     """The blocks of a document, and why some were left unread (None when none was)."""
-    body = wiring.store.get(ref.key)
+    body = document_body(wiring, ref)
     if ref.media_type in HTML_MEDIA_TYPES:
         scripts = read_jsonld_scripts(body)
         # Blocks that declare a CDIF profile go first (CDIF metadata publication, Option 1), so
@@ -220,6 +255,29 @@ def _blocks(wiring: Wiring, ref: DocumentRef) -> tuple[list[tuple[int, str | byt
         ordered = sorted(scripts.blocks, key=lambda block: not is_cdif_profile(block.profile))
         return [(block.index, block.text) for block in ordered], scripts.note()
     return [(0, body)], None
+
+
+def document_body(wiring: Wiring, ref: DocumentRef) -> bytes:
+    """The bytes of a document: from its message, the staging area or where it is kept.
+
+    Raises PermanentError (``document-missing``) when the object is gone (a staged body
+    expires with its run's staging area), ``malformed-body`` for a body that is not base64 as
+    its message says, and StorageError on store faults.
+    """
+    if ref.body is not None:
+        if ref.encoding != "base64":
+            return ref.body.encode("utf-8")
+        try:
+            return base64.b64decode(ref.body, validate=True)
+        except binascii.Error as exc:
+            raise PermanentError(f"{ref.url}: {exc}", reason="malformed-body") from exc
+    key = ref.staged_key or ref.key
+    try:
+        return wiring.store.get(key)
+    except KeyError as exc:
+        raise PermanentError(
+            f"the document {ref.url} is no longer under {key}", reason="document-missing"
+        ) from exc
 
 
 @dataclass

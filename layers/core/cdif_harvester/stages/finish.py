@@ -4,22 +4,26 @@
 announces, or answered 410 Gone (``withdrawn_at``; nothing is deleted, and never on the strength
 of a broken sitemap), rewrites the Signmap of each source whose records changed, writes
 ``runs/<run id>/summary.json``, ``outcomes.jsonl`` and ``report.html``, frees the source and
-notes the run closed.
+notes the run closed. It reads the run's outcomes and the catalogue's URLs and records as
+streams, never holding them all: its memory does not grow with the run.
 
-See docs/decisions/0006-tombstones.md and docs/decisions/0067-what-an-entry-url-is.md.
+See docs/decisions/0006-tombstones.md, docs/decisions/0067-what-an-entry-url-is.md and
+docs/decisions/0083-streaming-close-of-a-run.md.
 """
 
 from __future__ import annotations
 
+import heapq
+import io
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from cdif_harvester.errors import HarvestError
-from cdif_harvester.keys import signmap_key, site_discovery_prefix, source_of
+from cdif_harvester.errors import HarvestError, StorageError
+from cdif_harvester.keys import parse_segment_ref, signmap_key, site_discovery_prefix, source_of
 from cdif_harvester.model import (
     CatalogEntry,
     Outcome,
@@ -35,7 +39,9 @@ from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "RunClosure",
+    "RunCounts",
     "close_run",
+    "count_outcomes",
     "held_records",
     "run_files_prefix",
     "run_summary",
@@ -54,6 +60,56 @@ def run_files_prefix(run_id: str) -> str:
 
 
 @dataclass
+class RunCounts:
+    """What the outcomes of a run add up to, counted one outcome at a time."""
+
+    urls: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    patterns: Counter[str] = field(default_factory=Counter)
+    records: int = 0
+    valid_records: int = 0
+    sources: set[str] = field(default_factory=set)
+    # Sources with a URL that gave records in the run, and with a URL listing records at all.
+    sources_with_new_records: set[str] = field(default_factory=set)
+    sources_with_records: set[str] = field(default_factory=set)
+
+    def add(self, outcome: UrlOutcome) -> None:
+        """Count ``outcome``."""
+        self.urls += 1
+        self.sources.add(outcome.source)
+        self.outcomes[outcome.outcome.value] += 1
+        if outcome.pattern:
+            self.patterns[outcome.pattern] += 1
+        self.records += len(outcome.records)
+        self.valid_records += sum(1 for r in outcome.records if r.valid)
+        if outcome.outcome is Outcome.RECORD:
+            self.sources_with_new_records.add(outcome.source)
+        if outcome.records:
+            self.sources_with_records.add(outcome.source)
+
+    @property
+    def invalid_records(self) -> int:
+        """Records that failed validation."""
+        return self.records - self.valid_records
+
+    def outcome_counts(self) -> dict[str, int]:
+        """URLs per outcome, every outcome named (0 for none)."""
+        return {kind.value: self.outcomes.get(kind.value, 0) for kind in Outcome}
+
+    def pattern_counts(self) -> dict[str, int]:
+        """URLs per discovery pattern, by pattern."""
+        return dict(sorted(self.patterns.items()))
+
+
+def count_outcomes(outcomes: Iterable[UrlOutcome]) -> RunCounts:
+    """Count ``outcomes`` (read once, as they come)."""
+    counts = RunCounts()
+    for outcome in outcomes:
+        counts.add(outcome)
+    return counts
+
+
+@dataclass
 class RunClosure:
     """What closing a run did."""
 
@@ -62,8 +118,7 @@ class RunClosure:
     signmaps: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     report_key: str | None = None
-    outcomes: list[UrlOutcome] = field(default_factory=list)
-    held: list[HeldRecord] = field(default_factory=list)  # read only when the report is written
+    counts: RunCounts = field(default_factory=RunCounts)
     # What each site root among the entry URLs led to (SiteDiscovery.to_dict()).
     sites: list[dict[str, Any]] = field(default_factory=list)
 
@@ -81,16 +136,15 @@ def close_run(wiring: Wiring, run_id: str, *, publish: bool = True) -> RunClosur
     closure.withdrawn = withdraw_vanished(
         wiring, run_id, sitemaps=wiring.catalog.run_sitemaps(run_id), entry_urls=entry_urls
     )
-    closure.outcomes = list(wiring.catalog.outcomes(run_id))
+    closure.counts = count_outcomes(wiring.catalog.outcomes(run_id))
     closure.sites = site_discoveries(wiring, run_id)
-    for source in _changed_sources(wiring, closure.outcomes, closure.withdrawn):
+    for source in _changed_sources(wiring, closure.counts, closure.withdrawn):
         try:
             closure.signmaps.append(build_source_signmap(wiring, source))
         except HarvestError as exc:
             closure.errors.append(f"signmap of {source}: {exc}")
     now = wiring.clock.now().isoformat(timespec="seconds")
     if publish and run is not None:
-        closure.held = held_records(wiring, run_id, closure.outcomes, closure.withdrawn)
         closure.report_key = _publish(wiring, run, closure)
     if run is not None and run.source_id and wiring.sources is not None:
         wiring.sources.release_source(run.source_id, run_id)
@@ -109,23 +163,22 @@ def site_discoveries(wiring: Wiring, run_id: str) -> list[dict[str, Any]]:
     return found
 
 
-def _changed_sources(wiring: Wiring, outcomes: list[UrlOutcome], withdrawn: list[str]) -> list[str]:
+def _changed_sources(wiring: Wiring, counts: RunCounts, withdrawn: list[str]) -> list[str]:
     """Sources whose Signmap must be (re)written: records new or rewritten, URLs withdrawn,
     or records but no Signmap yet."""
-    changed = {o.source for o in outcomes if o.outcome is Outcome.RECORD}
+    changed = set(counts.sources_with_new_records)
     changed |= {source_of(url) for url in withdrawn}
-    with_records = {o.source for o in outcomes if o.records} - changed
+    with_records = counts.sources_with_records - changed
     changed |= {s for s in with_records if not wiring.store.exists(signmap_key(s))}
     return sorted(changed)
 
 
 def run_summary(
-    run: RunStatus, outcomes: Sequence[UrlOutcome], closure: RunClosure | None = None
+    run: RunStatus, outcomes: Iterable[UrlOutcome] | RunCounts, closure: RunClosure | None = None
 ) -> dict[str, Any]:
-    """The summary of a run, in the shape of the local runner's ``summary.json``."""
-    counts = Counter(o.outcome.value for o in outcomes)
-    records = [r for o in outcomes for r in o.records]
-    valid = sum(1 for r in records if r.valid)
+    """The summary of a run, in the shape of the local runner's ``summary.json``, from its
+    outcomes or what they add up to."""
+    counts = outcomes if isinstance(outcomes, RunCounts) else count_outcomes(outcomes)
     return {
         "run_id": run.run_id,
         "source_id": run.source_id,
@@ -134,12 +187,12 @@ def run_summary(
         "entry_urls": list(run.entry_urls),
         "started_at": run.started_at,
         "finished_at": run.finished_at or "",
-        "urls": len(outcomes),
-        "outcomes": {kind.value: counts.get(kind.value, 0) for kind in Outcome},
-        "patterns": dict(sorted(Counter(o.pattern for o in outcomes if o.pattern).items())),
-        "records": len(records),
-        "valid_records": valid,
-        "invalid_records": len(records) - valid,
+        "urls": counts.urls,
+        "outcomes": counts.outcome_counts(),
+        "patterns": counts.pattern_counts(),
+        "records": counts.records,
+        "valid_records": counts.valid_records,
+        "invalid_records": counts.invalid_records,
         "crosswalk_errors": list(closure.errors) if closure else [],
         "withdrawn": list(closure.withdrawn) if closure else [],
         "signmaps": list(closure.signmaps) if closure else [],
@@ -153,19 +206,26 @@ def _publish(wiring: Wiring, run: RunStatus, closure: RunClosure) -> str:
     from cdif_harvester.report import render_report  # noqa: PLC0415 - only when closing
 
     prefix = run_files_prefix(run.run_id)
-    summary = run_summary(run, closure.outcomes, closure)
-    lines = [outcome_to_dict(o) for o in closure.outcomes]
+    summary = run_summary(run, closure.counts, closure)
     wiring.store.put(
         prefix + SUMMARY_NAME,
         (json.dumps(summary, indent=2) + "\n").encode("utf-8"),
         content_type="application/json",
     )
-    wiring.store.put(
-        prefix + OUTCOMES_NAME,
-        "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8"),
-        content_type="application/x-ndjson",
+    # The store takes a whole body: the lines are written to one buffer as they are read,
+    # with no list of outcomes beside it.
+    lines = io.BytesIO()
+    for outcome in wiring.catalog.outcomes(run.run_id):
+        text = json.dumps(outcome_to_dict(outcome), ensure_ascii=False) + "\n"
+        lines.write(text.encode("utf-8"))
+    wiring.store.put(prefix + OUTCOMES_NAME, lines.getvalue(), content_type="application/x-ndjson")
+    del lines
+    outcomes = (outcome_to_dict(o) for o in wiring.catalog.outcomes(run.run_id))
+    report = render_report(
+        summary,
+        outcomes,
+        held=held_records(wiring, run.run_id, closure.counts.sources, closure.withdrawn),
     )
-    report = render_report(summary, lines, held=closure.held)
     wiring.store.put(
         prefix + REPORT_NAME, report.encode("utf-8"), content_type="text/html; charset=utf-8"
     )
@@ -173,36 +233,70 @@ def _publish(wiring: Wiring, run: RunStatus, closure: RunClosure) -> str:
 
 
 def held_records(
-    wiring: Wiring, run_id: str, outcomes: Sequence[UrlOutcome], withdrawn: Sequence[str]
-) -> list[HeldRecord]:
-    """The records the catalogue holds for the run's sources, as the publisher report shows
-    them: every one not withdrawn, and those withdrawn in this run, each marked with what the
-    run did to it.
+    wiring: Wiring, run_id: str, sources: Iterable[str], withdrawn: Sequence[str]
+) -> Iterator[HeldRecord]:
+    """Yield the records the catalogue holds for the run's ``sources`` (those of its URLs)
+    and those of the URLs ``withdrawn``, as the publisher report shows them: every one not
+    withdrawn, and those withdrawn in this run, each marked with what the run did to it.
 
-    Reads each source's catalogue entries once, then the stored reports of at most
-    ``settings.report_max_reports`` of them (the invalid first, then by URL) for their errors
-    and warnings; the others keep the verdicts of their entries and are marked not read.
+    The stored reports of at most ``settings.report_max_reports`` of them (the invalid
+    first, then by URL and record id) are read for their errors and warnings, and those
+    records come first, in that order; the others follow by source and record id, with the
+    verdicts of their entries, marked not read. The catalogue is read twice, a record at a
+    time: once to choose the reports to read (the choice is all that is held), once to yield.
     Raises StorageError when the catalogue cannot be read; a missing or unreadable report is
     read as none.
     """
-    sources = sorted({o.source for o in outcomes} | {source_of(url) for url in withdrawn})
+    sources = sorted(set(sources) | {source_of(url) for url in withdrawn})
     gone = set(withdrawn)
-    entries = [
-        entry
-        for source in sources
-        for entry in wiring.catalog.records(source)
-        if not entry.withdrawn_at or entry.url in gone
-    ]
-    entries.sort(key=lambda e: (bool(e.withdrawn_at), e.valid, e.url, e.record_id))
     budget = max(0, wiring.settings.report_max_reports)
-    held: list[HeldRecord] = []
-    for entry in entries:
-        report = None
-        if not entry.withdrawn_at and budget > 0:
-            budget -= 1
-            report = _read_report(wiring, entry.report_key)
-        held.append(_held(entry, _change_of(entry, run_id), report))
-    return held
+    # The first `budget` of the records not withdrawn by (valid, URL, record id): a heap of
+    # the first seen so far, the last of them on top.
+    chosen: list[_Last] = []
+    for entry in _entries(wiring, sources, gone):
+        if entry.withdrawn_at or budget == 0:
+            continue
+        item = _Last(entry)
+        if len(chosen) < budget:
+            heapq.heappush(chosen, item)
+        elif chosen[0] < item:
+            heapq.heapreplace(chosen, item)
+    read = sorted((item.entry for item in chosen), key=_report_order)
+    del chosen
+    read_ids = {entry.record_id for entry in read}
+    for entry in read:
+        yield _held(entry, _change_of(entry, run_id), _read_report(wiring, entry.report_key))
+    del read
+    for entry in _entries(wiring, sources, gone):
+        if entry.record_id not in read_ids:
+            yield _held(entry, _change_of(entry, run_id), None)
+
+
+def _report_order(entry: CatalogEntry) -> tuple[bool, str, str]:
+    """The order in which the records' reports are read: the invalid first, then by URL."""
+    return (entry.valid, entry.url, entry.record_id)
+
+
+class _Last:
+    """A catalogue entry in a heap that keeps the last in :func:`_report_order` on top."""
+
+    __slots__ = ("entry", "key")
+
+    def __init__(self, entry: CatalogEntry) -> None:
+        self.entry = entry
+        self.key = _report_order(entry)
+
+    def __lt__(self, other: _Last) -> bool:
+        return self.key > other.key
+
+
+def _entries(wiring: Wiring, sources: Sequence[str], gone: set[str]) -> Iterator[CatalogEntry]:
+    """The catalogue entries of ``sources`` the report shows: not withdrawn, or withdrawn in
+    this run (their URL is ``gone``)."""
+    for source in sources:
+        for entry in wiring.catalog.records(source):
+            if not entry.withdrawn_at or entry.url in gone:
+                yield entry
 
 
 def _change_of(entry: CatalogEntry, run_id: str) -> str:
@@ -273,34 +367,81 @@ def withdraw_vanished(
 
     ``sitemaps`` are the URLs of every sitemap job the run processed, ``entry_urls`` the run's
     entry URLs. A URL that answered 410 Gone in the run (a tombstone by HTTP, listed or entry)
-    is withdrawn too, when it held records.
+    is withdrawn too, when it held records. The run's outcomes are read twice and the sources'
+    URLs once, as streams (see :func:`_without_outcome`); what is held is per sitemap, per
+    source and per URL withdrawn or gone, not per URL of the run.
     """
-    outcomes = {o.url: o for o in wiring.catalog.outcomes(run_id)}
     processed = set(sitemaps)
-    failed = {
-        url for url in processed if url in outcomes and outcomes[url].outcome in _SITEMAP_FAILURES
-    }
+    failed: set[str] = set()
+    sources: set[str] = set()
+    gone: list[str] = []
+    in_order, last = True, ""
+    for outcome in wiring.catalog.outcomes(run_id):
+        sources.add(outcome.source)
+        if outcome.url in processed and outcome.outcome in _SITEMAP_FAILURES:
+            failed.add(outcome.url)
+        if is_gone(outcome):
+            gone.append(outcome.url)
+        in_order, last = in_order and last <= outcome.url, outcome.url
     whole = processed - failed
     entry_sources = {
         source_of(url) for url in entry_urls if urlsplit(url).path == "/robots.txt" and not failed
     }
-    sources = {o.source for o in outcomes.values()} | entry_sources
+    sources |= entry_sources
     now = wiring.clock.now().isoformat(timespec="seconds")
     withdrawn: list[str] = []
-    for source in sorted(sources):
-        for state in wiring.catalog.urls(source):
-            if state.url in outcomes or state.withdrawn_at or not state.sitemap:
-                continue
-            if state.sitemap not in whole and source not in entry_sources:
-                continue
-            _withdraw(wiring, state, now)
-            withdrawn.append(state.url)
-    gone = [url for url, outcome in outcomes.items() if is_gone(outcome)]
-    for url, state in (wiring.catalog.get_urls(gone) if gone else {}).items():
-        if state.record_ids and not state.withdrawn_at:
-            _withdraw(wiring, state, now)
-            withdrawn.append(url)
+    for state in _without_outcome(wiring, run_id, sorted(sources), in_order=in_order):
+        if state.withdrawn_at or not state.sitemap:
+            continue
+        if state.sitemap not in whole and state.source not in entry_sources:
+            continue
+        _withdraw(wiring, state, now)
+        withdrawn.append(state.url)
+    for start in range(0, len(gone), _GONE_CHUNK):
+        for url, state in wiring.catalog.get_urls(gone[start : start + _GONE_CHUNK]).items():
+            if state.record_ids and not state.withdrawn_at:
+                _withdraw(wiring, state, now)
+                withdrawn.append(url)
     return sorted(withdrawn)
+
+
+_GONE_CHUNK = 500
+
+
+def _without_outcome(
+    wiring: Wiring, run_id: str, sources: Sequence[str], *, in_order: bool
+) -> Iterator[UrlState]:
+    """The URLs of ``sources`` the run has no outcome for, in URL order.
+
+    The sources' URLs (each source's in URL order, merged) are walked beside the run's
+    outcomes (in URL order too, as the catalogue yields them, ``in_order`` says whether it
+    did): neither is held. Were the outcomes not in URL order, their URLs are held instead.
+    Raises StorageError when the catalogue yields a source's URLs out of order (withdrawing
+    by a wrong walk would withdraw what the run did read).
+    """
+    states = heapq.merge(*(wiring.catalog.urls(source) for source in sources), key=_url_of)
+    if not in_order:
+        read = {o.url for o in wiring.catalog.outcomes(run_id)}
+        yield from (state for state in states if state.url not in read)
+        return
+    outcomes = (o.url for o in wiring.catalog.outcomes(run_id))
+    next_url: str | None = next(outcomes, None)
+    last = ""
+    for state in states:
+        if state.url < last:
+            raise StorageError(
+                f"the catalogue listed {state.url} after {last}: not in URL order",
+                reason="catalogue-order",
+            )
+        last = state.url
+        while next_url is not None and next_url < state.url:
+            next_url = next(outcomes, None)
+        if next_url != state.url:
+            yield state
+
+
+def _url_of(state: UrlState) -> str:
+    return state.url
 
 
 def _withdraw(wiring: Wiring, state: UrlState, now: str) -> None:
@@ -314,6 +455,8 @@ def _withdraw(wiring: Wiring, state: UrlState, now: str) -> None:
 
 
 def _mark_report(wiring: Wiring, key: str, when: str) -> None:
+    if parse_segment_ref(key) is not None:
+        return  # a segment is never rewritten: the catalogue entry carries the mark
     try:
         report = json.loads(wiring.store.get(key))
     except (KeyError, ValueError):

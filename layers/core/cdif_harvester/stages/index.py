@@ -1,20 +1,21 @@
 """Stage 5: the indexer writes each record and its validation report to the object store and
 the catalogue entry to the index, then records the URL's outcome.
 
-The report is written before the record: the record landing under ``records/`` triggers the
-crosswalk, which reads the report to know whether the record is valid.
+The report is written before the record. :func:`plan_index` decides what a job writes,
+:func:`apply_index` writes it: on AWS a batch's reports and records can go into one segment
+between the two (:mod:`cdif_harvester.stages.segments`, 0086-record-segments).
 
 Versions: a record is written only when its digest (record, verdict and links, see
 :func:`cdif_harvester.domain.discovery.incremental.record_digest`) differs from the catalogue
-entry's ``content_hash``. Then ``records/<source>/<key>.jsonld`` is replaced and the new version is
-also kept, content-addressed, under ``versions/<source>/<key>/``, so a changed record keeps its
-history and an unchanged one writes nothing (no object, no catalogue entry, no views). A URL
+entry's ``content_hash``. Then the version it replaces is kept, content-addressed, under
+``versions/<source>/<key>/`` and ``records/<source>/<key>.jsonld`` is replaced, so a changed record
+keeps its history and an unchanged one writes nothing (no object, no catalogue entry). A URL
 whose records are all unchanged ends ``unchanged`` (``content-hash``), unless the entry was
-written by this same job (run and URL): a retry ends ``record`` as its first attempt would have.
-Redelivered index jobs and reruns therefore change nothing.
-See docs/decisions/0054-exact-accounting-under-faults.md.
+written by this same job (run and URL): a retry ends ``record`` as its first attempt would have
+(docs/decisions/0054-exact-accounting-under-faults.md).
 
-The extractor's hand-over is a :class:`~cdif_harvester.contracts.StagedRecords`, read with
+The extractor's hand-over is a :class:`~cdif_harvester.contracts.StagedRecords`, carried in the
+job's message or named by its ``staged_key``, read with
 :func:`~cdif_harvester.contracts.decode_staged`: a malformed one is a permanent ContractError
 that names the bad field, recorded as the URL's outcome.
 """
@@ -22,7 +23,8 @@ that names the bad field, recorded as the URL's outcome.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cdif_harvester.contracts import (
@@ -40,7 +42,6 @@ from cdif_harvester.keys import (
     record_hash,
     record_report_key,
     version_key,
-    view_keys,
 )
 from cdif_harvester.model import (
     CatalogEntry,
@@ -53,7 +54,15 @@ from cdif_harvester.model import (
 from cdif_harvester.stages.outcomes import finish_if_done
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["index_records"]
+__all__ = [
+    "IndexPlan",
+    "PlannedRecord",
+    "StagedObjectMissing",
+    "apply_index",
+    "index_records",
+    "load_staged",
+    "plan_index",
+]
 
 
 class StagedObjectMissing(PermanentError):
@@ -68,9 +77,77 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     Raises StagedObjectMissing when the staged object cannot be found, and ContractError when
     it is malformed (both permanent: the URL's outcome is recorded).
     """
-    staged = _load_staged(wiring, job)
+    staged = load_staged(wiring, job)
     now = wiring.clock.now().isoformat(timespec="seconds")
-    results = [_index_one(wiring, job, staged, item, now) for item in staged.records]
+    results = [
+        _apply_one(wiring, job, _plan_one(wiring, job, staged, item, now), None, now)
+        for item in staged.records
+    ]
+    return _conclude(wiring, job, staged, now, results)
+
+
+@dataclass(frozen=True)
+class PlannedRecord:
+    """One staged record and what indexing it does: nothing when ``held`` (the catalogue holds
+    this very version), else write ``report`` and ``record`` (None for a record that could not
+    be normalised) under ``report_key`` and ``record_key``, or where a segment holds them."""
+
+    item: StagedRecord
+    digest: str
+    valid: bool
+    before: CatalogEntry | None
+    held: CatalogEntry | None
+    report_key: str
+    record_key: str
+    report: bytes = b""
+    record: bytes | None = None
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """What indexing one job will write, computed before anything is written (read-only)."""
+
+    job: IndexJob
+    staged: StagedRecords
+    now: str
+    records: tuple[PlannedRecord, ...]
+
+    def writes(self) -> list[tuple[str, bytes]]:
+        """The (key, body) of every report and record the plan writes, in order."""
+        found: list[tuple[str, bytes]] = []
+        for planned in self.records:
+            if planned.held is None:
+                found.append((planned.report_key, planned.report))
+                if planned.record is not None:
+                    found.append((planned.record_key, planned.record))
+        return found
+
+
+def plan_index(wiring: Wiring, job: IndexJob) -> IndexPlan:
+    """Read what indexing ``job`` needs (its hand-over, each record's catalogue entry) and
+    decide what it writes, writing nothing. Raises as :func:`index_records` does."""
+    staged = load_staged(wiring, job)
+    now = wiring.clock.now().isoformat(timespec="seconds")
+    planned = tuple(_plan_one(wiring, job, staged, item, now) for item in staged.records)
+    return IndexPlan(job=job, staged=staged, now=now, records=planned)
+
+
+def apply_index(wiring: Wiring, plan: IndexPlan, placed: Mapping[str, str]) -> UrlOutcome:
+    """Carry out ``plan``: the reports and records whose keys ``placed`` maps to a segment
+    reference are already written there (the catalogue entry names the reference); the
+    others are written as their own objects. Then the entries, the URL's state and outcome."""
+    results = [_apply_one(wiring, plan.job, planned, placed, plan.now) for planned in plan.records]
+    return _conclude(wiring, plan.job, plan.staged, plan.now, results)
+
+
+def _conclude(
+    wiring: Wiring,
+    job: IndexJob,
+    staged: StagedRecords,
+    now: str,
+    results: list[tuple[RecordRef, bool]],
+) -> UrlOutcome:
+    """Write the URL's state and record its outcome, once its records are indexed."""
     refs = tuple(ref for ref, _changed in results)
     wiring.catalog.put_url(_url_state(job, staged, refs))
     changed = any(changed for _ref, changed in results)
@@ -90,12 +167,15 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     return outcome
 
 
-def _load_staged(wiring: Wiring, job: IndexJob) -> StagedRecords:
-    """The extractor's hand-over named by the job.
+def load_staged(wiring: Wiring, job: IndexJob) -> StagedRecords:
+    """The extractor's hand-over the job carries, or names by ``staged_key``.
 
-    Raises StagedObjectMissing when it is not in the object store, ContractError when it is
-    not a staged-records object of a readable version.
+    Raises StagedObjectMissing when a named one is not in the object store, ContractError when
+    it is not a staged-records object of a readable version.
     """
+    if job.staged is not None:
+        return decode_staged(job.staged)
+    assert job.staged_key is not None  # (an IndexJob has one or the other)
     try:
         raw = wiring.store.get(job.staged_key)
     except KeyError as exc:
@@ -115,17 +195,15 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
         sd_dates=staged.sd_dates,
         record_ids=tuple(ref.record_id for ref in refs),
         harvest_run=job.run_id,
+        validators=staged.validators,
     )
 
 
-def _index_one(
+def _plan_one(
     wiring: Wiring, job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str
-) -> tuple[RecordRef, bool]:
-    """Store one record unless it is unchanged; return its reference and whether it changed.
-
-    The report is written first, then the record (its version, then ``records/``), then the
-    catalogue entry.
-    """
+) -> PlannedRecord:
+    """Decide what indexing one record writes: nothing when it is unchanged, else its report
+    and record (their bytes made now)."""
     links = _links_read(staged)
     # The resolver's warnings count with the verdict (a new reason rewrites the report); a
     # document without any hashes as before.
@@ -135,22 +213,57 @@ def _index_one(
     valid = item.report.valid and item.record is not None
     # Asked even when not incremental: one read per record, whatever the settings.
     before = wiring.catalog.get_record(item.record_id)
-    held = _held_unchanged(wiring, before, digest)
+    rkey = record_hash(item.record_id)
+    planned = PlannedRecord(
+        item=item,
+        digest=digest,
+        valid=valid,
+        before=before,
+        held=_held_unchanged(wiring, before, digest),
+        report_key=record_report_key(job.source, rkey),
+        record_key=normalised_record_key(job.source, rkey),
+    )
+    if planned.held is not None:
+        return planned
+    report = _report(job, staged, item, links, now)
+    return replace(
+        planned,
+        report=json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
+        record=None
+        if item.record is None
+        else json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8"),
+    )
+
+
+def _apply_one(
+    wiring: Wiring,
+    job: IndexJob,
+    planned: PlannedRecord,
+    placed: Mapping[str, str] | None,
+    now: str,
+) -> tuple[RecordRef, bool]:
+    """Store one record unless it is unchanged; return its reference and whether it changed.
+
+    The report is written first, then the record (the version it replaces kept, then
+    ``records/``), then the catalogue entry. A key ``placed`` maps is in a segment already.
+    """
+    item, held = planned.item, planned.held
     if held is not None:
         # A retry of this very job (same run, same URL) after its entry was written finds its
         # own work: the record is this run's news, not an earlier harvest's (the entry is
         # written last, so the report and the record are in place too).
         mine = held.run_id == job.run_id and held.url == job.url
-        return _ref(job, item, held.record_key, held.report_key, valid=valid), mine
-    report = _report(job, staged, item, links, now)
-    rep_key = _store_report(wiring, job, item, report)
-    rec_key = _store_record(wiring, job, item, digest)
-    entry = _catalog_entry(job, item, digest, rec_key, rep_key, valid=valid, now=now)
+        return _ref(job, item, held.record_key, held.report_key, valid=planned.valid), mine
+    rep_key = _store_report(wiring, planned, placed or {})
+    rec_key = _store_record(wiring, planned, placed or {})
+    entry = _catalog_entry(
+        job, item, planned.digest, rec_key, rep_key, valid=planned.valid, now=now
+    )
     # What this harvest did to the record, for the publisher report of its run.
     wiring.catalog.put_record(
-        replace(entry, extra={**entry.extra, "change": _change(before, digest)})
+        replace(entry, extra={**entry.extra, "change": _change(planned.before, planned.digest)})
     )
-    return _ref(job, item, rec_key, rep_key, valid=valid), True
+    return _ref(job, item, rec_key, rep_key, valid=planned.valid), True
 
 
 def _links_read(staged: StagedRecords) -> list[dict[str, Any]]:
@@ -252,40 +365,72 @@ def _report(
             # the element's position.
             "item_list": item.item_list,
             "harvested_at": now,
+            **_fetched(item, staged),
         },
     }
 
 
-def _store_report(wiring: Wiring, job: IndexJob, item: StagedRecord, report: dict[str, Any]) -> str:
-    """Write the report under ``reports/``; return its key.
+def _fetched(item: StagedRecord, staged: StagedRecords) -> dict[str, Any]:
+    """How the record's document was fetched, and whether it is kept under ``document``
+    (nothing for a hand-over written before the resolver said: its documents were all kept)."""
+    for ref in staged.documents:
+        if ref.key == item.document and ref.status is not None:
+            fetched = {
+                "url": ref.url,
+                "status": ref.status,
+                "redirects": list(ref.redirects),
+                "headers": dict(ref.headers),
+                "at": ref.fetched_at,
+                "kept": ref.kept,
+            }
+            return {"fetched": fetched}
+    return {}
+
+
+def _store_report(wiring: Wiring, planned: PlannedRecord, placed: Mapping[str, str]) -> str:
+    """Write the report under ``reports/`` (unless a segment holds it); return its key.
 
     It goes before the record: the record landing under ``records/`` triggers the crosswalk,
     which reads the report.
     """
-    rep_key = record_report_key(job.source, record_hash(item.record_id))
-    wiring.store.put(
-        rep_key,
-        json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
-        content_type="application/json",
-    )
-    return rep_key
+    if planned.report_key in placed:
+        return placed[planned.report_key]
+    wiring.store.put(planned.report_key, planned.report, content_type="application/json")
+    return planned.report_key
 
 
-def _store_record(wiring: Wiring, job: IndexJob, item: StagedRecord, digest: str) -> str | None:
-    """Write the record's version under ``versions/``, then the record under ``records/``;
-    return the record's key (None for a record that could not be normalised: nothing to
-    write)."""
-    if item.record is None:
+def _store_record(wiring: Wiring, planned: PlannedRecord, placed: Mapping[str, str]) -> str | None:
+    """Write the record under ``records/`` (its latest version; unless a segment holds it),
+    after keeping the version it replaces under ``versions/``; return the record's key (None
+    for a record that could not be normalised: nothing to write).
+
+    The latest version is not copied to ``versions/`` as well (one object per version, not
+    two): the history of a record is ``versions/<source>/<record-hash>/`` and the latest.
+    """
+    if planned.record is None:
         return None
-    rkey = record_hash(item.record_id)
-    body = json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8")
-    # The version first: once records/ changes, the crosswalk runs, and history is whole.
-    wiring.store.put(
-        version_key(job.source, rkey, digest), body, content_type="application/ld+json"
-    )
-    rec_key = normalised_record_key(job.source, rkey)
-    wiring.store.put(rec_key, body, content_type="application/ld+json")
-    return rec_key
+    before = planned.before
+    if before is not None and before.record_key and before.content_hash != planned.digest:
+        # Before the latest changes, so that history stays whole whatever fails next: a retry
+        # of this job finds the version kept (the entry still names it) and keeps nothing again.
+        _keep_version(wiring, before, record_hash(planned.item.record_id))
+    if planned.record_key in placed:
+        return placed[planned.record_key]
+    wiring.store.put(planned.record_key, planned.record, content_type="application/ld+json")
+    return planned.record_key
+
+
+def _keep_version(wiring: Wiring, before: CatalogEntry, rkey: str) -> None:
+    """Keep the version ``before`` names under ``versions/`` (named by its digest), unless it is
+    there already (written by an earlier layout, or by a retried attempt of this job)."""
+    target = version_key(before.source, rkey, before.content_hash)
+    if before.record_key is None or wiring.store.exists(target):
+        return
+    try:
+        body = wiring.store.get(before.record_key)
+    except KeyError:  # nothing left to keep (the object was removed by hand)
+        return
+    wiring.store.put(target, body, content_type="application/ld+json")
 
 
 def _catalog_entry(  # noqa: PLR0913 - the entry is made of all of them
@@ -329,7 +474,7 @@ def _catalog_entry(  # noqa: PLR0913 - the entry is made of all of them
 def _ref(
     job: IndexJob, item: StagedRecord, rec_key: str | None, rep_key: str, *, valid: bool
 ) -> RecordRef:
-    """The record as the URL's outcome lists it (its views only when it is valid)."""
+    """The record as the URL's outcome lists it (no view keys: views are made on read)."""
     return RecordRef(
         record_id=item.record_id,
         resource_id=item.resource_id,
@@ -337,7 +482,6 @@ def _ref(
         errors=tuple(issue.message for issue in item.report.errors),
         record_key=rec_key,
         report_key=rep_key,
-        view_keys=view_keys(job.source, record_hash(item.record_id)) if valid else {},
         profiles=tuple(
             profile_summary(p.profile, p.version, p.status, len(p.errors))
             for p in item.report.profiles

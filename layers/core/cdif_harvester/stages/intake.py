@@ -67,6 +67,9 @@ def check_options(options: Mapping[str, str] | None) -> dict[str, str]:
     render = checked.get("render")
     if render is not None and render not in RENDER_MODES:
         raise InvalidOptions(f"render must be one of {list(RENDER_MODES)}, got {render!r}")
+    keep = checked.get("keep_bodies")
+    if keep is not None and keep not in ("true", "false"):
+        raise InvalidOptions(f"keep_bodies must be 'true' or 'false', got {keep!r}")
     return checked
 
 

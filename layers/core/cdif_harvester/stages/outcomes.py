@@ -4,10 +4,12 @@ end of a run (shared by every stage)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from cdif_harvester.errors import HarvestError
 from cdif_harvester.model import (
     Outcome,
+    RequestValidator,
     RunState,
     RunStatus,
     UrlOutcome,
@@ -34,6 +36,7 @@ __all__ = [
     "held_state",
     "held_states",
     "holds_records",
+    "keep_validators",
     "finish_if_done",
     "settle",
 ]
@@ -122,6 +125,29 @@ def holds_records(state: UrlState, *, run_id: str) -> bool:
         and not state.withdrawn_at
         and state.harvest_run != run_id
     )
+
+
+def keep_validators(
+    wiring: Wiring,
+    state: UrlState | None,
+    *,
+    url: str,
+    source: str,
+    validators: Sequence[RequestValidator],
+) -> None:
+    """Keep the validators of a URL that gave no record in its state (``state``, as read
+    before), so that the next harvest asks for it conditionally and downloads no body when
+    nothing changed. Nothing is written when they are those already kept, or when the state
+    holds records: its validators are then those of the answers the records came from.
+    """
+    if state is not None and state.record_ids and not state.withdrawn_at:
+        return
+    kept = tuple(validators)
+    if state is None:
+        if kept:
+            wiring.catalog.put_url(UrlState(url=url, source=source, validators=kept))
+    elif state.validators != kept:
+        wiring.catalog.put_url(replace(state, validators=kept))
 
 
 def finish_if_done(wiring: Wiring, status: RunStatus | None) -> bool:

@@ -10,18 +10,22 @@ This stage fetches; :mod:`cdif_harvester.domain.resolution.rules` decides.
 See docs/decisions/0019-where-the-resolver-looks.md, docs/decisions/0020-anti-spoofing.md and
 docs/decisions/0056-cut-bodies-and-advisory-claims.md (bodies over their cap, advisory claims)
 and docs/decisions/0065-link-identity-and-authority.md (every link read kept, conflicts),
-docs/decisions/0075-rendering-pages-in-a-browser.md (rendered pages) and
-docs/decisions/0079-rendering-on-aws-hand-over.md (pages handed to a renderer elsewhere).
+docs/decisions/0075-rendering-pages-in-a-browser.md (rendered pages),
+docs/decisions/0079-rendering-on-aws-hand-over.md (pages handed to a renderer elsewhere) and
+docs/decisions/0080-bodies-kept-only-when-asked.md (documents handed on in the message or the
+staging area; conditional requests from the validators in the URL's state).
 """
 
 from __future__ import annotations
 
+import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdif_harvester.contracts import (
     DOCUMENT_QUEUE,
+    MAX_MESSAGE_BYTES,
     RENDER_QUEUE,
     DocumentJob,
     DocumentRef,
@@ -66,21 +70,29 @@ from cdif_harvester.domain.resolution.weblinks import (
 )
 from cdif_harvester.errors import (
     BodyTooLarge,
+    ContractError,
     FetchFailed,
     PermanentError,
     RetryableError,
 )
-from cdif_harvester.keys import raw_key, raw_meta_key
+from cdif_harvester.keys import raw_key, raw_meta_key, staged_document_key
 from cdif_harvester.model import (
     HTML_MEDIA_TYPES,
     JSONLD_MEDIA_TYPES,
     FetchResponse,
     Outcome,
+    RequestValidator,
     TypedLink,
     UrlOutcome,
+    UrlState,
 )
 from cdif_harvester.stages.jobs import retry_after_of
-from cdif_harvester.stages.outcomes import GONE_REASON, held_state, record_outcome
+from cdif_harvester.stages.outcomes import (
+    GONE_REASON,
+    holds_records,
+    keep_validators,
+    record_outcome,
+)
 from cdif_harvester.wiring import Wiring
 
 __all__ = ["HttpStatusError", "resolve_url", "store_raw"]
@@ -107,6 +119,16 @@ MAX_TARGETS = 5  # describedby targets fetched per tier
 MAX_LINKS = 300
 MAX_NOTES = 50
 MAX_NOTE_CHARS = 500
+# Without kept bodies, every request says so: our cache (and any other) keeps none of it; the
+# resolver keeps the validators itself (RFC 9111, 5.2.1.5).
+NO_STORE = {"Cache-Control": "no-store"}
+# The response headers a document's provenance keeps (its links are kept apart, all of them).
+PROVENANCE_HEADERS = ("content-type", "content-length", "etag", "last-modified")
+NOT_MODIFIED = "not-modified: every answer was 304 Not Modified (no body downloaded)"
+STILL_NONE = (
+    "no-metadata: not modified since the last harvest, which found no CDIF metadata (every "
+    "answer was 304 Not Modified; no body downloaded)"
+)
 
 
 class HttpStatusError(PermanentError):
@@ -170,12 +192,26 @@ class _Resolver:
         # What the catalogue holds from the harvest that last produced records from this URL
         # (None when incremental harvesting is off or there is none), and whether every answer
         # so far was a 304 revalidation.
-        self.held = held_state(wiring, job.url, run_id=job.run_id)
+        # (``state`` is what the catalogue holds whatever it is: a URL that gave no metadata
+        # keeps its validators there too.)
+        self.state = wiring.catalog.get_url(job.url) if wiring.settings.incremental else None
+        self.held = (
+            self.state
+            if self.state is not None and holds_records(self.state, run_id=job.run_id)
+            else None
+        )
         self.answers = 0
         self.all_revalidated = True
         # Bodies over their cap (a landing page cut, a metadata target refused): when nothing
         # else is found the URL fails with them, not ``no-metadata`` (see decision 0056).
         self.too_large: list[str] = []
+        # Whether documents are kept under raw/ and answers under cache/ (the run's setting or
+        # the source's option); else the validators of every request go to the URL's state.
+        self.keep = wiring.settings.keep_bodies or job.options.get("keep_bodies") == "true"
+        self.validators: list[RequestValidator] = []
+        self.revalidatable = True
+        # An answer the revalidation got instead of a 304, kept for the request that needs it.
+        self.ahead: dict[tuple[str, str, str], FetchResponse] = {}
 
     # ---------------------------------------------------------------------------- the order
 
@@ -183,6 +219,10 @@ class _Resolver:
         """Try every pattern in order; hand on the first that yields documents."""
         if self.held is not None and lastmod_not_newer(self.job.lastmod, self.held.lastmod):
             return self._unchanged(lastmod_reason(self.job.lastmod, self.held.lastmod))
+        if self.held is not None and self._revalidated(self.held):
+            return self._unchanged(NOT_MODIFIED)
+        if self._found_nothing_before() and self._revalidated(self.state):
+            return self._outcome(Outcome.NO_METADATA, STILL_NONE)
         found = self._format_parameter()
         if found:
             return self._hand_on("format-parameter", found)
@@ -253,18 +293,97 @@ class _Resolver:
         max_bytes: int | None = None,
         truncate: bool = False,
     ) -> FetchResponse:
-        headers = {"Accept": accept} if accept else None
-        response = self.wiring.fetcher.fetch(
-            url,
-            method=method,
-            headers=headers,
-            max_bytes=max_bytes or self.wiring.settings.max_document_bytes,
-            # Passed only when wanted: fetchers that never cut (test doubles) stay usable.
-            **({"truncate": True} if truncate else {}),
-        )
+        headers = {"Accept": accept} if accept else {}
+        if not self.keep:
+            headers.update(NO_STORE)
+        cap = max_bytes or self.wiring.settings.max_document_bytes
+        ahead = self.ahead.pop((method, url, accept or ""), None)
+        if ahead is not None and len(ahead.body) <= cap:
+            response = ahead
+        else:
+            try:
+                response = self.wiring.fetcher.fetch(
+                    url,
+                    method=method,
+                    headers=headers or None,
+                    max_bytes=cap,
+                    # Passed only when wanted: fetchers that never cut (test doubles) stay usable.
+                    **({"truncate": True} if truncate else {}),
+                )
+            except BaseException:
+                self.revalidatable = False  # a request without an answer cannot be asked again
+                raise
         self.answers += 1
         self.all_revalidated = self.all_revalidated and response.revalidated
+        self._note_validator(method, url, accept, response)
         return response
+
+    def _note_validator(
+        self, method: str, url: str, accept: str | None, response: FetchResponse
+    ) -> None:
+        """Remember the validator of an answer, for the next harvest's conditional request.
+
+        An answer without one (or not a whole 200, or ``no-store``) leaves the resolution one
+        that cannot be revalidated: the next harvest then fetches the bodies and compares them.
+        """
+        etag = response.header("etag") or ""
+        # If-None-Match takes precedence over If-Modified-Since (RFC 9110, 13.1.3).
+        last_modified = "" if etag else response.header("last-modified") or ""
+        no_store = "no-store" in (response.header("cache-control") or "").lower()
+        whole = response.status in (200, 203) and not response.truncated
+        if not whole or no_store or not (etag or last_modified):
+            self.revalidatable = False
+        else:
+            validator = RequestValidator(
+                method, "" if url == self.job.url else url, accept or "", etag, last_modified
+            )
+            if validator not in self.validators:
+                self.validators.append(validator)
+
+    def _found_nothing_before(self) -> bool:
+        """Whether the URL's last outcome, in an earlier run, was ``no-metadata``."""
+        state = self.state
+        return (
+            self.held is None
+            and state is not None
+            and state.outcome == Outcome.NO_METADATA.value
+            and state.last_run != self.job.run_id
+        )
+
+    def _revalidated(self, held: UrlState | None) -> bool:
+        """Ask every request of the held harvest again, conditionally; True when all say 304.
+
+        The same requests with the same answers make the same resolution, so the URL is
+        unchanged without a body downloaded. Only without kept bodies (with them, the HTTP cache
+        revalidates every request itself), and never for a URL whose sitemap entry carries links
+        (they may change without any answer changing). The first other answer ends it; a 200 is
+        kept for the resolution, which asks the rest again without conditions.
+        """
+        if held is None or self.keep or not held.validators or self.job.links:
+            return False
+        for validator in held.validators:
+            url = validator.url or self.job.url
+            headers = dict(NO_STORE)
+            if validator.accept:
+                headers["Accept"] = validator.accept
+            if validator.etag:
+                headers["If-None-Match"] = validator.etag
+            else:
+                headers["If-Modified-Since"] = validator.last_modified
+            try:
+                response = self.wiring.fetcher.fetch(
+                    url,
+                    method=validator.method,
+                    headers=headers,
+                    max_bytes=self.wiring.settings.max_document_bytes,
+                )
+            except (PermanentError, RetryableError):
+                return False  # the resolution asks again and decides what the error means
+            if response.status != 304:
+                if response.status == 200 and not response.truncated:
+                    self.ahead[(validator.method, url, validator.accept)] = response
+                return False
+        return True
 
     def _open_page(self) -> _Page:
         """The URL's own response: HEAD first for CDIF1.0 sitemaps, else a capped GET."""
@@ -717,9 +836,13 @@ class _Resolver:
         keys = [_raw_key_of(self.job, item) for item in found]
         if self.held is not None and self.held.fingerprint == fingerprint(pattern, keys):
             if self.all_revalidated and self.answers:
-                why = "not-modified: every answer was 304 Not Modified (no body downloaded)"
+                why = NOT_MODIFIED
             else:
                 why = "content-hash: the documents are byte-identical to the last harvest's"
+                validators = self._validators()
+                if not self.keep and validators != self.held.validators:
+                    # The same documents under new validators: the next harvest asks with these.
+                    self.wiring.catalog.put_url(replace(self.held, validators=validators))
             return self._unchanged(why, pattern)
         links, conflicts = settle_links(self.links, self.resources, self.used)
         for conflict in conflicts:
@@ -728,6 +851,7 @@ class _Resolver:
             for item in found:
                 item.warnings.append(conflict)
         refs = tuple(self._store(item, pattern) for item in found)
+        validators = self._validators()
         if len(links) > MAX_LINKS:
             # A collection page may list thousands of items: the message stays small. The
             # links that apply to this page go first.
@@ -744,11 +868,47 @@ class _Resolver:
             notes=notes[:MAX_NOTES],
             sitemap=self.job.sitemap,
             lastmod=self.job.lastmod,
+            validators=validators,
         )
+        document_job = self._fitted(document_job)
         self.wiring.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
         return document_job
 
+    def _validators(self) -> tuple[RequestValidator, ...]:
+        """The validators of this resolution's requests, or none when it cannot be revalidated
+        (an answer without one; a rendered page, whose browser asked for more)."""
+        if not self.revalidatable or self._render_mode() != "never":
+            return ()
+        return tuple(self.validators)
+
+    def _fitted(self, job: DocumentJob) -> DocumentJob:
+        """``job`` with its largest bodies moved to the staging area until the message fits.
+
+        A body in the message costs an SQS request per 64 KiB; one in the store costs a write
+        and a read, more than four such requests, so a body is staged only when the message
+        would be refused (decision 0080).
+        """
+        documents = list(job.documents)
+        while not _fits(job := replace(job, documents=tuple(documents))):
+            inline = [i for i, ref in enumerate(documents) if ref.body is not None]
+            if not inline:
+                return job  # too many links or notes: encode() says so
+            largest = max(inline, key=lambda i: len(documents[i].body or ""))
+            documents[largest] = self._staged(documents[largest])
+        return job
+
+    def _staged(self, ref: DocumentRef) -> DocumentRef:
+        """``ref`` with its body written to the run's staging area (expired with the run's)."""
+        text = ref.body or ""
+        body = base64.b64decode(text) if ref.encoding == "base64" else text.encode("utf-8")
+        extension = ref.key.rsplit(".", 1)[-1]
+        key = staged_document_key(self.job.run_id, ref.url, body, extension)
+        self.wiring.store.put(key, body, content_type=ref.media_type or "application/octet-stream")
+        return replace(ref, body=None, encoding=None, staged_key=key)
+
     def _store(self, item: _Found, pattern: str) -> DocumentRef:
+        if not self.keep:
+            return self._handed_over(item)
         return store_raw(
             self.wiring,
             self.job,
@@ -761,13 +921,35 @@ class _Resolver:
             warnings=tuple(item.warnings),
         )
 
+    def _handed_over(self, item: _Found) -> DocumentRef:
+        """The reference of a document not kept: its body travels in the message."""
+        content = item.response.body if item.body is None else item.body
+        try:
+            body, encoding = content.decode("utf-8"), None
+        except UnicodeDecodeError:
+            body, encoding = base64.b64encode(content).decode("ascii"), "base64"
+        return replace(
+            _provenance(self.wiring, item.response),
+            key=_raw_key_of(self.job, item),
+            media_type=item.media_type or item.response.media_type,
+            via=item.via,
+            authority=item.authority,
+            warnings=tuple(item.warnings),
+            kept=False,
+            body=body,
+            encoding=encoding,
+        )
+
     def _unchanged(self, reason: str, pattern: str | None = None) -> UrlOutcome:
+        return self._outcome(Outcome.UNCHANGED, reason, pattern)
+
+    def _outcome(self, outcome: Outcome, reason: str, pattern: str | None = None) -> UrlOutcome:
         return record_outcome(
             self.wiring,
             run_id=self.job.run_id,
             source=self.job.source,
             url=self.job.url,
-            outcome=Outcome.UNCHANGED,
+            outcome=outcome,
             reason=reason,
             pattern=pattern,
         )
@@ -777,6 +959,14 @@ class _Resolver:
         what = page.media.type or "response"
         start = f"{GONE_REASON}; " if page.response.status == 410 else "no-metadata: "
         reason = f"{start}no CDIF metadata found in {what} (tried: {tried})"
+        if not self.keep and self.wiring.settings.incremental:
+            keep_validators(
+                self.wiring,
+                self.state,
+                url=self.job.url,
+                source=self.job.source,
+                validators=self._validators(),
+            )
         return record_outcome(
             self.wiring,
             run_id=self.job.run_id,
@@ -795,6 +985,27 @@ def _cut_warning(response: FetchResponse) -> str:
     return (
         f"truncated-page: {response.url} is larger than {_size(MAX_PAGE_BYTES)}: only what lies "
         "before the cut was read; metadata past it was not seen"
+    )
+
+
+def _fits(job: DocumentJob) -> bool:
+    try:
+        return len(encode(job).encode("utf-8")) <= MAX_MESSAGE_BYTES
+    except ContractError:
+        return False
+
+
+def _provenance(wiring: Wiring, response: FetchResponse) -> DocumentRef:
+    """A reference holding how ``response`` was fetched (the rest is filled in by the caller)."""
+    headers = {name: value for name in PROVENANCE_HEADERS if (value := response.header(name))}
+    return DocumentRef(
+        key="",
+        url=response.url,
+        media_type=response.media_type or "application/octet-stream",
+        status=response.status,
+        redirects=tuple(response.redirects),
+        headers=headers,
+        fetched_at=wiring.clock.now().isoformat(timespec="seconds"),
     )
 
 
@@ -883,9 +1094,9 @@ def store_raw(  # noqa: PLR0913 - the provenance of a document has this many par
         json.dumps(provenance, indent=2, sort_keys=True).encode("utf-8"),
         content_type="application/json",
     )
-    return DocumentRef(
+    return replace(
+        _provenance(wiring, response),
         key=key,
-        url=response.url,
         media_type=media,
         via=via,
         authority=authority,

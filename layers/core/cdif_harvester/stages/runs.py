@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Sequence
 
 from cdif_harvester.contracts import SitemapJob
-from cdif_harvester.model import RunStatus
+from cdif_harvester.model import RunStatus, UrlOutcome
 from cdif_harvester.stages.outcomes import finish_if_done
 from cdif_harvester.wiring import Wiring
 
@@ -72,9 +72,12 @@ def sitemap_done(wiring: Wiring, job: SitemapJob) -> bool:
     return finish_if_done(wiring, status)
 
 
-def enter_urls(wiring: Wiring, job: SitemapJob, urls: Sequence[str]) -> set[str]:
+def enter_urls(
+    wiring: Wiring, job: SitemapJob, urls: Sequence[str], *, settled: Sequence[UrlOutcome] = ()
+) -> set[str]:
     """Enter ``urls`` into ``job``'s run; return those to send (new to the run, or entered by
-    this same job before)."""
-    if not urls:
+    this same job before). The URLs of ``settled`` enter with their outcome, never sent."""
+    if not urls and not settled:
         return set()
-    return set(wiring.catalog.enter_urls(job.run_id, urls, step=sitemap_step(job)))
+    step = sitemap_step(job)
+    return set(wiring.catalog.enter_urls(job.run_id, urls, step=step, settled=settled))

@@ -7,12 +7,15 @@ The record id is a URL, percent-encoded into one path segment (every ``/`` as ``
 * ``GET /records/{record_id}/pid-kernel``: its PID Kernel view (JSON);
 * ``GET /records/{record_id}/linkset``: its Signposting linkset, by ``Accept``
   ``application/linkset+json`` (the default) or ``application/linkset`` (RFC 9264);
+* ``GET /records/{record_id}/views/{view}``: any of its views, by name;
 * ``GET /sources/{source_id}/records``: a source's records, by CDIF profile and verdict
   (docs/decisions/0063-per-profile-verdicts.md), one page at a time.
 
-A record that is not valid has a report but no views.
+A record that is not valid has a report but no views. Views are made from the stored record when
+asked for, with an ``ETag`` and ``Cache-Control`` (docs/decisions/0081-views-derived-on-read.md).
 """
 
+import hashlib
 from http import HTTPStatus
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -21,11 +24,18 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
+from cdif_harvester import __version__
 from cdif_harvester.api.access import publisher_may_read_record, require_source_access
-from cdif_harvester.api.errors import ApiError, Forbidden, NotAcceptable, NotFound
+from cdif_harvester.api.errors import (
+    ApiError,
+    Forbidden,
+    NotAcceptable,
+    NotFound,
+    TooLargeToServe,
+)
 from cdif_harvester.api.models import MAX_URL_LENGTH, RecordsPage, RecordView
 from cdif_harvester.api.negotiation import negotiate
-from cdif_harvester.api.routes.context import RouteContext, new_router
+from cdif_harvester.api.routes.context import MAX_DOCUMENT_BYTES, RouteContext, new_router
 from cdif_harvester.api.routes.responses import (
     JSON,
     document_response,
@@ -35,10 +45,19 @@ from cdif_harvester.api.routes.responses import (
 )
 from cdif_harvester.api.routes.sources import SourceIdParam
 from cdif_harvester.domain.records.validation import profile_query
-from cdif_harvester.keys import record_hash, source_of, view_key
+from cdif_harvester.domain.views.nquads import NQuadsError
+from cdif_harvester.keys import source_of
 from cdif_harvester.model import CatalogEntry, Source, entry_to_dict
+from cdif_harvester.stages.crosswalk import VIEW_MEDIA_TYPES, stored_record_view
 
-__all__ = ["LINKSET_MEDIA_TYPES", "MAX_RECORDS_PAGE", "RECORDS_PAGE", "router"]
+__all__ = [
+    "LINKSET_MEDIA_TYPES",
+    "MAX_RECORDS_PAGE",
+    "RECORDS_PAGE",
+    "VIEW_CACHE_CONTROL",
+    "router",
+    "view_etag",
+]
 
 #: The linkset's representations (RFC 9264), the first the default.
 LINKSET_MEDIA_TYPES = ("application/linkset+json", "application/linkset")
@@ -49,6 +68,11 @@ MAX_RECORDS_PAGE = 1000
 _VERDICT_PATTERN = r"^(valid|invalid|unknown)$"
 _DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+Z-]{2,40})?$"
 _HOST_PATTERN = r"^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$"
+_VIEW_PATTERN = "^(" + "|".join(VIEW_MEDIA_TYPES) + ")$"
+#: How long a client or an edge cache may reuse a view without asking again (it changes only
+#: when the record is harvested again, at most as often as its source is scheduled); then it
+#: revalidates with If-None-Match, which costs a catalogue read and no S3 request.
+VIEW_CACHE_CONTROL = "max-age=300, must-revalidate"
 
 RecordIdParam = Annotated[
     str,
@@ -76,14 +100,56 @@ def _visible_record(ctx: RouteContext, encoded_id: str) -> CatalogEntry:
     return entry
 
 
-def _view_of(ctx: RouteContext, entry: CatalogEntry, view: str) -> bytes:
-    """One view of a valid record; raises NotFound (or TooLargeToServe)."""
+def view_etag(entry: CatalogEntry, view: str) -> str:
+    """The strong ``ETag`` of ``view`` of the record of ``entry``: it changes whenever the view's
+    bytes can. A view is made from the record, its verdict and the links read (the entry's
+    ``content_hash`` digests them), the URL and pattern it was harvested by, and this release's
+    view builders."""
+    parts = (entry.content_hash, entry.url, entry.pattern, view, __version__)
+    return '"' + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:32] + '"'
+
+
+def _not_modified(ctx: RouteContext, etag: str) -> bool:
+    """True when the request's If-None-Match names ``etag`` (or ``*``): the client holds it."""
+    asked = ctx.header("if-none-match")
+    if not asked:
+        return False
+    tags = {tag.strip().removeprefix("W/") for tag in asked.split(",")}
+    return "*" in tags or etag in tags
+
+
+def _view_response(
+    ctx: RouteContext,
+    entry: CatalogEntry,
+    view: str,
+    media_type: str,
+    headers: dict[str, str] | None = None,
+) -> Response[str]:
+    """One view of a valid record, made from its stored record (304 when the client holds it);
+    raises NotFound (or TooLargeToServe)."""
     if not entry.valid:
         raise NotFound(
             f"record {entry.record_id!r} is not valid: it has no views (its report says why)"
         )
-    key = view_key(entry.source, record_hash(entry.record_id), view)
-    return ctx.stored(key, f"the {view} view of record {entry.record_id!r} is not written yet")
+    etag = view_etag(entry, view)
+    cache = {"ETag": etag, "Cache-Control": VIEW_CACHE_CONTROL, **(headers or {})}
+    if _not_modified(ctx, etag):
+        return Response(status_code=HTTPStatus.NOT_MODIFIED.value, body="", headers=cache)
+    wiring = ctx.wiring()
+    try:
+        body = stored_record_view(wiring.store, wiring.contexts, entry, view)
+    except KeyError:
+        raise NotFound(f"the record or report of {entry.record_id!r} is gone") from None
+    except NQuadsError as exc:  # as the crosswalk did: a record that is not RDF has no N-Quads
+        raise NotFound(f"record {entry.record_id!r} has no {view} view: {exc}") from None
+    if body is None:  # its report says invalid: the entry is of an earlier verdict
+        raise NotFound(f"record {entry.record_id!r} is not valid: it has no views")
+    if len(body) > MAX_DOCUMENT_BYTES:
+        raise TooLargeToServe(
+            f"the {view} view of {entry.record_id!r} is {len(body)} bytes; the API returns "
+            f"documents of at most {MAX_DOCUMENT_BYTES} bytes: read the record from the bucket"
+        )
+    return document_response(body, media_type, cache)
 
 
 def _entry_view(ctx: RouteContext, entry: CatalogEntry) -> dict[str, Any]:
@@ -92,6 +158,8 @@ def _entry_view(ctx: RouteContext, entry: CatalogEntry) -> dict[str, Any]:
     if entry.valid:
         links["pid-kernel"] = ctx.link("records", entry.record_id, "pid-kernel")
         links["linkset"] = ctx.link("records", entry.record_id, "linkset")
+        for view in VIEW_MEDIA_TYPES:
+            links[f"views/{view}"] = ctx.link("records", entry.record_id, "views", view)
     return {**entry_to_dict(entry), "links": links}
 
 
@@ -214,7 +282,7 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         responses=documented({200: ("The PID Kernel view.", None, JSON)}, 400, 403, 404, 501),
     )
     def get_record_pid_kernel(record_id: RecordIdParam) -> Response[str]:
-        return document_response(_view_of(ctx, _visible_record(ctx, record_id), "pid-kernel"), JSON)
+        return _view_response(ctx, _visible_record(ctx, record_id), "pid-kernel", JSON)
 
     @routes.get(
         "/records/<record_id>/linkset",
@@ -235,6 +303,27 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
                 f"Accept allows neither {' nor '.join(LINKSET_MEDIA_TYPES)}",
             )
         view = "linkset-json" if media_type == LINKSET_MEDIA_TYPES[0] else "linkset"
-        return document_response(_view_of(ctx, entry, view), media_type, {"Vary": "Accept"})
+        return _view_response(ctx, entry, view, media_type, {"Vary": "Accept"})
+
+    @routes.get(
+        "/records/<record_id>/views/<view>",
+        summary="One view of a record, by name (operators, the publisher of its host)",
+        description="Made from the stored record when asked for: pid-kernel (application/json), "
+        "linkset-json (application/linkset+json), linkset (application/linkset), link-header "
+        "(the HTTP Link header value, text/plain), html-links (HTML <link> elements, text/html), "
+        "nquads (application/n-quads). Answers carry an ETag and Cache-Control; "
+        "If-None-Match with the ETag is answered 304.",
+        operation_id="getRecordView",
+        tags=["records"],
+        responses=documented({200: ("The view.", None, "")}, 400, 403, 404, 501),
+    )
+    def get_record_view(
+        record_id: RecordIdParam,
+        view: Annotated[
+            str, Path(pattern=_VIEW_PATTERN, description=", ".join(VIEW_MEDIA_TYPES) + ".")
+        ],
+    ) -> Response[str]:
+        entry = _visible_record(ctx, record_id)
+        return _view_response(ctx, entry, view, VIEW_MEDIA_TYPES[view])
 
     return routes

@@ -10,6 +10,7 @@ See docs/decisions/0039-source-signmap.md.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -114,25 +115,26 @@ def render_signmap(
     head = (_DECLARATION + _URLSET_OPEN).encode("utf-8")
     tail = _URLSET_CLOSE.encode("utf-8")
     parts: list[SignmapPart] = []
-    chunks: list[bytes] = []
-    lastmods: list[str | None] = []
-    size = len(head) + len(tail)
-
-    def close() -> None:
-        parts.append(
-            SignmapPart(head + b"".join(chunks) + tail, len(chunks), latest_lastmod(lastmods))
-        )
-
+    # Each document is written into one buffer as its entries come, and its latest lastmod
+    # kept as they go: a part of 50,000 entries is held once, not as pieces and their join.
+    body = io.BytesIO()
+    count, latest, size = 0, None, len(head) + len(tail)
+    body.write(head)
     for entry in entries:
         chunk = _entry_xml(entry).encode("utf-8")
-        if chunks and (len(chunks) >= max_urls or size + len(chunk) > max_bytes):
-            close()
-            chunks, lastmods, size = [], [], len(head) + len(tail)
-        chunks.append(chunk)
-        lastmods.append(entry.lastmod)
+        if count and (count >= max_urls or size + len(chunk) > max_bytes):
+            body.write(tail)
+            parts.append(SignmapPart(body.getvalue(), count, latest))
+            body = io.BytesIO()
+            count, latest, size = 0, None, len(head) + len(tail)
+            body.write(head)
+        body.write(chunk)
+        count += 1
+        latest = latest_lastmod((latest, entry.lastmod))
         size += len(chunk)
-    if chunks or not parts:
-        close()
+    if count or not parts:
+        body.write(tail)
+        parts.append(SignmapPart(body.getvalue(), count, latest))
     return parts
 
 
