@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar, Union
 
 from cdif_harvester.errors import ContractError
@@ -51,6 +52,7 @@ __all__ = [
     "StagedRecords",
     "StagedReport",
     "UrlJob",
+    "UrlJobEncoder",
     "decode",
     "decode_staged",
     "encode",
@@ -504,3 +506,184 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:  # noqa: PLR0911 - one br
     if isinstance(hint, type) and hasattr(hint, "__dataclass_fields__"):
         return _build(hint, value, where)
     raise ContractError(f"{where}: unsupported field type {hint}")  # pragma: no cover
+
+
+# -- the URL jobs of one sitemap job, encoded fast -------------------------------------------------
+
+# Stand-ins for the values that differ from one URL job (or link) to the next: private-use
+# characters, which :func:`encode` writes as they are (``ensure_ascii=False``).
+_URL_MARK, _LASTMOD_MARK, _HREF_MARK, _ANCHOR_MARK = (
+    f"\ue000{name}\ue000" for name in ("url", "lastmod", "href", "anchor")
+)
+_LINK_MARK = TypedLink(_HREF_MARK, "\ue000rel\ue000")
+_LinkShape = tuple[Any, ...]  # a link's fields but href and anchor, and whether it has an anchor
+# A link found in a Signmap, as the sitemap reader keeps it: (href, rel, type, profile).
+_SignmapRow = tuple[str, str, str | None, str | None]
+
+
+def _template(text: str, marks: dict[str, str]) -> str | None:
+    """``text`` as a :meth:`str.format` template: each piece of it that ``marks`` maps to a
+    field name becomes ``{name}``; None unless each is in ``text`` exactly once."""
+    if any(text.count(written) != 1 for written in marks):
+        return None
+    pieces: list[str] = []
+    at = 0
+    for start, written in sorted((text.index(written), written) for written in marks):
+        if start < at:
+            return None  # (overlapping: cannot be, with the stand-ins used)
+        pieces += [text[at:start].replace("{", "{{").replace("}", "}}"), f"{{{marks[written]}}}"]
+        at = start + len(written)
+    pieces.append(text[at:].replace("{", "{{").replace("}", "}}"))
+    return "".join(pieces)
+
+
+def _signmap_link(row: _SignmapRow, anchor: str) -> TypedLink:
+    """The link a Signmap row stands for."""
+    href, rel, media_type, profile = row
+    return TypedLink(href, rel, type=media_type, profile=profile, anchor=anchor, found_in="signmap")
+
+
+def _link_json(link: TypedLink) -> str:
+    """``link`` as :func:`encode` writes it inside a message."""
+    return json.dumps(plain(link), separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+class UrlJobEncoder:
+    """The wire form of the URL jobs one sitemap job sends, byte for byte what :func:`encode`
+    gives for each, refusing a message over :data:`MAX_MESSAGE_BYTES` alike.
+
+    The fields the jobs share are written once: ``encode`` of a job with stand-ins for ``url``,
+    ``lastmod`` and ``links`` becomes a template, and each typed link of a kind (its fields but
+    ``href`` and ``anchor``) one more. A Signmap's thousands of jobs cost a string format each
+    instead of building and encoding a dictionary per job and per link. Should ``encode`` ever
+    write the stand-ins otherwise, it is used as it is, job by job (same text, slower).
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        source: str,
+        sitemap: str | None,
+        cdif_agent: bool,
+        options: dict[str, str],
+        requests_per_host: int | None,
+        crawl_delay: float | None,
+    ) -> None:
+        self._shared: dict[str, Any] = {
+            "run_id": run_id,
+            "source": source,
+            "sitemap": sitemap,
+            "cdif_agent": cdif_agent,
+            "options": options,
+            "requests_per_host": requests_per_host,
+            "crawl_delay": crawl_delay,
+        }
+        self._links: dict[_LinkShape, str | None] = {}
+        self._rows: dict[tuple[str | None, ...], str | None] = {}  # by (rel, type, profile)
+        try:
+            probe = encode(
+                UrlJob(url=_URL_MARK, lastmod=_LASTMOD_MARK, links=(_LINK_MARK,), **self._shared)
+            )
+        except ContractError:  # shared fields over the size cap: every job says so itself
+            self._job: str | None = None
+            return
+        string = json.encoder.encode_basestring
+        self._job = _template(
+            probe,
+            {
+                string(_URL_MARK): "url",
+                string(_LASTMOD_MARK): "lastmod",
+                f"[{_link_json(_LINK_MARK)}]": "links",
+            },
+        )
+
+    def encode(
+        self,
+        url: str,
+        lastmod: str | None,
+        links: Sequence[TypedLink | _SignmapRow],
+        *,
+        anchor: str | None = None,
+    ) -> str:
+        """The text :func:`encode` gives for the URL job of ``url`` with these fields shared.
+
+        A link may also be given as a Signmap row, ``(href, rel, type, profile)``: the
+        TypedLink with those fields found in a Signmap (``found_in="signmap"``) and anchored at
+        ``anchor`` (``url`` when not given), as the sitemap reader keeps them. Raises
+        ContractError as :func:`encode` does (``message-too-large``).
+        """
+        if self._job is None:
+            return encode(self._url_job(url, lastmod, links, anchor))
+        string = json.encoder.encode_basestring
+        anchor = url if anchor is None else anchor
+        anchor_text = string(anchor)
+        text = self._job.format(
+            url=string(url),
+            lastmod="null" if lastmod is None else string(lastmod),
+            links=f"[{','.join([self._link(link, anchor, anchor_text) for link in links])}]",
+        )
+        # (A character is at most four bytes: only a long text needs counting.)
+        if len(text) * 4 > MAX_MESSAGE_BYTES and len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
+            return encode(self._url_job(url, lastmod, links, anchor))
+        return text
+
+    def _url_job(
+        self,
+        url: str,
+        lastmod: str | None,
+        links: Sequence[TypedLink | _SignmapRow],
+        anchor: str | None,
+    ) -> UrlJob:
+        """The URL job :meth:`encode` writes."""
+        typed = tuple(
+            link if isinstance(link, TypedLink) else _signmap_link(link, anchor or url)
+            for link in links
+        )
+        return UrlJob(url=url, lastmod=lastmod, links=typed, **self._shared)
+
+    def _link(self, link: TypedLink | _SignmapRow, anchor: str, anchor_text: str) -> str:
+        """``link`` as :func:`_link_json` writes it (a row anchored at ``anchor``, whose JSON
+        is ``anchor_text``)."""
+        string = json.encoder.encode_basestring
+        if not isinstance(link, TypedLink):
+            kind = link[1:]
+            try:
+                template = self._rows[kind]
+            except KeyError:
+                template = self._rows[kind] = self._link_template(_signmap_link(link, ""))
+            if template is None:
+                return _link_json(_signmap_link(link, anchor))
+            return template.format(href=string(link[0]), anchor=anchor_text)
+        shape = (
+            link.rel,
+            link.type,
+            link.profile,
+            link.found_in,
+            link.title,
+            link.hreflang,
+            link.scheme,
+            link.reverse,
+            link.used,
+            link.ignored,
+            link.anchor is None,
+        )
+        try:
+            template = self._links[shape]
+        except KeyError:
+            template = self._links[shape] = self._link_template(link)
+        if template is None:
+            return _link_json(link)
+        if link.anchor is None:
+            return template.format(href=string(link.href))
+        return template.format(href=string(link.href), anchor=string(link.anchor))
+
+    @staticmethod
+    def _link_template(link: TypedLink) -> str | None:
+        """The template of the links shaped as ``link`` is (None if one cannot be made)."""
+        string = json.encoder.encode_basestring
+        marks = {string(_HREF_MARK): "href"}
+        if link.anchor is not None:
+            marks[string(_ANCHOR_MARK)] = "anchor"
+        probe = replace(link, href=_HREF_MARK, anchor=None if link.anchor is None else _ANCHOR_MARK)
+        return _template(_link_json(probe), marks)

@@ -11,20 +11,23 @@ root is first asked for the site's sitemaps (robots.txt's, then a few well-known
 
 See docs/decisions/0016-sitemap-expansion.md,
 docs/decisions/0046-isolated-locations-and-url-identity.md,
-docs/decisions/0067-what-an-entry-url-is.md and
-docs/decisions/0070-site-roots-backoff-and-contact.md.
+docs/decisions/0067-what-an-entry-url-is.md,
+docs/decisions/0070-site-roots-backoff-and-contact.md and
+docs/decisions/0084-expander-speed.md.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJob, encode
+from cdif_harvester.contracts import SITEMAP_QUEUE, URL_QUEUE, SitemapJob, UrlJobEncoder, encode
 from cdif_harvester.domain.discovery.entry import (
     ROBOTS,
     SITEMAP_STATUSES,
@@ -43,6 +46,8 @@ from cdif_harvester.domain.discovery.robots import (
     parse_robots,
 )
 from cdif_harvester.domain.discovery.sitemap import (
+    CompactEntry,
+    LinkRow,
     SitemapEntry,
     SitemapError,
     SitemapStream,
@@ -62,7 +67,6 @@ from cdif_harvester.model import (
     Outcome,
     TypedLink,
     UrlOutcome,
-    plain,
 )
 from cdif_harvester.stages.jobs import retry_after_of
 from cdif_harvester.stages.outcomes import (
@@ -144,6 +148,7 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
             url=response.url,
             max_urls=settings.max_sitemap_urls,
             max_bytes=settings.max_sitemap_bytes,
+            compact=True,  # (most entries go to stored parts as they are: see _emit_in_parts)
         )
         if found is None:
             # Not a sitemap: the entry is a URL to resolve, exactly as if a sitemap listed it
@@ -156,6 +161,7 @@ def _expand(wiring: Wiring, job: SitemapJob) -> ExpansionResult:
             sitemap_url=response.url,
             max_urls=settings.max_sitemap_urls,
             max_bytes=settings.max_sitemap_bytes,
+            compact=True,
         )
     for note in stream.notes:  # read leniently (a broken XML declaration): said, not failed
         logger.warning("sitemap %s of run %s: %s", job.url, job.run_id, note)
@@ -347,34 +353,32 @@ def _send_sitemaps(wiring: Wiring, job: SitemapJob, jobs: list[SitemapJob], *, w
         wiring.queue.send(SITEMAP_QUEUE, [encode(item) for item in jobs])
 
 
-def _emit_in_parts(wiring: Wiring, job: SitemapJob, stream: SitemapStream) -> ExpansionResult:
+def _emit_in_parts(
+    wiring: Wiring, job: SitemapJob, stream: SitemapStream[CompactEntry]
+) -> ExpansionResult:
     """Hand on the first part of the sitemap now; write the others out for follow-up jobs.
 
     Parts are written as the stream is read, each once the next entry proves it is not the
     last, so at most three parts are held at a time, whatever the size of the sitemap. The
     first part's URL jobs go out only once the whole document has been read: a sitemap that
-    turns out too large is refused whole.
+    turns out too large is refused whole. Entries are read compact, and taken a part at a time
+    (without a step of Python per entry): a stored part is written as read.
     """
     size = wiring.settings.max_urls_per_job
-    first: list[SitemapEntry] = []
-    done: list[SitemapEntry] | None = None  # a full part, written once another entry comes
-    current: list[SitemapEntry] = []
+    entries = iter(stream)
+    # (A size below 1 never fills a part: the rest of the sitemap goes into one.)
+    first = list(itertools.islice(entries, max(size, 0)))
+    rest_of_part = size - 1 if size > 0 else None
+    done: list[CompactEntry] | None = None  # a full part, written once another entry comes
     written = 0
-    for entry in stream:
-        if len(first) < size:
-            first.append(entry)
-            continue
+    while (head := next(entries, None)) is not None:
         if done is not None:
             written += 1
             _write_part(wiring, job, written, done, last=False)
-            done = None
-        current.append(entry)
-        if len(current) == size:
-            done, current = current, []
-    tail = done if done is not None else current
-    if tail:
+        done = [head, *itertools.islice(entries, rest_of_part)]
+    if done is not None:
         written += 1
-        _write_part(wiring, job, written, tail, last=True)
+        _write_part(wiring, job, written, done, last=True)
     result = _emit_urls(wiring, job, first)
     if not written:
         return result
@@ -384,55 +388,50 @@ def _emit_in_parts(wiring: Wiring, job: SitemapJob, stream: SitemapStream) -> Ex
 
 
 def _write_part(
-    wiring: Wiring, job: SitemapJob, index: int, entries: list[SitemapEntry], *, last: bool
+    wiring: Wiring, job: SitemapJob, index: int, entries: list[CompactEntry], *, last: bool
 ) -> None:
+    """Store a part: each entry's links as the reader gives them, ``[href, rel, type, profile]``
+    (see :func:`_link_of_part`), encoded as they are. A large Signmap's parts hold hundreds of
+    thousands of links: made TypedLink values, then lists or named fields, they took about as
+    long as the rest of the expander but the parse (docs/decisions/0084-expander-speed.md)."""
     part = {
         "sitemap": job.url,
-        "entries": [
-            {
-                "loc": e.loc,
-                "lastmod": e.lastmod,
-                "links": [_part_link(link, e.loc) for link in e.links],
-            }
-            for e in entries
-        ],
+        "entries": [{"loc": e.loc, "lastmod": e.lastmod, "links": e.links} for e in entries],
         "next": None if last else sitemap_part_key(job.run_id, job.url, index + 1),
     }
     wiring.store.put(
         sitemap_part_key(job.run_id, job.url, index),
-        json.dumps(part, separators=(",", ":")).encode("utf-8"),
+        # (No containers but the part's own: the check for circular ones is a fifth of the time.)
+        json.dumps(part, separators=(",", ":"), check_circular=False).encode("utf-8"),
         content_type="application/json",
     )
 
 
-def _part_link(link: TypedLink, loc: str) -> list[str | None] | dict[str, Any]:
-    """A link as a stored part keeps it. A Signmap's own link (anchored at its entry's
-    location, no other fields) is kept as ``[href, rel, type, profile]``: a large Signmap's
-    parts are mostly links, and kept whole (ten named fields, the anchor repeating the
-    location) they took nearly as long to build and encode as the sitemap took to parse, and
-    2.3 times the bytes. Any other link is kept whole."""
-    if (
-        link.found_in == "signmap"
-        and link.anchor == loc
-        and link.title is None
-        and link.hreflang is None
-        and link.scheme is None
-        and not link.reverse
-    ):
-        return [link.href, link.rel, link.type, link.profile]
-    result: dict[str, Any] = plain(link)
-    return result
-
-
 def _link_of_part(kept: list[str | None] | dict[str, Any], loc: str) -> TypedLink:
-    """The link a stored part keeps (see :func:`_part_link`; parts written before the short
-    form keep every link whole)."""
+    """The link a stored part keeps: ``[href, rel, type, profile]``, a Signmap link of the
+    entry of ``loc`` (see :func:`_write_part`), or, in parts written before that short form,
+    the link whole, by field name."""
     if isinstance(kept, dict):
         return TypedLink(**kept)
+    href, rel, media_type, profile = _row_of_part(kept)
+    return TypedLink(href, rel, type=media_type, profile=profile, anchor=loc, found_in="signmap")
+
+
+def _row_of_part(kept: list[str | None]) -> LinkRow:
+    """A link a stored part keeps short, as the row it was written from."""
     href, rel, media_type, profile = kept
     if href is None or rel is None:
         raise ValueError(f"a stored link without href or rel: {kept!r}")
-    return TypedLink(href, rel, type=media_type, profile=profile, anchor=loc, found_in="signmap")
+    return (href, rel, media_type, profile)
+
+
+def _entry_of_part(item: dict[str, Any]) -> SitemapEntry | CompactEntry:
+    """An entry a stored part keeps: compact when its links are all short (as written since
+    the short form: its URL job is encoded from the rows), else with its links whole."""
+    loc, links = item["loc"], item["links"]
+    if all(isinstance(link, list) for link in links):
+        return CompactEntry(loc, item["lastmod"], tuple(_row_of_part(link) for link in links))
+    return SitemapEntry(loc, item["lastmod"], tuple(_link_of_part(link, loc) for link in links))
 
 
 def _expand_part(wiring: Wiring, job: SitemapJob, key: str) -> ExpansionResult:
@@ -443,14 +442,7 @@ def _expand_part(wiring: Wiring, job: SitemapJob, key: str) -> ExpansionResult:
         raise SitemapFetchError(
             f"sitemap part {key} is gone", reason="sitemap-part-missing"
         ) from exc
-    entries = [
-        SitemapEntry(
-            loc=item["loc"],
-            lastmod=item["lastmod"],
-            links=tuple(_link_of_part(link, item["loc"]) for link in item["links"]),
-        )
-        for item in part["entries"]
-    ]
+    entries = [_entry_of_part(item) for item in part["entries"]]
     result = _emit_urls(wiring, job, entries)
     if part["next"] is None:
         return result
@@ -461,9 +453,10 @@ def _expand_part(wiring: Wiring, job: SitemapJob, key: str) -> ExpansionResult:
 
 
 def _emit_urls(
-    wiring: Wiring, job: SitemapJob, entries: tuple[SitemapEntry, ...] | list[SitemapEntry]
+    wiring: Wiring, job: SitemapJob, entries: Sequence[SitemapEntry | CompactEntry]
 ) -> ExpansionResult:
-    """Hand on one URL job per allowed, new location of ``entries``.
+    """Hand on one URL job per allowed, new location of ``entries`` (their links anchored at
+    the location as listed).
 
     Locations are taken in canonical form (:mod:`cdif_harvester.domain.discovery.urls`), so
     variants of one URL are handed on once. A location refused by robots.txt (or the
@@ -476,10 +469,9 @@ def _emit_urls(
     disallowed = 0
     seen: set[str] = set()
     refused: list[UrlOutcome] = []
-    allowed: list[tuple[SitemapEntry, RobotsPolicy]] = []
+    allowed: list[_Allowed] = []
     robots = _RobotsLookup(wiring, job)
-    for listed in entries:
-        entry = listed
+    for entry in entries:
         if entry.loc in seen:
             continue
         seen.add(entry.loc)
@@ -492,33 +484,41 @@ def _emit_urls(
             if url in seen:
                 continue
             seen.add(url)
-            entry = replace(entry, loc=url)
         origin = canonical_origin(url)
         policy = robots.policy(origin)
         if not isinstance(policy, RobotsPolicy):
             refused.append(_robots_failure(wiring, job, url, origin, policy))
             continue
-        refusal = _refusal(wiring, job, url, policy)
+        refusal = _refusal(wiring, job, url, policy, home=robots.home, origin=origin)
         if refusal is not None:
             disallowed += 1
             refused.append(_outcome(wiring, job, url, Outcome.DISALLOWED, refusal))
             continue
-        allowed.append((entry, policy))
+        allowed.append(_Allowed(url, entry, policy, origin))
     record_outcomes(wiring, refused)
     # Normalised once: compared with the held lastmod, then carried on the URL job.
-    lastmods = {entry.loc: normalise_lastmod(entry.lastmod) for entry, _ in allowed}
+    lastmods = {item.url: normalise_lastmod(item.entry.lastmod) for item in allowed}
     unchanged = _unchanged_by_lastmod(wiring, job, lastmods)
     # A URL another sitemap of the run already handed on is not sent again; one unchanged by
     # its lastmod enters the run with its outcome (one catalogue write, not two).
     to_send = enter_urls(
         wiring,
         job,
-        [entry.loc for entry, _ in allowed if entry.loc not in unchanged],
+        [item.url for item in allowed if item.url not in unchanged],
         settled=list(unchanged.values()),
     )
-    jobs = [(entry, policy) for entry, policy in allowed if entry.loc in to_send]
+    jobs = [item for item in allowed if item.url in to_send]
     _send_urls(wiring, job, jobs, lastmods)
     return ExpansionResult(url_jobs=len(jobs), disallowed=disallowed, unchanged=len(unchanged))
+
+
+class _Allowed(NamedTuple):
+    """A location that may be handed on: canonical, as listed, its host's policy and origin."""
+
+    url: str
+    entry: SitemapEntry | CompactEntry
+    policy: RobotsPolicy
+    origin: str
 
 
 def _outcome(
@@ -637,43 +637,39 @@ def _unchanged_by_lastmod(
 def _send_urls(
     wiring: Wiring,
     job: SitemapJob,
-    entries: list[tuple[SitemapEntry, RobotsPolicy]],
+    entries: list[_Allowed],
     lastmods: dict[str, str | None],
 ) -> None:
-    """Send one URL job per entry, a host's jobs spaced by its (capped) Crawl-delay or the
-    source's own crawl delay, whichever is longer."""
+    """Send one URL job per allowed location, a host's jobs spaced by its (capped) Crawl-delay
+    or the source's own crawl delay, whichever is longer."""
     bodies: list[str] = []
     delays: list[int] = []
     per_origin: Counter[str] = Counter()
     own_delay = job.crawl_delay or 0.0
-    for entry, policy in entries:
-        origin = origin_of(entry.loc)
+    # Every job of this sitemap shares all but its URL, lastmod and links: written once.
+    encoder = UrlJobEncoder(
+        run_id=job.run_id,
+        source=job.source,
+        sitemap=job.url,
+        cdif_agent=job.cdif_agent,
+        options=job.options,
+        requests_per_host=job.requests_per_host,
+        crawl_delay=job.crawl_delay,
+    )
+    for url, entry, policy, origin in entries:
         delay = max(wiring.settings.crawl_delay_of(policy), own_delay)
         delays.append(int(per_origin[origin] * delay))
         per_origin[origin] += 1
-        bodies.append(
-            encode(
-                UrlJob(
-                    run_id=job.run_id,
-                    source=job.source,
-                    url=entry.loc,
-                    sitemap=job.url,
-                    lastmod=lastmods[entry.loc],
-                    cdif_agent=job.cdif_agent,
-                    links=entry.links,
-                    options=job.options,
-                    requests_per_host=job.requests_per_host,
-                    crawl_delay=job.crawl_delay,
-                )
-            )
-        )
+        bodies.append(encoder.encode(url, lastmods[url], entry.links, anchor=entry.loc))
     wiring.queue.send(URL_QUEUE, bodies, delays=delays if any(delays) else None)
 
 
-def _refusal(wiring: Wiring, job: SitemapJob, url: str, policy: RobotsPolicy) -> str | None:
-    """Why ``url`` may not be harvested from this sitemap, or None when it may."""
+def _refusal(
+    wiring: Wiring, job: SitemapJob, url: str, policy: RobotsPolicy, *, home: str, origin: str
+) -> str | None:
+    """Why the canonical ``url`` (of canonical ``origin``) may not be harvested from this
+    sitemap (of canonical origin ``home``), or None when it may."""
     settings = wiring.settings
-    home, origin = _origin(job.url), _origin(url)
     if origin != home and not (
         _canonical_set((job.url, *job.ancestors)) & _canonical_set(policy.sitemaps)
     ):
@@ -697,7 +693,7 @@ def _path_of(url: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def _record_partial(wiring: Wiring, job: SitemapJob, parsed: SitemapStream) -> None:
+def _record_partial(wiring: Wiring, job: SitemapJob, parsed: SitemapStream[CompactEntry]) -> None:
     """A sitemap that broke part-way or went over the limit is recorded as failed, with how
     many of its URLs were still handed on."""
     if parsed.error is None and parsed.limit_hit is None:

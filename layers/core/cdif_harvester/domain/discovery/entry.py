@@ -15,10 +15,16 @@ docs/decisions/0070-site-roots-backoff-and-contact.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 from urllib.parse import urlsplit
 
-from cdif_harvester.domain.discovery.sitemap import SitemapError, SitemapStream, iter_sitemap
+from cdif_harvester.domain.discovery.sitemap import (
+    CompactEntry,
+    SitemapEntry,
+    SitemapError,
+    SitemapStream,
+    iter_sitemap,
+)
 from cdif_harvester.model import HTML_MEDIA_TYPES
 
 __all__ = [
@@ -57,6 +63,7 @@ another type (``application/ld+json``, ``text/turtle``...) is that document, wha
 it holds."""
 
 
+@overload
 def entry_sitemap(
     status: int,
     media_type: str,
@@ -65,9 +72,35 @@ def entry_sitemap(
     url: str,
     max_urls: int,
     max_bytes: int,
-) -> SitemapStream | None:
-    """The sitemap an entry URL answered (its entries not yet read), or None when the entry
-    is a URL to resolve.
+    compact: Literal[False] = False,
+) -> SitemapStream[SitemapEntry] | None: ...
+
+
+@overload
+def entry_sitemap(
+    status: int,
+    media_type: str,
+    body: bytes,
+    *,
+    url: str,
+    max_urls: int,
+    max_bytes: int,
+    compact: Literal[True],
+) -> SitemapStream[CompactEntry] | None: ...
+
+
+def entry_sitemap(
+    status: int,
+    media_type: str,
+    body: bytes,
+    *,
+    url: str,
+    max_urls: int,
+    max_bytes: int,
+    compact: bool = False,
+) -> SitemapStream[SitemapEntry] | SitemapStream[CompactEntry] | None:
+    """The sitemap an entry URL answered (its entries not yet read, as ``iter_sitemap`` gives
+    them, ``compact`` or not), or None when the entry is a URL to resolve.
 
     ``media_type`` is the Content-Type without parameters, lower-cased. The sitemap reader is
     asked (never second-guessed by root element names), so whatever XML it accepts as a
@@ -77,8 +110,14 @@ def entry_sitemap(
     """
     if status not in SITEMAP_STATUSES or media_type in HTML_MEDIA_TYPES:
         return None
+    stream: SitemapStream[SitemapEntry] | SitemapStream[CompactEntry]
     try:
-        stream = iter_sitemap(body, sitemap_url=url, max_urls=max_urls, max_bytes=max_bytes)
+        if compact:
+            stream = iter_sitemap(
+                body, sitemap_url=url, max_urls=max_urls, max_bytes=max_bytes, compact=True
+            )
+        else:
+            stream = iter_sitemap(body, sitemap_url=url, max_urls=max_urls, max_bytes=max_bytes)
     except SitemapError as error:
         if error.reason == "not-a-sitemap":
             return None

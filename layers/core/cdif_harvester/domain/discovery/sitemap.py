@@ -13,7 +13,8 @@ read by a hardened streaming parser that never resolves entities nor loads DTDs,
 declares a DOCTYPE is refused outright (billion laughs, external entities), and memory stays flat
 however many entries there are. The domain is pure: bytes in, values out.
 
-See docs/decisions/0050-parsing-in-bounded-memory.md and 0068-feeds-as-sitemaps.md.
+See docs/decisions/0050-parsing-in-bounded-memory.md, 0068-feeds-as-sitemaps.md and
+0084-expander-speed.md (compact entries).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -38,6 +39,8 @@ __all__ = [
     "MAX_SITEMAP_URLS",
     "RS_NAMESPACE",
     "SITEMAP_NAMESPACE",
+    "CompactEntry",
+    "LinkRow",
     "ParsedSitemap",
     "SitemapEntry",
     "SitemapError",
@@ -108,6 +111,39 @@ class SitemapEntry:
     links: tuple[TypedLink, ...] = ()
 
 
+# A Signmap link as :class:`CompactEntry` keeps it: ``(href, rel, type, profile)``.
+LinkRow = tuple[str, str, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class CompactEntry:
+    """An entry as :func:`iter_sitemap` gives it with ``compact=True``: each Signmap link a
+    :data:`LinkRow`, which stands for the :class:`~cdif_harvester.model.TypedLink` with those
+    fields, ``anchor`` = ``loc`` and ``found_in="signmap"`` (the only links a sitemap entry
+    has). For a reader that hands most entries on without reading their links: the expander
+    stores them in parts as these rows (docs/decisions/0084-expander-speed.md)."""
+
+    loc: str
+    lastmod: str | None
+    links: tuple[LinkRow, ...] = ()
+
+    def entry(self) -> SitemapEntry:
+        """The :class:`SitemapEntry` this stands for (what ``compact=False`` gives)."""
+        loc = self.loc
+        return SitemapEntry(
+            loc=loc,
+            lastmod=self.lastmod,
+            links=tuple(
+                TypedLink(href, rel, type=type_, profile=profile, anchor=loc, found_in="signmap")
+                for href, rel, type_, profile in self.links
+            ),
+        )
+
+
+_Entry = TypeVar("_Entry", SitemapEntry, CompactEntry)
+_AnyEntry = SitemapEntry | CompactEntry  # what the readers give (see iter_sitemap)
+
+
 @dataclass(frozen=True)
 class ParsedSitemap:
     """A sitemap read into values.
@@ -153,8 +189,10 @@ def parse_sitemap(
 
 @dataclass
 class _Status:
-    """What a reader learns as it goes: the kind first, the count, and how it ended."""
+    """What a reader is asked (whether its entries are compact) and learns as it goes: the
+    kind first, the count, and how it ended."""
 
+    compact: bool = False
     kind: str = ""
     count: int = 0
     error: str | None = None
@@ -162,19 +200,19 @@ class _Status:
     notes: tuple[str, ...] = ()
 
 
-class SitemapStream:
+class SitemapStream(Generic[_Entry]):
     """The entries of one sitemap, read one at a time (see :func:`iter_sitemap`).
 
     ``kind`` is known from the start; ``count``, ``error`` and ``limit_hit`` are final once the
     iteration has ended. Iterate once.
     """
 
-    def __init__(self, entries: Iterator[SitemapEntry], status: _Status) -> None:
+    def __init__(self, entries: Iterator[_Entry], status: _Status) -> None:
         self._status = status
         # Read up to the first entry now, so that the kind is known and a document that is not
         # a sitemap at all fails here rather than in the middle of the caller's loop.
-        self._first = next(entries, None)
-        self._entries = entries
+        self._first: _Entry | None = next(entries, None)
+        self._entries: Iterator[_Entry] = entries
 
     @property
     def kind(self) -> str:
@@ -201,7 +239,7 @@ class SitemapStream:
         """``max-urls`` when the document had more entries than allowed."""
         return self._status.limit_hit
 
-    def __iter__(self) -> Iterator[SitemapEntry]:
+    def __iter__(self) -> Iterator[_Entry]:
         # Tens of thousands of entries and links are small objects without cycles that the
         # cyclic collector would scan over and over while they pile up (a sixth of the time on
         # a large Signmap); it waits until the iteration ends (or the iterator is dropped,
@@ -219,14 +257,38 @@ class SitemapStream:
                 gc.enable()
 
 
+@overload
+def iter_sitemap(
+    body: bytes,
+    *,
+    sitemap_url: str,
+    max_urls: int = ...,
+    max_bytes: int = ...,
+    compact: Literal[False] = False,
+) -> SitemapStream[SitemapEntry]: ...
+
+
+@overload
+def iter_sitemap(
+    body: bytes,
+    *,
+    sitemap_url: str,
+    max_urls: int = ...,
+    max_bytes: int = ...,
+    compact: Literal[True],
+) -> SitemapStream[CompactEntry]: ...
+
+
 def iter_sitemap(
     body: bytes,
     *,
     sitemap_url: str,
     max_urls: int = MAX_SITEMAP_URLS,
     max_bytes: int = MAX_SITEMAP_BYTES,
-) -> SitemapStream:
-    """Read a sitemap like :func:`parse_sitemap`, giving its entries one at a time.
+    compact: bool = False,
+) -> SitemapStream[SitemapEntry] | SitemapStream[CompactEntry]:
+    """Read a sitemap like :func:`parse_sitemap`, giving its entries one at a time; with
+    ``compact``, as :class:`CompactEntry` values (the same entries, Signmap links as rows).
 
     Memory stays flat whatever the number of entries: a caller that hands entries on as they
     come (the expander writes them out in parts) never holds them all. Raises
@@ -234,18 +296,36 @@ def iter_sitemap(
     iteration when it proves too large (the rest of a gzip stream is always inflated, and
     dropped, so that being too large is reported before the iteration ends).
     """
-    status = _Status()
-    return SitemapStream(
-        _entries(
-            body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes, status=status
-        ),
-        status,
+    status = _Status(compact=compact)
+    entries = _entries(
+        body, sitemap_url=sitemap_url, max_urls=max_urls, max_bytes=max_bytes, status=status
     )
+    # (Each reader gives CompactEntry values when status.compact says so, else SitemapEntry.)
+    if compact:
+        return SitemapStream(cast("Iterator[CompactEntry]", entries), status)
+    return SitemapStream(cast("Iterator[SitemapEntry]", entries), status)
+
+
+def _compact(entry: SitemapEntry) -> CompactEntry:
+    """``entry`` as a :class:`CompactEntry` (for the readers of feed items, which have no
+    links)."""
+    links = tuple(_row(link, entry.loc) for link in entry.links)
+    return CompactEntry(entry.loc, entry.lastmod, links)
+
+
+def _row(link: TypedLink, loc: str) -> LinkRow:
+    """``link`` as a :data:`LinkRow`; raises ValueError unless it is one (the ``<rs:ln>`` of the
+    entry of ``loc``, with no other fields)."""
+    row = (link.href, link.rel, link.type, link.profile)
+    signmap = TypedLink(*row, anchor=loc, found_in="signmap")
+    if link != signmap:
+        raise ValueError(f"not a Signmap link of {loc}: {link!r}")
+    return row
 
 
 def _entries(
     body: bytes, *, sitemap_url: str, max_urls: int, max_bytes: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     if not body.startswith(_GZIP_MAGIC):
         if len(body) > max_bytes:
             raise SitemapError(
@@ -320,7 +400,7 @@ def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
 
 def _parse_data(
     data: bytes, *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Read a whole document: XML or text."""
     data = data.removeprefix(_UTF8_BOM)
     start = data.lstrip()
@@ -336,7 +416,7 @@ def _parse_data(
 
 def _parse_stream(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Read a document that arrives in ``chunks`` exactly as :func:`_parse_data` reads it
     whole, holding no more of it than the prolog scan needs: XML goes to the parser as it
     arrives; text, and documents shorter than the scan, are read whole."""
@@ -485,7 +565,7 @@ def _find_root(chunks: Iterator[bytes], seen: list[bytes]) -> Any:
 
 def _parse_xml(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Read XML, fed in ``chunks``: only the root element, an RSS channel and the entries
     reach Python (a lookahead parse meets the root first, to know what the entries are
     called); everything else stays in libxml2 and is dropped chunk by chunk (flat memory)."""
@@ -503,7 +583,7 @@ def _parse_xml(
     del first
     parser = _pull_parser(("start", "end"), tags)
     events = parser.read_events()
-    memo = _Memo()
+    memo = _Memo(compact=status.compact)
     root: Any = None
     container: Any = None
     failure: Exception | None = None
@@ -531,7 +611,8 @@ def _parse_xml(
             if feed is None:
                 entry = _read_entry(element, loc_tag, lastmod_tag, sitemap_url, memo)
             else:
-                entry = feed.read(element, loc_tag, lastmod_tag, sitemap_url)
+                item = feed.read(element, loc_tag, lastmod_tag, sitemap_url)
+                entry = _compact(item) if item is not None and status.compact else item
             if entry is not None:
                 if status.count >= max_urls:
                     status.limit_hit = "max-urls"
@@ -583,12 +664,12 @@ def _tags(kind: str, root_tag: str) -> tuple[tuple[str, ...], str | None, str, s
 
 def _parse_xml_generic(
     chunks: Iterator[bytes], *, sitemap_url: str, max_urls: int, status: _Status
-) -> Iterator[SitemapEntry]:
+) -> Iterator[_AnyEntry]:
     """Every element through Python, as this module read XML before: for documents that break
     or end before their root element is met."""
     kind: str | None = None
     entry_tag = loc_tag = lastmod_tag = ""
-    memo = _Memo()
+    memo = _Memo(compact=status.compact)
     depth = 0
     try:
         for event, element in _iterparse(chunks):
@@ -672,23 +753,45 @@ def _root_kind(root: Any) -> str:
 
 def _read_entry(
     element: Any, loc_tag: str, lastmod_tag: str, base: str, memo: _Memo
-) -> SitemapEntry | None:
+) -> SitemapEntry | CompactEntry | None:
+    """A ``<url>`` or ``<sitemap>``: its first location that is not empty, its first lastmod
+    that is not empty, its ``<rs:ln>`` links. The children are picked by tag inside lxml (no
+    string is made for the tag of each child, nor an object for the children not read: a
+    tenth of a large Signmap's parse); a ``<loc>`` with elements inside is read by
+    :func:`_read_entry_in_order`."""
+    for child in element.iterchildren(loc_tag):
+        if len(child):
+            return _read_entry_in_order(element, loc_tag, lastmod_tag, base, memo)
+        text = child.text or ""
+        loc = text if _is_plain_absolute(text) else _clean_loc(text, base)
+        if loc is not None:
+            break
+    else:
+        return None
+    lastmod: str | None = None
+    for child in element.iterchildren(lastmod_tag):
+        lastmod = (child.text or "").strip() or None
+        if lastmod is not None:
+            break
+    return _made_entry(loc, lastmod, list(element.iterchildren(_LN_TAG)), base, memo)
+
+
+def _read_entry_in_order(
+    element: Any, loc_tag: str, lastmod_tag: str, base: str, memo: _Memo
+) -> SitemapEntry | CompactEntry | None:
+    """:func:`_read_entry`, child by child: the ``<rs:ln>`` inside the location taken count
+    among the links, where it stands."""
     loc: str | None = None
     lastmod: str | None = None
-    link_elements: list[Any] | None = None
+    link_elements: list[Any] = []
     for child in element[:]:  # (a slice makes the children in one call: faster than iterating)
         tag = child.tag
         if tag == _LN_TAG:
-            if link_elements is None:
-                link_elements = [child]
-            else:
-                link_elements.append(child)
+            link_elements.append(child)
         elif tag == loc_tag:
             if loc is None:
                 if len(child):
                     loc = _clean_loc("".join(child.itertext()), base)
-                    if link_elements is None:
-                        link_elements = []
                     link_elements.extend(child.iterchildren(_LN_TAG))
                 else:  # no children: its text is all there is
                     text = child.text or ""
@@ -697,7 +800,22 @@ def _read_entry(
             lastmod = (child.text or "").strip() or None
     if loc is None:
         return None
-    entry = _new_entry(SitemapEntry)  # (filled like the links: see _read_links)
+    return _made_entry(loc, lastmod, link_elements, base, memo)
+
+
+def _made_entry(
+    loc: str, lastmod: str | None, link_elements: list[Any], base: str, memo: _Memo
+) -> SitemapEntry | CompactEntry:
+    """The entry of ``loc``, compact or not as ``memo`` says."""
+    if memo.compact:
+        compact = _new_entry(CompactEntry)  # (filled like the links: see _read_links)
+        compact.__dict__.update(
+            loc=loc,
+            lastmod=lastmod,
+            links=_read_link_rows(link_elements, base, memo) if link_elements else (),
+        )
+        return compact
+    entry = _new_entry(SitemapEntry)
     entry.__dict__.update(
         loc=loc,
         lastmod=lastmod,
@@ -808,17 +926,46 @@ def _read_links(
     return tuple(links)
 
 
+def _read_link_rows(link_elements: list[Any], base: str, memo: _Memo) -> tuple[LinkRow, ...]:
+    """The links :func:`_read_links` reads, as :data:`LinkRow` values."""
+    rows: list[LinkRow] = []
+    append = rows.append
+    kinds = memo.rows
+    for ln in link_elements:
+        get = ln.get
+        href = get("href")
+        if href is None:
+            continue
+        if not _is_plain_absolute(href):
+            href = _clean_url(href, base)
+            if href is None:
+                continue
+        key = (get("rel"), get("type"), get("profile"))
+        fields = kinds.get(key)
+        if fields is None:
+            fields = memo.read_rows(key)
+        for rel, media_type, profile in fields:
+            append((href, rel, media_type, profile))
+    return tuple(rows)
+
+
 class _Memo:
     """What the ``rel``, ``type`` and ``profile`` of an ``<rs:ln>`` mean: the same few
     combinations repeat all through a sitemap, so each is worked out once, and equal values
     share one string (a few hundred bytes less per link)."""
 
-    __slots__ = ("kinds", "_strings")
+    __slots__ = ("compact", "kinds", "rows", "_strings")
 
-    def __init__(self) -> None:
+    def __init__(self, *, compact: bool = False) -> None:
+        self.compact = compact  # whether entries are CompactEntry values
         # (rel, type, profile) as written -> the fields of each link it gives but href, anchor.
         self.kinds: dict[tuple[str | None, str | None, str | None], tuple[dict[str, Any], ...]]
         self.kinds = {}
+        # The same, as (rel, type, profile) of each link it gives (for LinkRow values).
+        self.rows: dict[
+            tuple[str | None, str | None, str | None],
+            tuple[tuple[str, str | None, str | None], ...],
+        ] = {}
         self._strings: dict[str, str] = {}
 
     def read_kind(
@@ -840,6 +987,15 @@ class _Memo:
         if len(self.kinds) < _MEMO_SIZE:
             self.kinds[key] = kind
         return kind
+
+    def read_rows(
+        self, key: tuple[str | None, str | None, str | None]
+    ) -> tuple[tuple[str, str | None, str | None], ...]:
+        """:meth:`read_kind` as the (rel, type, profile) of each link."""
+        rows = tuple((f["rel"], f["type"], f["profile"]) for f in self.read_kind(key))
+        if len(self.rows) < _MEMO_SIZE:
+            self.rows[key] = rows
+        return rows
 
     def _value(self, raw: str | None) -> str | None:
         value = (raw or "").strip()
@@ -900,7 +1056,7 @@ def _clean_url(raw: str, base: str) -> str | None:
     return url if urlsplit(url).scheme.lower() in _WEB_SCHEMES else None
 
 
-def _parse_text(data: bytes, *, max_urls: int, status: _Status) -> Iterator[SitemapEntry]:
+def _parse_text(data: bytes, *, max_urls: int, status: _Status) -> Iterator[_AnyEntry]:
     """sitemaps.org text format: one absolute URL per line, nothing else."""
     status.kind = "text"
     for raw_line in data.splitlines():
@@ -913,6 +1069,6 @@ def _parse_text(data: bytes, *, max_urls: int, status: _Status) -> Iterator[Site
             status.limit_hit = "max-urls"
             break
         status.count += 1
-        yield SitemapEntry(loc=line, lastmod=None)
+        yield CompactEntry(loc=line, lastmod=None) if status.compact else SitemapEntry(line, None)
     if not status.count:
         raise SitemapError("text sitemap without a single http(s) URL", reason="not-a-sitemap")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import idna
@@ -94,6 +95,10 @@ def _host(raw: str, url: str, *, bracketed: bool) -> str:
     Between brackets there may only be an IPv6 address: an IPvFuture literal (``[v1.x]``) is
     no address the harvester can reach, and is not the host name ``v1.x``.
     """
+    if not bracketed:
+        known = _plain_host(raw)
+        if known is not None:
+            return known
     if not raw:
         raise InvalidUrl(f"{url!r} has no host")
     if bracketed:
@@ -107,7 +112,22 @@ def _host(raw: str, url: str, *, bracketed: bool) -> str:
             name = idna.encode(name, uts46=True).decode("ascii")
         except UnicodeError as exc:  # (idna.IDNAError is one)
             raise InvalidUrl(f"{url!r} has a host that is not a valid IDNA name: {exc}") from exc
-    bare = name[:-1] if name.endswith(".") else name  # a fully qualified name's root dot
-    if len(bare) > 253 or not all(_LABEL.fullmatch(label) for label in bare.split(".")):
+    if not _valid_name(name):
         raise InvalidUrl(f"{url!r} has an invalid host {raw!r}")
     return name
+
+
+def _valid_name(name: str) -> bool:
+    """Whether ``name`` (lower case, ASCII) is a host name: labels of letters, digits, ``-``
+    and ``_``, 253 characters at most."""
+    bare = name[:-1] if name.endswith(".") else name  # a fully qualified name's root dot
+    return len(bare) <= 253 and all(_LABEL.fullmatch(label) for label in bare.split("."))
+
+
+@lru_cache(maxsize=1024)
+def _plain_host(raw: str) -> str | None:
+    """``raw`` lower-cased when it is a valid ASCII host name, else None (for :func:`_host`
+    to say why, or to read a non-ASCII name). A sitemap names the same few hosts thousands of
+    times: each is checked once."""
+    name = raw.lower()
+    return name if name.isascii() and _valid_name(name) else None
