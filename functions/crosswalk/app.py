@@ -1,6 +1,8 @@
 """Crosswalk Lambda handler: S3 "record created" notifications (via SQS), acknowledged: a record's
 views (PID Kernel, Signposting in four forms, N-Quads) are made when the API is asked for them,
-not stored; see cdif_harvester.stages.crosswalk and docs/decisions/0081-views-derived-on-read.md."""
+not stored; see cdif_harvester.stages.crosswalk and docs/decisions/0081-views-derived-on-read.md.
+With record segments (RecordSegments, the default) no record is stored under records/ and nothing
+arrives here but S3's test event (docs/decisions/0086-record-segments.md)."""
 
 from typing import Any
 

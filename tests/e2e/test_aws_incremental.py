@@ -73,7 +73,9 @@ def latest_writes() -> Iterator[list[str]]:
         events.unregister(f"provide-client-params.dynamodb.{operation}", count)
 
 
-def _harvest(stack: ProvisionedStack, site: PublisherSite) -> tuple[str, PumpStats]:
+def _harvest(
+    stack: ProvisionedStack, site: PublisherSite, **overrides: str
+) -> tuple[str, PumpStats]:
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["body"] = json.dumps({"url": site.url("/robots.txt")})
     # POST /harvests is an operator's: the event file's key id is one (OPERATOR_API_KEY_IDS)
@@ -81,7 +83,7 @@ def _harvest(stack: ProvisionedStack, site: PublisherSite) -> tuple[str, PumpSta
     response = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
     assert response["statusCode"] == 202, response
     sqs = boto3.client("sqs", region_name=stack.region)
-    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true")
+    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true", **overrides)
     assert stats.failures == []
     return str(json.loads(response["body"])["run_id"]), stats
 
@@ -92,17 +94,19 @@ def _catalog(stack: ProvisionedStack) -> DynamoCatalog:
     )
 
 
+# Records and reports in a batch's segment (the default), or each in an object of its own
+@pytest.mark.parametrize(("segments", "written"), [("true", "segments/"), ("false", "records/")])
 def test_unchanged_reharvest_on_aws_fetches_no_bodies_and_writes_no_objects(
-    stack: ProvisionedStack, site: PublisherSite, puts: list[str]
+    stack: ProvisionedStack, site: PublisherSite, puts: list[str], segments: str, written: str
 ) -> None:
-    first, first_stats = _harvest(stack, site)
+    first, first_stats = _harvest(stack, site, RECORD_SEGMENTS=segments)
     outcomes = list(_catalog(stack).outcomes(first))
     assert sum(o.outcome is Outcome.RECORD for o in outcomes) == RECORD_PAGES
-    assert any(key.startswith("records/") for key in puts)
+    assert any(key.startswith(written) for key in puts)
     seen = len(site.timings)
     puts.clear()
 
-    second, second_stats = _harvest(stack, site)
+    second, second_stats = _harvest(stack, site, RECORD_SEGMENTS=segments)
 
     again = list(_catalog(stack).outcomes(second))
     assert len(again) == len(outcomes)

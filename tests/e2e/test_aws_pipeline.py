@@ -17,7 +17,7 @@ from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.domain.views.pidkernel import pid_kernel_view
 from cdif_harvester.keys import VIEW_NAMES
 from cdif_harvester.model import Outcome
-from tests.support.aws import ProvisionedStack
+from tests.support.aws import ProvisionedStack, object_of, read_stored
 from tests.support.pipeline import invoke, run_pipeline
 
 INTAKE_EVENT = (
@@ -63,9 +63,13 @@ def _intake(stack: ProvisionedStack, event: dict[str, Any]) -> dict[str, Any]:
     return invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
 
 
-@pytest.mark.parametrize("keep_bodies", [False, True], ids=["default", "keep-bodies"])
+@pytest.mark.parametrize(
+    ("keep_bodies", "segments"),
+    [(False, True), (True, True), (False, False)],
+    ids=["default", "keep-bodies", "per-record-objects"],
+)
 def test_a_posted_sitemap_flows_through_all_six_stages(
-    stack: ProvisionedStack, site: PublisherSite, keep_bodies: bool
+    stack: ProvisionedStack, site: PublisherSite, keep_bodies: bool, segments: bool
 ) -> None:
     sqs = boto3.client("sqs", region_name=stack.region)
     s3 = boto3.client("s3", region_name=stack.region)
@@ -77,7 +81,13 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
     run_id = json.loads(response["body"])["run_id"]
 
     # When every queued message is delivered to its stage, as Lambda's event source mappings do
-    stats = run_pipeline(sqs, stack, ALLOW_LOOPBACK="true", KEEP_BODIES=str(keep_bodies).lower())
+    stats = run_pipeline(
+        sqs,
+        stack,
+        ALLOW_LOOPBACK="true",
+        KEEP_BODIES=str(keep_bodies).lower(),
+        RECORD_SEGMENTS=str(segments).lower(),
+    )
 
     # Then no batch item failed, every stage ran, and every URL has exactly its outcome
     assert stats.failures == []
@@ -105,12 +115,13 @@ def test_a_posted_sitemap_flows_through_all_six_stages(
             continue
         (ref,) = outcomes[path].records
         assert ref.valid is valid, (path, ref.errors)
-        assert ref.record_key in keys and ref.report_key in keys
+        assert object_of(ref.record_key) in keys and object_of(ref.report_key) in keys
+        # (a range of a batch's segment, or an object of its own: decision 0086)
+        records_at, reports_at = ("segments/",) * 2 if segments else ("records/", "reports/")
+        assert ref.record_key.startswith(records_at) and ref.report_key.startswith(reports_at)
         entry = catalog.get_record(ref.record_id)
         assert entry is not None and entry.valid is valid and entry.record_key == ref.record_key
-        record = json.loads(
-            s3.get_object(Bucket=stack.bucket_name, Key=ref.record_key)["Body"].read()
-        )
+        record = json.loads(read_stored(stack, ref.record_key))
         assert "schema:Dataset" in record["@type"]
         # No view is stored, valid or not: the API makes each from the record when asked
         assert ref.view_keys == {}

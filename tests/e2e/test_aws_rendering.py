@@ -29,7 +29,14 @@ from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.errors import Deferred
 from cdif_harvester.model import Outcome, RunState, RunStatus, Source, UrlOutcome
 from functions.renderer import app as renderer_app
-from tests.support.aws import ACCOUNT_ID, REGION, ProvisionedStack, provision, sqs_event
+from tests.support.aws import (
+    ACCOUNT_ID,
+    REGION,
+    ProvisionedStack,
+    provision,
+    read_stored,
+    sqs_event,
+)
 from tests.support.lambda_driver import FakeLambdaContext, Route, pump, receive_batch
 from tests.support.pipeline import function_environment, invoke, routes
 
@@ -224,8 +231,7 @@ def test_a_page_that_needs_a_browser_is_rendered_by_the_renderer_and_counted_onc
         assert scripted.outcome is Outcome.RECORD, scripted.reason
         assert scripted.pattern == "rendered"
         (ref,) = scripted.records
-        s3 = boto3.client("s3", region_name=REGION)
-        report = s3.get_object(Bucket=both.main.bucket_name, Key=ref.report_key)["Body"].read()
+        report = read_stored(both.main, ref.report_key)
         assert "rendered in" in report.decode()
         assert waiting(sqs, both.render_queue_url) == []
         # and the run finished with counters equal to its outcomes

@@ -17,7 +17,7 @@ from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.model import Outcome
-from tests.support.aws import ProvisionedStack
+from tests.support.aws import ProvisionedStack, read_stored
 from tests.support.httpserver import LocalHTTPServer
 from tests.support.pipeline import invoke, run_pipeline
 from tests.support.signposting_site import EXPECTED_PATTERNS, signposting_site
@@ -36,7 +36,6 @@ def publisher() -> Iterator[PublisherSite]:
 
 def test_every_pattern_resolves_on_aws(stack: ProvisionedStack, publisher: PublisherSite) -> None:
     sqs = boto3.client("sqs", region_name=stack.region)
-    s3 = boto3.client("s3", region_name=stack.region)
     event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
     event["body"] = json.dumps({"url": publisher.url("/robots.txt")})
     # POST /harvests is an operator's: the event file's key id is one (OPERATOR_API_KEY_IDS)
@@ -55,8 +54,8 @@ def test_every_pattern_resolves_on_aws(stack: ProvisionedStack, publisher: Publi
     assert {path: o.pattern for path, o in outcomes.items()} == EXPECTED_PATTERNS
     assert {o.outcome for o in outcomes.values()} == {Outcome.RECORD}
 
-    def s3_json(key: str) -> Any:
-        return json.loads(s3.get_object(Bucket=stack.bucket_name, Key=key)["Body"].read())
+    def s3_json(ref: str) -> Any:
+        return json.loads(read_stored(stack, ref))
 
     def linkset(record_id: str) -> Any:
         """The record's linkset as the API makes it (no view is stored)."""
@@ -128,7 +127,6 @@ def test_cut_pages_and_unverifiable_claims_end_as_locally_at_the_first_attempt(
         )
 
         sqs = boto3.client("sqs", region_name=stack.region)
-        s3 = boto3.client("s3", region_name=stack.region)
         event: dict[str, Any] = json.loads(INTAKE_EVENT.read_text(encoding="utf-8"))
         event["body"] = json.dumps({"url": site.url("/sitemap.xml")})
         operator = event["requestContext"]["identity"]["apiKeyId"]
@@ -149,7 +147,7 @@ def test_cut_pages_and_unverifiable_claims_end_as_locally_at_the_first_attempt(
     assert huge_outcome.outcome == Outcome.FAILED
     assert huge_outcome.reason.startswith("body-too-large: landing page larger than 5 MiB")
     (ref,) = on_aws["/claim.json"].records
-    report = json.loads(s3.get_object(Bucket=stack.bucket_name, Key=ref.report_key)["Body"].read())
+    report = json.loads(read_stored(stack, ref.report_key))
     assert report["provenance"]["authority"] == "unverified"
     assert report["warnings"][0]["keyword"] == "unverified-claim"
     assert f"{dead} could not be read (connection-refused" in report["warnings"][0]["message"]

@@ -1,5 +1,6 @@
 """The stack of template.yaml in moto, for tests: :mod:`cdif_harvester.cli.moto_stack` with the
-repository's template as the default (the product module reads ./template.yaml)."""
+repository's template as the default (the product module reads ./template.yaml), and the
+reading of a catalogue entry's record or report from the stack's bucket."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import boto3
+
+from cdif_harvester.adapters.aws import S3ObjectStore
 from cdif_harvester.cli import moto_stack
 from cdif_harvester.cli.moto_stack import (
     ACCOUNT_ID,
@@ -23,6 +27,7 @@ from cdif_harvester.cli.moto_stack import (
     function_ids,
     sqs_event,
 )
+from cdif_harvester.keys import parse_segment_ref
 
 __all__ = [
     "ACCOUNT_ID",
@@ -39,7 +44,9 @@ __all__ = [
     "function_ids",
     "load_template",
     "mocked_stack",
+    "object_of",
     "provision",
+    "read_stored",
     "sqs_event",
 ]
 
@@ -76,3 +83,18 @@ def mocked_stack(
     """:func:`cdif_harvester.cli.moto_stack.mocked_stack` of the repository's template."""
     with moto_stack.mocked_stack(template_path, parameters=parameters) as stack:
         yield stack
+
+
+def object_of(ref: str) -> str:
+    """The key of the bucket object that holds ``ref``, a catalogue entry's ``record_key`` or
+    ``report_key``: the key itself, or the segment it names a range of
+    (docs/decisions/0086-record-segments.md)."""
+    ranged = parse_segment_ref(ref)
+    return ranged[0] if ranged else ref
+
+
+def read_stored(stack: ProvisionedStack, ref: str) -> bytes:
+    """The bytes ``ref`` names in the stack's bucket, read as the product reads them (one GET,
+    ranged for a segment reference)."""
+    client = boto3.client("s3", region_name=stack.region)
+    return S3ObjectStore(client, stack.bucket_name).get(ref)

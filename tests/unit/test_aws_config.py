@@ -61,3 +61,13 @@ def test_without_a_render_queue_url_nothing_is_handed_to_a_renderer() -> None:
     config = AwsConfig.from_env({**BASE, "RENDER_QUEUE_URL": ""})
     assert "render" not in config.queue_urls
     assert not config.settings().render_queue
+
+
+@pytest.mark.parametrize(
+    ("value", "segments"),
+    [(None, True), ("", True), ("true", True), ("TRUE", True), ("false", False), ("False", False)],
+)
+def test_record_segments_are_on_unless_turned_off(value: str | None, segments: bool) -> None:
+    # (the template's RecordSegments is "true" by default: docs/decisions/0086-record-segments.md)
+    env = BASE if value is None else {**BASE, "RECORD_SEGMENTS": value}
+    assert AwsConfig.from_env(env).settings().record_segments is segments

@@ -185,8 +185,8 @@ class AwsConfig:
     # KEEP_BODIES: keep documents under raw/ and answers under cache/ (Settings.keep_bodies).
     keep_bodies: bool = False
     # RECORD_SEGMENTS: the indexer writes a batch's records and reports as one segment
-    # (Settings.record_segments).
-    record_segments: bool = False
+    # (Settings.record_segments). On by default on AWS, unlike locally (decision 0086).
+    record_segments: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AwsConfig:
@@ -231,7 +231,8 @@ class AwsConfig:
             shacl=env.get("SHACL_VALIDATION", "false").lower() == "true",
             contact=contact,
             keep_bodies=env.get("KEEP_BODIES", "false").lower() == "true",
-            record_segments=env.get("RECORD_SEGMENTS", "false").lower() == "true",
+            # On unless "false" (empty or absent: the default, as in the template).
+            record_segments=(env.get("RECORD_SEGMENTS") or "true").lower() == "true",
         )
 
     def settings(self) -> Settings:

@@ -264,8 +264,16 @@ FIXES: Mapping[str, str] = {
         "shows the same error."
     ),
     "not-an-object": "The metadata must be a JSON object (a Dataset node), not a list or a value.",
-    "invalid": "See the record's report under reports/ for what makes it invalid.",
-    "other": "See the example message, and the record's report under reports/ for the details.",
+    # (Where the report is stored is the catalogue's business: a key of its own, or a range of
+    # a segment on AWS; decision 0086.)
+    "invalid": (
+        "See the record's report (GET /records/{id}/report, or cdif-harvest view ID --view "
+        "report) for what makes it invalid."
+    ),
+    "other": (
+        "See the example message, and the record's report (GET /records/{id}/report, or "
+        "cdif-harvest view ID --view report) for the details."
+    ),
     # -- URLs that yielded no record --
     "no-metadata": (
         "The page holds no CDIF metadata the harvester could find. Embed the record in the "
@@ -293,7 +301,10 @@ FIXES: Mapping[str, str] = {
         "Add {path} ({item}): CDIF recommends it. When it does not apply or is not known, say "
         "so with nil:missing, nil:unknown or (where allowed) nil:notapplicable."
     ),
-    "warning": "See the example message, and the record's report under reports/ for the details.",
+    "warning": (
+        "See the example message, and the record's report (GET /records/{id}/report, or "
+        "cdif-harvest view ID --view report) for the details."
+    ),
     "cross-host-location": (
         "The sitemap lists URLs of another host. Announce the sitemap in that host's "
         "robots.txt (Sitemap: …), or list only URLs of the sitemap's own host."
