@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -22,11 +23,13 @@ from cdif_harvester.adapters import dlq
 from cdif_harvester.adapters.dlq import NotItsSource, check_source, redrive
 from cdif_harvester.cli import dlq as dlq_cli
 from cdif_harvester.contracts import MAX_MESSAGE_BYTES, UrlJob, encode
-from tests.support.aws import ProvisionedStack, load_template
+from tests.support.aws import ACCOUNT_ID, ProvisionedStack, load_template, provision
 
 pytestmark = pytest.mark.aws
 
 TEMPLATE = load_template()
+RENDERER_TEMPLATE = Path(__file__).resolve().parents[2] / "functions" / "renderer" / "template.yaml"
+RENDERER = load_template(RENDERER_TEMPLATE)
 SOURCE = "UrlResolverQueue"
 DEAD_LETTERS = "UrlResolverDeadLetterQueue"
 
@@ -238,7 +241,12 @@ def cloudformation(stack: ProvisionedStack) -> Iterator[tuple[Any, Stubber]]:
         stubber.assert_no_pending_responses()
 
 
-def _describes(stubber: Stubber, stack: ProvisionedStack, *logical_ids: str) -> None:
+def _describes(
+    stubber: Stubber,
+    stack: ProvisionedStack,
+    *logical_ids: str,
+    template: dict[str, Any] = TEMPLATE,
+) -> None:
     for logical_id in logical_ids:
         stubber.add_response(
             "describe_stack_resource",
@@ -247,7 +255,7 @@ def _describes(stubber: Stubber, stack: ProvisionedStack, *logical_ids: str) -> 
                     "StackName": stack.stack_name,
                     "LogicalResourceId": logical_id,
                     "PhysicalResourceId": stack.queue_urls[logical_id],
-                    "ResourceType": TEMPLATE["Resources"][logical_id]["Type"],
+                    "ResourceType": template["Resources"][logical_id]["Type"],
                     "LastUpdatedTimestamp": datetime(2026, 3, 1, tzinfo=UTC),
                     "ResourceStatus": "CREATE_COMPLETE",
                 }
@@ -285,6 +293,67 @@ def test_the_command_finds_the_queues_of_a_stack_and_redrives(
     assert "batch 2: 2 received" in err
     assert _visible(sqs, stack.queue_urls[DEAD_LETTERS]) == 0
     _assert_intact(_drain(sqs, stack.queue_urls[SOURCE]), sent)
+
+
+def test_the_renderer_queues_are_found_in_the_renderer_stack_and_redriven(
+    stack: ProvisionedStack,
+    sqs: Any,
+    cloudformation: tuple[Any, Stubber],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given the renderer's stack beside the main one, with dead-lettered render jobs
+    renderer = provision(
+        RENDERER_TEMPLATE,
+        stack_name="cdif-render",
+        parameters={
+            "HarvestTable": "cdif-test-CatalogTable",
+            "HarvestBucket": stack.bucket_name,
+            "DocumentQueueUrl": stack.queue_urls["ExtractorQueue"],
+            "DocumentQueueArn": sqs.get_queue_attributes(
+                QueueUrl=stack.queue_urls["ExtractorQueue"], AttributeNames=["QueueArn"]
+            )["Attributes"]["QueueArn"],
+            "AlarmTopicArn": f"arn:aws:sns:{stack.region}:{ACCOUNT_ID}:cdif-test-alarms",
+        },
+    )
+    dead_letters, source = (
+        renderer.queue_urls["RenderDeadLetterQueue"],
+        renderer.queue_urls["RenderQueue"],
+    )
+    sent = _put(sqs, dead_letters, 4)
+    client, stubber = cloudformation
+    _describes(stubber, renderer, "RenderDeadLetterQueue", "RenderQueue", template=RENDERER)
+    args = _parse("dlq", "redrive", "--queue", "renderer", "--stack", "cdif-render", "--wait", "0")
+
+    status = dlq_cli.run(args, make_client=_clients(sqs, client))
+
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    summary = json.loads(out)
+    assert (summary["dead_letter_queue"], summary["target"]) == (dead_letters, source)
+    assert (summary["moved"], summary["failed"]) == (4, 0)
+    assert _visible(sqs, dead_letters) == 0
+    _assert_intact(_drain(sqs, source), sent)
+
+
+def test_the_main_stack_named_for_the_renderer_is_a_usage_error_that_says_so(
+    stack: ProvisionedStack,
+    sqs: Any,
+    cloudformation: tuple[Any, Stubber],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    client, stubber = cloudformation
+    stubber.add_client_error(
+        "describe_stack_resource",
+        service_error_code="ValidationError",
+        service_message="Resource RenderDeadLetterQueue does not exist for stack cdif-test",
+        http_status_code=400,
+    )
+    args = _parse("dlq", "redrive", "--queue", "renderer", "--stack", stack.stack_name)
+
+    status = dlq_cli.run(args, make_client=_clients(sqs, client))
+
+    assert status == 2
+    assert "--queue renderer takes the renderer's stack" in capsys.readouterr().err
 
 
 def test_a_dry_run_only_counts(
@@ -362,3 +431,10 @@ def test_the_stages_of_the_command_are_the_queues_of_the_template() -> None:
         redrive_policy = TEMPLATE["Resources"][f"{prefix}Queue"]["Properties"]["RedrivePolicy"]
         assert redrive_policy["deadLetterTargetArn"]["Fn::GetAtt"][0] == f"{prefix}DeadLetterQueue"
     assert dlq.VISIBILITY_TIMEOUT >= 60
+
+
+def test_the_renderer_of_the_command_is_the_queue_of_the_renderer_template() -> None:
+    ((name, prefix),) = dlq_cli.RENDERER_QUEUES.items()
+    assert name not in dlq_cli.STAGE_QUEUES
+    redrive_policy = RENDERER["Resources"][f"{prefix}Queue"]["Properties"]["RedrivePolicy"]
+    assert redrive_policy["deadLetterTargetArn"]["Fn::GetAtt"][0] == f"{prefix}DeadLetterQueue"

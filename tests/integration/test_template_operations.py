@@ -69,15 +69,27 @@ def _alarms_watching(namespace: str, metric_name: str, **dimensions: Any) -> lis
     ]
 
 
-def _dashboard_text() -> str:
+def _dashboard_sub() -> tuple[str, dict[str, Any]]:
+    """The dashboard body's !Sub: its JSON text and its variables (none in the short form)."""
     (dashboard,) = [
         res["Properties"]
         for res in RESOURCES.values()
         if res["Type"] == "AWS::CloudWatch::Dashboard"
     ]
     body = dashboard["DashboardBody"]
-    assert isinstance(body, dict) and isinstance(body.get("Fn::Sub"), str), "use !Sub for JSON"
-    text: str = body["Fn::Sub"]
+    assert isinstance(body, dict) and "Fn::Sub" in body, "use !Sub for JSON"
+    sub = body["Fn::Sub"]
+    text, variables = (sub, {}) if isinstance(sub, str) else sub
+    assert isinstance(text, str) and isinstance(variables, dict)
+    return text, variables
+
+
+def _dashboard_text(render_queue_arn: str = "") -> str:
+    """The body's text with its variables resolved for the given RenderQueueArn parameter."""
+    text, variables = _dashboard_sub()
+    resolver = Resolver.for_template(TEMPLATE, parameters={"RenderQueueArn": render_queue_arn})
+    for name, value in variables.items():
+        text = text.replace(f"${{{name}}}", resolver.resolve(value))
     return text
 
 
@@ -239,3 +251,36 @@ def test_every_work_queue_has_an_alarm_on_the_age_of_its_oldest_message() -> Non
         assert parameter["MinValue"] <= parameter["Default"] < parameter["MaxValue"] < retention
         waited = alarm["Period"] * alarm.get("DatapointsToAlarm", alarm["EvaluationPeriods"])
         assert parameter["MaxValue"] + waited <= retention, queue
+
+
+@pytest.mark.parametrize(
+    "render_queue_arn",
+    ["", "arn:aws:sqs:eu-west-1:123456789012:cdif-render-RenderQueue-1A2B3C"],
+)
+def test_the_dashboard_shows_the_render_queue_only_when_the_renderer_is_deployed(
+    render_queue_arn: str,
+) -> None:
+    resolver = Resolver.for_template(TEMPLATE, parameters={"RenderQueueArn": render_queue_arn})
+    deployed = resolver.condition("RendererDeployed")
+    assert deployed is bool(render_queue_arn)
+    body = json.loads(_substituted(_dashboard_text(render_queue_arn)))
+    queue_name = render_queue_arn.rsplit(":", 1)[-1]
+    render_widgets = [
+        widget
+        for widget in body["widgets"]
+        if widget["type"] == "metric"
+        and any(
+            isinstance(metric, list)
+            and metric[0] == "AWS/SQS"
+            and metric[2:4] == ["QueueName", queue_name]
+            for metric in widget["properties"]["metrics"]
+        )
+    ]
+    shown = {metric[1] for widget in render_widgets for metric in widget["properties"]["metrics"]}
+    expected = {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"}
+    assert shown == (expected if deployed else set())
+    # Below every other widget, inside the grid.
+    others = [widget for widget in body["widgets"] if widget not in render_widgets]
+    bottom = max(widget["y"] + widget["height"] for widget in others)
+    for widget in render_widgets:
+        assert widget["y"] >= bottom and widget["x"] + widget["width"] <= 24, widget

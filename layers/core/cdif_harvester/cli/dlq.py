@@ -2,8 +2,9 @@
 
 ``cdif-harvest dlq redrive --queue STAGE --stack NAME [--max N] [--dry-run]`` moves the dead
 letters of one stage back to its queue (see :mod:`cdif_harvester.adapters.dlq` for why nothing is
-lost); ``--dlq-url URL --target-url URL`` names the two queues instead of a stack. ``--dry-run``
-only counts. Progress goes to stderr, the JSON result to stdout.
+lost); ``--queue renderer --stack NAME`` those of the renderer, NAME being the renderer's own
+stack (functions/renderer/template.yaml); ``--dlq-url URL --target-url URL`` names the two queues
+instead of a stack. ``--dry-run`` only counts. Progress goes to stderr, the JSON result to stdout.
 
 Exit status: 0 when every message received was moved (or, with ``--dry-run``, the queues were
 read), 1 when some stayed behind or AWS could not be asked, 2 for usage errors (no such stack
@@ -20,7 +21,7 @@ from typing import Any
 
 from cdif_harvester.errors import StorageError
 
-__all__ = ["COMMAND", "STAGE_QUEUES", "add_parser", "run"]
+__all__ = ["COMMAND", "RENDERER_QUEUES", "STAGE_QUEUES", "add_parser", "run"]
 
 COMMAND = "dlq"
 
@@ -44,6 +45,10 @@ STAGE_QUEUES = {
     "crosswalk": "Crosswalk",
 }
 
+#: The same for the renderer, whose queues are in its own stack (functions/renderer/template.yaml):
+#: with ``--queue renderer``, ``--stack`` names that stack.
+RENDERER_QUEUES = {"renderer": "Render"}
+
 
 #: Makes the AWS client of a service for a region (None: the configured one).
 ClientFactory = Callable[[str, str | None], Any]
@@ -65,12 +70,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     move.add_argument(
         "--queue",
-        choices=sorted(STAGE_QUEUES),
+        choices=sorted(STAGE_QUEUES | RENDERER_QUEUES),
         metavar="STAGE",
-        help=f"the stage whose dead letters to move: {', '.join(STAGE_QUEUES)} "
+        help=f"the stage whose dead letters to move: {', '.join(STAGE_QUEUES | RENDERER_QUEUES)} "
         "(needed with --stack)",
     )
-    move.add_argument("--stack", metavar="NAME", help="the CloudFormation stack of the harvester")
+    move.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="the CloudFormation stack of the harvester (with --queue renderer: the renderer's)",
+    )
     move.add_argument("--dlq-url", metavar="URL", help="the dead-letter queue (instead of --stack)")
     move.add_argument(
         "--target-url", metavar="URL", help="the queue it dead-letters from (with --dlq-url)"
@@ -174,12 +183,17 @@ def _queue_urls(args: argparse.Namespace, make_client: ClientFactory) -> tuple[s
             raise UsageError("give either --stack or --dlq-url and --target-url, not both")
         if not args.queue:
             raise UsageError("--stack needs --queue STAGE")
-        prefix = STAGE_QUEUES[args.queue]
+        prefix = (STAGE_QUEUES | RENDERER_QUEUES)[args.queue]
         cloudformation = make_client("cloudformation", args.region)
-        return (
-            _stack_queue_url(cloudformation, args.stack, f"{prefix}DeadLetterQueue"),
-            _stack_queue_url(cloudformation, args.stack, f"{prefix}Queue"),
-        )
+        try:
+            return (
+                _stack_queue_url(cloudformation, args.stack, f"{prefix}DeadLetterQueue"),
+                _stack_queue_url(cloudformation, args.stack, f"{prefix}Queue"),
+            )
+        except UsageError as exc:
+            if args.queue in RENDERER_QUEUES:  # the likely slip: the main stack's name
+                raise UsageError(f"{exc} (--queue renderer takes the renderer's stack)") from exc
+            raise
     if not (args.dlq_url and args.target_url):
         raise UsageError("give --stack NAME (with --queue), or both --dlq-url and --target-url")
     return str(args.dlq_url), str(args.target_url)

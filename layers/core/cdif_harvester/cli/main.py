@@ -7,8 +7,8 @@ Commands (``cdif-harvest COMMAND --help`` lists the options of each):
 * ``catalog --out DIR record ID | records | urls``: query the catalogue of DIR (JSON lines).
 * ``source add|update|list|show|remove``, ``run status|list``, ``schedule``: the sources
   registry, harvest runs and scheduled harvests of DIR (see :mod:`.sources`).
-* ``dlq redrive --queue STAGE --stack NAME``: move a stage's dead-lettered jobs back to its
-  queue on AWS (see :mod:`.dlq` and docs/deploy.md).
+* ``dlq redrive --queue STAGE --stack NAME``: move a stage's (or the renderer's) dead-lettered
+  jobs back to its queue on AWS (see :mod:`.dlq` and docs/deploy.md).
 * ``invoke FUNCTION --event FILE``: run one Lambda handler against moto (see :mod:`.invoke`).
 * ``check FILE|URL [--json]``: judge one document or landing page, writing nothing.
 * ``view --out DIR ID [--view NAME]``, ``history --out DIR ID``: a record's views, versions.
