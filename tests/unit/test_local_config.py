@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cdif_harvester.aws_runtime import AwsConfig
 from cdif_harvester.local_runtime import LocalConfig
 from cdif_harvester.settings import Settings
@@ -22,4 +24,7 @@ def test_options_reach_the_stage_settings() -> None:
 
 def test_both_roots_default_to_the_same_settings() -> None:
     on_aws = AwsConfig.from_env({"RECORDS_BUCKET": "b", "CATALOG_TABLE": "t"}).settings()
-    assert LocalConfig().settings() == on_aws == Settings()
+    # The one intended difference: on AWS a batch's records and reports go into one segment
+    # object (each PUT is billed), locally each is a file a person can open (decision 0086)
+    assert on_aws.record_segments and not LocalConfig().settings().record_segments
+    assert LocalConfig().settings() == replace(on_aws, record_segments=False) == Settings()
