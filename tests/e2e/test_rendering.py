@@ -196,7 +196,9 @@ class _Spy:
         truncate: bool = False,
     ) -> FetchResponse:
         self.asked.append(url)
-        return self.inner.fetch(url, method=method, headers=headers, max_bytes=max_bytes)
+        return self.inner.fetch(
+            url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
+        )
 
 
 class _Trap:

@@ -34,6 +34,8 @@ from typing import Any
 
 import websocket
 
+from cdif_harvester.adapters.render import CHROMIUM_FLAGS as RENDER_FLAGS
+
 __all__ = [
     "CHROMIUM_FLAGS",
     "Browser",
@@ -49,30 +51,9 @@ INSTALL_HINT = (
     "chromium package yourself; set CHROMIUM to use another Chromium binary"
 )
 
-CHROMIUM_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",  # tests may run as root, where Chromium's sandbox refuses to start
-    "--disable-gpu",
-    "--disable-dev-shm-usage",  # containers have a small /dev/shm
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--disable-breakpad",
-    "--disable-domain-reliability",
-    "--disable-client-side-phishing-detection",
-    "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--metrics-recording-only",
-    "--mute-audio",
-    "--hide-scrollbars",
-    # Belt and braces: whatever still tries the network finds no name and a dead proxy.
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--proxy-server=http://127.0.0.1:9",
-    "--proxy-bypass-list=<-loopback>",
-)
+# The harvester's own renderer flags (which take the network away from Chromium: no name
+# resolves, every connection goes to a dead proxy), and two that keep screenshots steady.
+CHROMIUM_FLAGS = (*RENDER_FLAGS, "--metrics-recording-only", "--hide-scrollbars")
 
 
 class BrowserMissing(RuntimeError):

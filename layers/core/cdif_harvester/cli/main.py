@@ -37,7 +37,7 @@ from cdif_harvester import __version__
 from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.cli import check, dlq, invoke, view
 from cdif_harvester.cli.exit_status import DEFAULT_FAIL_ON, EPILOG, FAIL_ON, harvest_status
-from cdif_harvester.cli.options import add_out, check_out, iso_date, resource_ids, source_keys
+from cdif_harvester.cli.options import add_out, check_out, iso_date, source_keys
 from cdif_harvester.cli.progress import LiveProgress, ProgressOut, progress_for
 from cdif_harvester.cli.runner import (
     DEFAULT_WORKERS,
@@ -57,7 +57,6 @@ from cdif_harvester.errors import PermanentError
 from cdif_harvester.local_runtime import CATALOG_FILE
 from cdif_harvester.model import (
     VERDICTS,
-    CatalogEntry,
     Outcome,
     entry_to_dict,
     url_state_to_dict,
@@ -454,7 +453,7 @@ def _query_catalog(args: argparse.Namespace) -> int:
     catalog = SqliteCatalog(path)
     try:
         if args.query == "record":
-            entries = _record_entries(catalog, args.record_id)
+            entries = view.record_entries(catalog, args.record_id)
             if not entries:
                 print(
                     f"cdif-harvest: no record with id or resource identifier {args.record_id!r}",
@@ -491,17 +490,6 @@ def _query_catalog(args: argparse.Namespace) -> int:
     for row in rows:
         print(json.dumps(row, ensure_ascii=False, sort_keys=True))
     return 0
-
-
-def _record_entries(catalog: SqliteCatalog, wanted: str) -> list[CatalogEntry]:
-    """The entry of record ``wanted``; else those of the records of the resource ``wanted``."""
-    entry = catalog.get_record(wanted)
-    if entry is not None:
-        return [entry]
-    for resource_id in resource_ids(wanted):
-        if entries := catalog.records_of_resource(resource_id):
-            return entries
-    return []
 
 
 def _sources(catalog: SqliteCatalog, wanted: str | None) -> list[str | None]:

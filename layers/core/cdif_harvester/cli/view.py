@@ -28,7 +28,7 @@ from cdif_harvester.model import CatalogEntry
 from cdif_harvester.stages.crosswalk import VIEW_MEDIA_TYPES, stored_record_view
 from cdif_harvester.stages.records import record_versions
 
-__all__ = ["COMMANDS", "HISTORY", "VIEW", "add_parsers", "find_entries", "hint", "run"]
+__all__ = ["COMMANDS", "HISTORY", "VIEW", "add_parsers", "find_entries", "hint", "record_entries", "run"]
 
 VIEW = "view"
 HISTORY = "history"
@@ -65,15 +65,22 @@ def add_parsers(subparsers: Any) -> None:
 _ID_HELP = "metadata record id, the resource's identifier (DOI) or the URL harvested"
 
 
-def find_entries(catalog: SqliteCatalog, wanted: str) -> list[CatalogEntry]:
-    """The entry of record ``wanted``; else those of the records of the resource ``wanted``;
-    else those of the records harvested from the URL ``wanted``."""
+def record_entries(catalog: SqliteCatalog, wanted: str) -> list[CatalogEntry]:
+    """The entry of record ``wanted``; else those of the records of the resource ``wanted``."""
     entry = catalog.get_record(wanted)
     if entry is not None:
         return [entry]
     for resource_id in resource_ids(wanted):
         if entries := catalog.records_of_resource(resource_id):
             return entries
+    return []
+
+
+def find_entries(catalog: SqliteCatalog, wanted: str) -> list[CatalogEntry]:
+    """:func:`record_entries`; else the entries of the records harvested from the URL
+    ``wanted``."""
+    if entries := record_entries(catalog, wanted):
+        return entries
     state = catalog.get_url(wanted)
     found = (catalog.get_record(rid) for rid in state.record_ids) if state else ()
     return [entry for entry in found if entry is not None]
