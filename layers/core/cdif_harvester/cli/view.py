@@ -28,7 +28,16 @@ from cdif_harvester.model import CatalogEntry
 from cdif_harvester.stages.crosswalk import VIEW_MEDIA_TYPES, stored_record_view
 from cdif_harvester.stages.records import record_versions
 
-__all__ = ["COMMANDS", "HISTORY", "VIEW", "add_parsers", "find_entries", "hint", "record_entries", "run"]
+__all__ = [
+    "COMMANDS",
+    "HISTORY",
+    "VIEW",
+    "add_parsers",
+    "find_entries",
+    "hint",
+    "record_entries",
+    "run",
+]
 
 VIEW = "view"
 HISTORY = "history"
