@@ -58,8 +58,10 @@ class Prices:
     s3_put_per_1000: float = 0.005  # PUT, COPY, POST, LIST
     s3_get_per_1000: float = 0.0004  # GET and all other requests
     sqs_per_million: float = 0.40  # standard queue, per 64 KB chunk of each request
-    dynamo_wru_per_million: float = 1.25  # on-demand write request units
-    dynamo_rru_per_million: float = 0.25  # on-demand read request units
+    # On-demand throughput has cost half its old price ($1.25 and $0.25) since AWS's reduction
+    # of November 2024; the figures recorded before 2026-11-25 10:00 UTC used the old prices.
+    dynamo_wru_per_million: float = 0.625  # on-demand write request units
+    dynamo_rru_per_million: float = 0.125  # on-demand read request units
     lambda_requests_per_million: float = 0.20
     lambda_gb_second: float = 0.0000166667  # x86_64
     logs_per_gb: float = 0.50  # CloudWatch Logs ingestion
@@ -134,6 +136,8 @@ class Tally:
     rru: Counter[str] = field(default_factory=Counter)  # table -> units
     item_sizes: Counter[str] = field(default_factory=Counter)  # size band -> written items
     largest_items: dict[str, int] = field(default_factory=dict)  # item kind -> bytes
+    #: "Operation table:kind" -> write units (the index writes under "table/gsiN:kind")
+    wru_by_kind: Counter[str] = field(default_factory=Counter)
 
     def s3_put_class(self) -> int:
         """PUT-class S3 requests."""
@@ -160,6 +164,7 @@ class Tally:
             rru=self.rru - before.rru,
             item_sizes=self.item_sizes - before.item_sizes,
             largest_items=dict(self.largest_items),
+            wru_by_kind=self.wru_by_kind - before.wru_by_kind,
         )
 
     def copy(self) -> Tally:
@@ -262,18 +267,22 @@ class CallCounter:
         failed = int(http_response.status_code) >= 400
         transaction = operation == "TransactWriteItems"
         for table, key, old in writes:
+            kind = f"{operation} {table}:{_key_kind(key)}"
             if failed:
                 # a refused conditional write still consumes the units of the item it judged
                 self.tally.wru[table] += write_units(old)
+                self.tally.wru_by_kind[kind + " (refused)"] += write_units(old)
                 continue
             new_item = self._get(table, key)
             new = item_size(new_item)
-            self.tally.wru[table] += write_units(max(old, new)) * (2 if transaction else 1)
+            units = write_units(max(old, new)) * (2 if transaction else 1)
+            self.tally.wru[table] += units
+            self.tally.wru_by_kind[kind] += units
             if new_item:
                 self.tally.item_sizes[_band(new)] += 1
                 kind = f"{table}:{_item_kind(new_item)}"
                 self.tally.largest_items[kind] = max(self.tally.largest_items.get(kind, 0), new)
-            self._index_writes(table, old_items.get((table, _dump(key))), new_item)
+            self._index_writes(table, old_items.get((table, _dump(key))), new_item, _key_kind(key))
         if failed:
             return
         content = _json(http_response.content)
@@ -351,7 +360,11 @@ class CallCounter:
         return _to_wire(item) if item else None
 
     def _index_writes(
-        self, table: str, old: dict[str, Any] | None, new: dict[str, Any] | None
+        self,
+        table: str,
+        old: dict[str, Any] | None,
+        new: dict[str, Any] | None,
+        kind: str = "?",
     ) -> None:
         """Write units of the global indexes: an index entry is the item's table and index keys
         and its projected attributes (the whole item for ALL), plus 100 bytes of overhead;
@@ -363,6 +376,7 @@ class CallCounter:
             old_entry = _index_entry(old, schema[0], keys, projection)
             new_entry = _index_entry(new, schema[0], keys, projection)
             name = f"{table}/gsi{position}"
+            before = self.tally.wru[name]
             if old_entry is not None and new_entry is not None:
                 if any(old_entry[k] != new_entry[k] for k in keys):
                     self.tally.wru[name] += write_units(item_size(old_entry) + 100)
@@ -374,6 +388,17 @@ class CallCounter:
                 self.tally.wru[name] += write_units(item_size(old_entry) + 100)
             elif new_entry is not None:
                 self.tally.wru[name] += write_units(item_size(new_entry) + 100)
+            if self.tally.wru[name] != before:
+                self.tally.wru_by_kind[f"index {name}:{kind}"] += self.tally.wru[name] - before
+
+
+def _key_kind(key: Mapping[str, Any]) -> str:
+    """An item's kind from its key: the leading word of the sort key, else of the partition
+    key (``{"pk": "URL#…", "sk": "LATEST"}`` gives ``LATEST``; Powertools' ``id`` gives
+    ``idempotency``)."""
+    if "sk" in key:
+        return _item_kind({"sk": key["sk"]}).removeprefix("sk:")
+    return "idempotency" if "id" in key else "?"
 
 
 def _index_entry(

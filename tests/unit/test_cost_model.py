@@ -62,8 +62,8 @@ def test_prices_on_known_counts() -> None:
     assert dollars["S3 GET-class requests"] == pytest.approx(10_000 / 1000 * 0.0004)
     assert dollars["SQS requests (handlers)"] == pytest.approx(0.40)
     assert dollars["SQS requests (event source mapping)"] == pytest.approx(0.20)
-    assert dollars["DynamoDB writes"] == pytest.approx(2 * 1.25)
-    assert dollars["DynamoDB reads"] == pytest.approx(4 * 0.25)
+    assert dollars["DynamoDB writes"] == pytest.approx(2 * 0.625)
+    assert dollars["DynamoDB reads"] == pytest.approx(4 * 0.125)
     assert dollars["Lambda requests"] == pytest.approx(5 * 0.20)
     assert dollars["Lambda duration (estimated)"] == pytest.approx(60_000 * 0.0000166667)
     assert dollars["CloudWatch Logs ingestion"] == pytest.approx(2 * 0.50)
@@ -116,6 +116,8 @@ def test_the_counter_counts_the_calls_of_a_moto_client() -> None:
     assert tally.wru["t"] == 2 + 2  # the second write is charged the larger (old) size
     assert tally.wru["t/gsi1"] == 2 + 2
     assert tally.rru["t"] == 1 + 0.5
+    # the same units, by call and item kind (a key without a sort key is of kind "?")
+    assert tally.wru_by_kind == Counter({"PutItem t:?": 4, "index t/gsi1:?": 4})
 
 
 def test_an_include_index_is_written_only_when_its_keys_or_projected_attributes_change() -> None:
@@ -165,3 +167,6 @@ def test_an_include_index_is_written_only_when_its_keys_or_projected_attributes_
     tally = counter.tally
     assert tally.wru["t"] == 2 + 2 + 2
     assert tally.wru["t/gsi1"] == 1 + 0 + 1
+    assert tally.wru_by_kind == Counter(
+        {"PutItem t:?": 2, "UpdateItem t:?": 4, "index t/gsi1:?": 2}
+    )
