@@ -20,6 +20,7 @@ import boto3
 import pytest
 
 from cdif_harvester.api import openapi_document
+from cdif_harvester.aws_runtime import AwsConfig
 from tests.support.aws import (
     CATALOG_TABLE_ID,
     RECORDS_BUCKET_ID,
@@ -80,6 +81,16 @@ SHARED_ENV = {
     "LOG_LEVEL",
 }
 DATA_SERVICES = ("s3:", "sqs:", "dynamodb:")
+# Powertools idempotency, only when asked for (docs/decisions/0087): the parameter, the table,
+# and the stages that run their jobs under it.
+IDEMPOTENCY_PARAMETER = "IdempotencyTableEnabled"
+IDEMPOTENCY_TABLE_ID = "IdempotencyTable"
+JOB_STAGES = (
+    "SitemapExpanderFunction",
+    "UrlResolverFunction",
+    "ExtractorFunction",
+    "IndexerFunction",
+)
 POLICY_TEMPLATE_TARGETS = {
     "SQSSendMessagePolicy": "QueueName",
     "S3ReadPolicy": "BucketName",
@@ -268,12 +279,18 @@ def test_crosswalk_queue_policy_admits_only_the_records_bucket(stack: Provisione
     assert "CrosswalkQueuePolicy" in ([depends] if isinstance(depends, str) else depends)
 
 
-def test_policies_name_only_provisioned_resources(stack: ProvisionedStack) -> None:
+@pytest.mark.parametrize("idempotency_table", ["false", "true"])
+def test_policies_name_only_provisioned_resources(idempotency_table: str) -> None:
     """No S3, SQS or DynamoDB action is granted on '*' or on anything outside the stack."""
+    with mocked_stack(parameters={IDEMPOTENCY_PARAMETER: idempotency_table}) as stack:
+        _assert_policies_name_only_provisioned_resources(stack)
+
+
+def _assert_policies_name_only_provisioned_resources(stack: ProvisionedStack) -> None:
     queue_names = {stack.resolve({"Fn::GetAtt": [q, "QueueName"]}) for q in QUEUES}
     table_arn = stack.resolve({"Fn::GetAtt": [CATALOG_TABLE_ID, "Arn"]})
     bucket_arn = f"arn:aws:s3:::{stack.bucket_name}"
-    tables = {stack.table_name, stack.resolve({"Ref": "IdempotencyTable"})}
+    tables = set(stack.tables.values())
     for function in FUNCTIONS:
         # Resolved: a conditional policy (!If) is there or not, as in the deployed stack.
         for policy in stack.resolve(props(function).get("Policies", [])):
@@ -521,3 +538,45 @@ def test_the_operators_contact_parameter_reaches_every_function() -> None:
     with mocked_stack(parameters={"OperatorContact": "mailto:ops@example.org"}) as stack:
         for function in FUNCTIONS:
             assert stack.function_env(function)["OPERATOR_CONTACT"] == "mailto:ops@example.org"
+
+
+def _dynamodb_crud_targets(stack: ProvisionedStack, function: str) -> set[str]:
+    """The tables a function's DynamoDBCrudPolicy entries name, as the deployed stack has them."""
+    return {
+        stack.resolve(policy["DynamoDBCrudPolicy"]["TableName"])
+        for policy in stack.resolve(props(function).get("Policies", []))
+        if isinstance(policy, dict) and "DynamoDBCrudPolicy" in policy
+    }
+
+
+def test_no_idempotency_table_unless_asked_for() -> None:
+    # A redelivered job runs again; the stages' writes are idempotent (decisions 0054, 0087)
+    assert TEMPLATE["Parameters"][IDEMPOTENCY_PARAMETER]["Default"] == "false"
+    with mocked_stack() as stack:
+        assert set(stack.tables) == {CATALOG_TABLE_ID}
+        names = set(boto3.client("dynamodb", region_name="us-east-1").list_tables()["TableNames"])
+        assert names == {stack.table_name}
+        for function in FUNCTIONS:
+            env = stack.function_env(function)
+            assert AwsConfig.from_env(env).idempotency_table is None, function
+            assert _dynamodb_crud_targets(stack, function) <= {stack.table_name}, function
+
+
+def test_the_idempotency_table_when_asked_for_reaches_every_job_stage() -> None:
+    with mocked_stack(parameters={IDEMPOTENCY_PARAMETER: "true"}) as stack:
+        table = stack.tables[IDEMPOTENCY_TABLE_ID]
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        described = dynamodb.describe_table(TableName=table)["Table"]
+        # Powertools' item: its key "id", expiring through TTL on "expiration"
+        assert [(k["AttributeName"], k["KeyType"]) for k in described["KeySchema"]] == [
+            ("id", "HASH")
+        ]
+        assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+        ttl = dynamodb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+        assert ttl["AttributeName"] == "expiration"
+        assert ttl["TimeToLiveStatus"] in {"ENABLED", "ENABLING"}
+        for function in FUNCTIONS:
+            env = stack.function_env(function)
+            assert AwsConfig.from_env(env).idempotency_table == table, function
+        for function in JOB_STAGES:
+            assert table in _dynamodb_crud_targets(stack, function), function
