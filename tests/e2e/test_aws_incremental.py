@@ -18,8 +18,8 @@ import pytest
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite
-from cdif_harvester.model import Outcome
-from tests.support.aws import ProvisionedStack
+from cdif_harvester.model import Outcome, RunStatus
+from tests.support.aws import ProvisionedStack, mocked_stack
 from tests.support.lambda_driver import PumpStats
 from tests.support.pipeline import invoke, run_pipeline
 
@@ -118,18 +118,31 @@ def test_unchanged_reharvest_on_aws_fetches_no_bodies_and_writes_no_objects(
     assert second_stats.messages["UrlResolverFunction"] == url_jobs - RECORD_PAGES
 
 
+# With the idempotency table (asked for: IdempotencyTableEnabled) a second copy is not run at
+# all; without it (the default) it runs again, asks the page once more, and changes nothing
+# (docs/decisions/0087-no-idempotency-table-by-default.md).
+@pytest.mark.parametrize(("table", "asked_per_copy"), [("true", 0), ("false", 1)])
 def test_a_redelivered_message_changes_nothing(
-    stack: ProvisionedStack, site: PublisherSite, puts: list[str]
+    site: PublisherSite, table: str, asked_per_copy: int
 ) -> None:
-    _harvest(stack, site)
+    with mocked_stack(parameters={"IdempotencyTableEnabled": table}) as stack:
+        _harvest(stack, site)
+        _redeliver(stack, site, asked_per_copy)
+
+
+def _redeliver(stack: ProvisionedStack, site: PublisherSite, asked_per_copy: int) -> None:
     page = site.url("/datasets/glider-mission-notes.html")  # no record: always looked at
     sqs = boto3.client("sqs", region_name=stack.region)
+    catalog = _catalog(stack)
     queue = stack.queue_urls["UrlResolverQueue"]
 
     def asked() -> int:
         return sum(1 for t in site.timings if t.target.endswith("glider-mission-notes.html"))
 
     def deliver(run_id: str, copies: int) -> int:
+        # a run the page entered (as a sitemap job would have it), so that the run counts it
+        catalog.start_run(RunStatus(run_id=run_id, entry_urls=(page,), started_at="2026-11-25"))
+        catalog.enter_urls(run_id, [page], step="sitemap")
         job = UrlJob(run_id=run_id, source=f"127.0.0.1_{site.port}", url=page)
         before = asked()
         for _ in range(copies):  # a redelivery, or a duplicate send: other message ids
@@ -142,9 +155,16 @@ def test_a_redelivered_message_changes_nothing(
     once = deliver("run-once", 1)
     twice = deliver("run-twice", 2)
 
-    assert once >= 1 and twice == once  # the second copy did no work at all
-    (outcome,) = list(_catalog(stack).outcomes("run-twice"))
+    assert once >= 1 and twice == once * (1 + asked_per_copy)
+    (outcome,) = list(catalog.outcomes("run-twice"))
     assert outcome.outcome is Outcome.NO_METADATA
+    # and the run counts the page once, as the run that had it once
+    counts = []
+    for run_id in ("run-once", "run-twice"):
+        run = catalog.get_run(run_id)
+        assert run is not None
+        counts.append((run.entered, run.settled, {k: n for k, n in run.outcomes.items() if n}))
+    assert counts[1] == counts[0] == (1, 1, {Outcome.NO_METADATA.value: 1})
 
 
 def test_an_unchanged_reharvest_writes_no_latest_items(

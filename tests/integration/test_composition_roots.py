@@ -1,14 +1,15 @@
 """The two composition roots: what they build, and how often.
 
-``aws_runtime`` builds a Lambda function's wiring and its idempotency machinery once per execution
-environment (a cold start), not once per record; ``local_runtime`` builds the same ports for a
-harvest on one machine, so that the two cannot drift apart unnoticed.
+``aws_runtime`` builds a Lambda function's wiring and, when the stack has the idempotency table
+(docs/decisions/0087-no-idempotency-table-by-default.md), its idempotency machinery once per
+execution environment (a cold start), not once per record; ``local_runtime`` builds the same
+ports for a harvest on one machine, so that the two cannot drift apart unnoticed.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from cdif_harvester.contracts import UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.local_runtime import LocalConfig
 from cdif_harvester.wiring import Wiring
-from tests.support.aws import ProvisionedStack, sqs_event
+from tests.support.aws import ProvisionedStack, mocked_stack, sqs_event
 from tests.support.lambda_driver import FakeLambdaContext
 from tests.support.pipeline import function_environment, handler_of
 
@@ -35,6 +36,13 @@ PAGES = [
 ]
 PORTS = {"store", "catalog", "queue", "fetcher", "clock", "settings", "robots", "sources"}
 BUILDERS = ("IdempotencyConfig", "idempotent_function", "DynamoDBPersistenceLayer")
+
+
+@pytest.fixture
+def remembering() -> Iterator[ProvisionedStack]:
+    """The stack of template.yaml with the idempotency table asked for."""
+    with mocked_stack(parameters={"IdempotencyTableEnabled": "true"}) as stack:
+        yield stack
 
 
 @pytest.fixture
@@ -80,8 +88,9 @@ def _remembered(stack: ProvisionedStack) -> list[str]:
 
 
 def test_idempotency_is_built_once_per_execution_environment(
-    stack: ProvisionedStack, site: PublisherSite, built: Counter[str]
+    remembering: ProvisionedStack, site: PublisherSite, built: Counter[str]
 ) -> None:
+    stack = remembering
     context = FakeLambdaContext(function_name=RESOLVER)
     with function_environment(stack, RESOLVER, ALLOW_LOOPBACK="true"):
         handler = handler_of(stack, RESOLVER)
@@ -100,14 +109,27 @@ def test_idempotency_is_built_once_per_execution_environment(
     assert len(_remembered(stack)) == 3 + 2 + 2
 
 
-def test_remembered_work_keeps_its_key(stack: ProvisionedStack, site: PublisherSite) -> None:
+def test_remembered_work_keeps_its_key(remembering: ProvisionedStack, site: PublisherSite) -> None:
     """Powertools names a remembered unit of work after the decorated function (module and
     qualified name): renaming it would make every job of a deployment in flight run again."""
+    stack = remembering
     context = FakeLambdaContext(function_name=RESOLVER)
     with function_environment(stack, RESOLVER, ALLOW_LOOPBACK="true"):
         handler_of(stack, RESOLVER)(_batch(stack, site, "run-key", 1), context)
     (key,) = _remembered(stack)
     assert key.startswith("test-func.cdif_harvester.aws_runtime._once.<locals>.once#"), key
+
+
+def test_without_the_table_no_idempotency_is_built(
+    stack: ProvisionedStack, site: PublisherSite, built: Counter[str]
+) -> None:
+    # The stack as deployed by default: every job simply runs (the stages' writes are idempotent)
+    context = FakeLambdaContext(function_name=RESOLVER)
+    with function_environment(stack, RESOLVER, ALLOW_LOOPBACK="true"):
+        handler = handler_of(stack, RESOLVER)
+        assert handler(_batch(stack, site, "run-plain", 3), context) == {"batchItemFailures": []}
+    assert not built
+    assert "IDEMPOTENCY_TABLE" not in {k for k, v in stack.function_env(RESOLVER).items() if v}
 
 
 def _filled(bundle: Wiring) -> set[str]:
