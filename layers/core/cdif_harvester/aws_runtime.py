@@ -613,8 +613,9 @@ def work_key(job: Any) -> str:
 
 def _run_once(run: Callable[[], dict[str, Any]], key: str, context: Any) -> dict[str, Any]:
     """Run ``run`` once per ``key`` (Powertools idempotency), or simply run it when no
-    idempotency table is configured. Raises what ``run`` raises (and then nothing is
-    remembered: the work runs again)."""
+    idempotency table is configured (the template's default: a redelivery runs again, and the
+    stages' writes are idempotent; docs/decisions/0087). Raises what ``run`` raises (and then
+    nothing is remembered: the work runs again)."""
     idempotency = _once()
     if idempotency is None:
         return run()
