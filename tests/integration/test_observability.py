@@ -2,8 +2,9 @@
 
 The handlers print CloudWatch embedded metric format (EMF) documents and JSON log lines to
 stdout, as on Lambda; these tests read them back and check what the alarms and the dashboard of
-template.yaml rely on: every metric names its stage, outcomes are counted per stage and kind, and
-every log line of a job carries its run id as the correlation id.
+template.yaml rely on: every metric names its stage, outcomes are counted per stage and kind, a
+batch logs one summary line (decision 0089) and every log line of a job carries its run id as the
+correlation id.
 """
 
 from __future__ import annotations
@@ -107,9 +108,13 @@ def test_a_resolver_batch_counts_outcomes_by_stage_and_kind(
     for path in paths:
         job = UrlJob(run_id=RUN_ID, source="127.0.0.1", url=site.url(path))
         sqs.send_message(QueueUrl=source.queue_url, MessageBody=encode(job))
+    # a host that refuses connections: the job fails, to be tried again (a per-job warning)
+    refused = UrlJob(run_id=RUN_ID, source="127.0.0.1", url="http://127.0.0.1:9/refused.html")
+    sqs.send_message(QueueUrl=source.queue_url, MessageBody=encode(refused))
     sqs.send_message(QueueUrl=source.queue_url, MessageBody='{"not": "a job"}')
     messages = _receive_all(sqs, source.queue_url)
-    assert len(messages) == 4
+    assert len(messages) == 5
+    refused_id = next(m["MessageId"] for m in messages if "refused.html" in m["Body"])
     stdout.readouterr()
 
     # When the resolver's handler runs the batch
@@ -121,7 +126,7 @@ def test_a_resolver_batch_counts_outcomes_by_stage_and_kind(
     )
 
     # Then its metrics name the stage, and the outcomes are counted by stage and kind
-    assert response == {"batchItemFailures": []}
+    assert response == {"batchItemFailures": [{"itemIdentifier": refused_id}]}
     documents = _documents(stdout.readouterr().out)
     points = _points(documents)
     stage = {"service": SERVICE, "Stage": "url-resolver"}
@@ -134,20 +139,31 @@ def test_a_resolver_batch_counts_outcomes_by_stage_and_kind(
     assert ("JobsProcessed", stage, 3.0) in _summed(points)
     assert ("BadMessages", stage, 1.0) in _summed(points)
     assert ("Batches", stage, 1.0) in _summed(points)
-    assert ("JobsFailed", stage, 0.0) in _summed(points)
+    assert ("JobsFailed", stage, 1.0) in _summed(points)
     # (No stage metric goes out without its stage; only the cold start names the function.)
     for name, dims, _ in points:
         assert "Stage" in dims or name == "ColdStart", (name, dims)
 
-    # And every log line of a job carries the run id as correlation id, its URL and message id
+    # And the batch logs one summary line, the run id its correlation id (a job that went well
+    # logs nothing of its own: decision 0089)
     lines = [doc for doc in documents if "level" in doc]
-    done = [line for line in lines if line["message"] == "job done"]
-    assert {line["url"] for line in done} == {site.url(path) for path in paths}
-    for line in done:
-        assert line["correlation_id"] == RUN_ID
-        assert line["run_id"] == RUN_ID
-        assert line["stage"] == "url-resolver"
-        assert line["message_id"] in {message["MessageId"] for message in messages}
+    (summary,) = [line for line in lines if line["message"] == "batch done"]
+    assert summary["stage"] == "url-resolver"
+    assert (summary["jobs"], summary["failed"]) == (3, 1)
+    assert summary["outcomes"] == {"no-metadata": 1, "failed": 1}
+    assert summary["correlation_id"] == RUN_ID
+    assert "url" not in summary and "message_id" not in summary
+    assert [line for line in lines if line["level"] == "INFO"] == [summary]
+    # and every log line of a job carries the run id as correlation id, its URL and message id
+    (warned,) = [line for line in lines if line["message"] == "job failed; SQS redelivers it"]
+    assert warned["url"] == refused.url
+    assert warned["message_id"] == refused_id
+    for line in lines:
+        if "url" in line:
+            assert line["correlation_id"] == RUN_ID, line
+            assert line["run_id"] == RUN_ID, line
+            assert line["stage"] == "url-resolver", line
+            assert line["message_id"] in {message["MessageId"] for message in messages}, line
     (broken,) = [line for line in lines if line["message"] == "message breaks its contract"]
     # The broken message's line must not borrow the run or URL of the record before it.
     assert "correlation_id" not in broken and "url" not in broken and "run_id" not in broken

@@ -7,6 +7,8 @@ Crawl-delay recorder writing to the host's gate item. Both batch handlers share 
 (:func:`_process_batch`); each names only how one record is handled. Fetches go through the
 DynamoDB host gate in ``defer`` mode (a deferred job is sent again with a message delay), and
 Powertools idempotency keys each job on its work (:func:`work_key`), never on the SQS message id.
+The outcomes a batch's jobs settle are written together when the batch ends, and the batch
+logs one summary line (docs/decisions/0089-settle-once-per-batch.md).
 
 See docs/decisions/0008-politeness-per-host.md,
 docs/decisions/0007-idempotency-keyed-on-work.md and
@@ -21,6 +23,7 @@ import os
 import random
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -59,6 +62,7 @@ from cdif_harvester.keys import staging_key
 from cdif_harvester.settings import Settings
 from cdif_harvester.stages.crosswalk import keys_from_s3_event
 from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job
+from cdif_harvester.stages.outcomes import BatchOutcomes
 from cdif_harvester.wiring import Wiring
 
 if TYPE_CHECKING:
@@ -355,6 +359,9 @@ def handle_sqs_batch(
     redelivers and finally dead-letters. Raises ContractError when ``event`` is not an SQS
     event at all (a dict without ``Records`` is not an empty batch).
 
+    The outcomes of the URL stages' jobs (not the expander's, whose sitemap is counted done
+    after its outcome) are written together when the batch ends (:func:`_process_batch`).
+
     Every metric of the invocation carries the dimension ``Stage``; each job's outcome is
     counted in ``Outcomes`` (dimensions ``Stage`` and ``Outcome``); every log line of a job
     carries its ``run_id`` (also the correlation id), ``url`` and ``message_id``.
@@ -378,7 +385,7 @@ def handle_sqs_batch(
         return _handle_job(bundle, record, contract, run, context, queue=source)
 
     name = _STAGE_OF_QUEUE.get(source) or _STAGE_OF.get(contract, contract.__name__)
-    return _process_batch(event, context, name, handle)
+    return _process_batch(event, context, name, handle, settle=contract is not SitemapJob)
 
 
 def _jobs_of(event: dict[str, Any], contract: type[_J]) -> list[_J]:
@@ -410,9 +417,11 @@ def handle_s3_notifications(
 
 @dataclass(frozen=True)
 class _Processed:
-    """A record its handler processed, and the outcome it ended in (None: no outcome yet)."""
+    """A record its handler processed, the outcome it ended in (None: no outcome yet) and the
+    run of its job."""
 
     outcome: str | None = None
+    run_id: str | None = None
 
 
 def _process_batch(
@@ -420,37 +429,75 @@ def _process_batch(
     context: Any,
     stage_name: str,
     handle: Callable[[Wiring, SQSRecord], _Processed | None],
+    *,
+    settle: bool = False,
 ) -> dict[str, Any]:
     """Run ``handle`` on every record of the SQS batch ``event`` for the stage ``stage_name``,
     and return the partial batch response.
 
     A record ``handle`` raised on is reported failed (SQS redelivers it); one it returned None
-    for was consumed without being processed (it logged and counted why). Each processed record
-    counts in ``JobsProcessed``, its outcome in ``Outcomes``; the batch counts in ``Batches`` and
-    its failed records in ``JobsFailed``. Raises ContractError when ``event`` is not an SQS event.
+    for was consumed without being processed (it logged and counted why). With ``settle``, the
+    outcomes the jobs settle are held and written together once every record was handled
+    (:class:`~cdif_harvester.stages.outcomes.BatchOutcomes`); the records whose outcomes could
+    not be written are reported failed too. Each processed record counts in ``JobsProcessed``,
+    its outcome in ``Outcomes``; the batch counts in ``Batches`` and its failed records in
+    ``JobsFailed``, and logs one summary line. Raises ContractError when ``event`` is not an
+    SQS event.
     """
     _label_stage(stage_name)
     _require_sqs_event(event)
     processor = BatchProcessor(event_type=EventType.SQS)
-    bundle = wiring()
-    outcomes: Counter[str] = Counter()
+    # Powertools idempotency remembers a job done when its stage returns: an outcome still held
+    # would be lost if the batch's end failed (the redelivery is answered without running), so
+    # with an idempotency table each job settles its own outcome, as before.
+    held = BatchOutcomes() if settle and _idempotency_store() is None else None
+    bundle = wiring() if held is None else replace(wiring(), outcomes=held)
+    done: dict[str, _Processed] = {}  # by message id
+    unsettled: set[str] = set()
 
     def record_handler(record: SQSRecord) -> None:
-        processed = handle(bundle, record)
-        if processed is None:
-            return
-        if processed.outcome is not None:
-            outcomes[processed.outcome] += 1
-        metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=1)
+        scope: AbstractContextManager[None] = (
+            nullcontext() if held is None else held.job(record.message_id)
+        )
+        with scope:
+            processed = handle(bundle, record)
+        if processed is not None:
+            done[record.message_id] = processed
 
     metrics.add_metric(name="Batches", unit=MetricUnit.Count, value=1)
     try:
-        response = process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
+        response: dict[str, Any] = dict(
+            process_partial_response(
+                event=event, record_handler=record_handler, processor=processor, context=context
+            )
         )
+        if held is not None:
+            unsettled = _settle_batch(bundle, held)
+            response["batchItemFailures"] = [
+                *response["batchItemFailures"],
+                *({"itemIdentifier": key} for key in sorted(unsettled)),
+            ]
     finally:
-        _count_batch(stage_name, processor, outcomes)
-    return dict(response)
+        failed = len(processor.fail_messages) + len(unsettled)
+        kept = [item for key, item in done.items() if key not in unsettled]
+        _count_batch(stage_name, kept, failed)
+    return response
+
+
+def _settle_batch(bundle: Wiring, held: BatchOutcomes) -> set[str]:
+    """Write the outcomes ``held`` for the batch; the message ids of the records whose outcomes
+    could not be written (SQS redelivers them, and they settle again, counted once)."""
+    unsettled: set[str] = set()
+    for failure in held.flush(bundle):
+        logger.append_keys(message_id=None, run_id=failure.run_id, url=None)
+        logger.set_correlation_id(failure.run_id)
+        logger.warning(
+            "outcomes not written; SQS redelivers their jobs",
+            jobs=len(failure.keys),
+            error=str(failure.error),
+        )
+        unsettled |= failure.keys
+    return unsettled
 
 
 def _handle_job(
@@ -505,7 +552,7 @@ def _handle_job(
         if _receives(record) >= MAX_RECEIVES:  # the last try: the URL ends failed, not lost
             logger.warning("job failed on its last delivery", error=str(error))
             settled = give_up(bundle, job, error)  # type: ignore[type-var]
-            return _Processed(settled.outcome.value)
+            return _Processed(settled.outcome.value, run_id)
         delay = retry_delay(
             _receives(record), error.retry_after, bundle.settings, jitter=retry_jitter
         )
@@ -520,9 +567,7 @@ def _handle_job(
     except Exception:  # a transient fault no adapter mapped (run_job settled the rest)
         logger.exception("job failed unexpectedly; SQS redelivers it")
         raise
-    outcome = done.get("outcome")
-    logger.info("job done", outcome=outcome)
-    return _Processed(outcome)
+    return _Processed(done.get("outcome"), run_id)
 
 
 def _receives(record: SQSRecord) -> int:
@@ -555,14 +600,13 @@ def _handle_notification(
     for key in keys:
         logger.append_keys(key=key)
         try:
-            views = stage(bundle, key)
+            stage(bundle, key)
         except PermanentError as exc:
             logger.warning("record not crosswalked", error=str(exc))
             continue
         except Exception:
             logger.exception("crosswalk failed; SQS redelivers the notification")
             raise
-        logger.info("record crosswalked", views=len(views) if isinstance(views, dict) else None)
     return _Processed()
 
 
@@ -576,13 +620,25 @@ def _label_stage(stage_name: str) -> None:
     logger.append_keys(stage=stage_name)
 
 
-def _count_batch(stage_name: str, processor: BatchProcessor, outcomes: Counter[str]) -> None:
-    """Emit the batch's failed records and its outcomes, one EMF document per outcome kind.
+def _count_batch(stage_name: str, done: list[_Processed], failed: int) -> None:
+    """Emit the batch's processed and failed records and its outcomes, one EMF document per
+    outcome kind, and log them in one line (the run's id its correlation id when every job of
+    the batch was of one run; warnings and errors stay per job).
 
     ``Outcomes`` needs a dimension (``Outcome``) that differs between the records of one batch,
     which the invocation's shared dimension set cannot hold: each kind gets its own document.
     """
-    metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=len(processor.fail_messages))
+    outcomes = Counter(item.outcome for item in done if item.outcome is not None)
+    runs = sorted({item.run_id for item in done if item.run_id is not None})
+    # The keys of the batch's last record must not be this line's.
+    logger.append_keys(message_id=None, run_id=None, url=None, key=None)
+    logger.set_correlation_id(runs[0] if len(runs) == 1 else None)
+    logger.info(
+        "batch done", jobs=len(done), outcomes=dict(sorted(outcomes.items())), failed=failed
+    )
+    if done:
+        metrics.add_metric(name="JobsProcessed", unit=MetricUnit.Count, value=len(done))
+    metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=failed)
     for outcome, count in sorted(outcomes.items()):
         with single_metric(
             name="Outcomes",

@@ -34,6 +34,7 @@ __all__ = [
     "HostSlot",
     "JobQueue",
     "ObjectStore",
+    "OutcomeSink",
     "RenderedPage",
     "Renderer",
     "SourceRegistry",
@@ -286,6 +287,15 @@ class CrawlDelayRecorder(Protocol):
     def __call__(self, origin: str, policy: RobotsPolicy) -> None:
         """Record the Crawl-delay ``policy`` (the robots.txt of ``origin``) sets for us. Raises
         StorageError when the gate's store fails."""
+        ...
+
+
+class OutcomeSink(Protocol):
+    """Holds the outcomes the jobs of a batch settle, to be written together when the batch
+    ends (on AWS: one catalogue transaction per run instead of one per job, decision 0089)."""
+
+    def add(self, outcome: UrlOutcome) -> None:
+        """Hold ``outcome`` (of the job now running) until the batch's end."""
         ...
 
 

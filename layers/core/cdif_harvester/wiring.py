@@ -23,6 +23,7 @@ from cdif_harvester.ports import (
     Fetcher,
     JobQueue,
     ObjectStore,
+    OutcomeSink,
     Renderer,
     SourceRegistry,
 )
@@ -62,7 +63,9 @@ class Wiring:
     ``record_crawl_delay`` tells the host gate a robots.txt's Crawl-delay (None: nothing paces
     by it); ``contexts`` serves the JSON-LD contexts (the shipped ones and the trusted ones
     registered) and remembers the trusted ones that failed; ``renderer`` renders pages in a browser
-    for the sources and runs that ask for it (None: no browser here)."""
+    for the sources and runs that ask for it (None: no browser here); ``outcomes`` holds the
+    outcomes settled while a batch of jobs runs, written when it ends (None: each is written at
+    once, with its run's counters; see :func:`cdif_harvester.stages.outcomes.put_outcome`)."""
 
     store: ObjectStore
     catalog: CatalogIndex
@@ -75,3 +78,4 @@ class Wiring:
     record_crawl_delay: CrawlDelayRecorder | None = None
     contexts: JsonLdContexts = field(default_factory=JsonLdContexts)
     renderer: Renderer | None = None
+    outcomes: OutcomeSink | None = None

@@ -51,7 +51,7 @@ from cdif_harvester.model import (
     UrlState,
     plain,
 )
-from cdif_harvester.stages.outcomes import finish_if_done
+from cdif_harvester.stages.outcomes import put_outcome
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
@@ -163,7 +163,7 @@ def _conclude(
         records=refs,
         recorded_at=now,
     )
-    finish_if_done(wiring, wiring.catalog.put_outcome(outcome))
+    put_outcome(wiring, outcome)
     return outcome
 
 

@@ -1,10 +1,16 @@
 """Recording what happened to a URL: outcomes, the state held from earlier harvests, and the
-end of a run (shared by every stage)."""
+end of a run (shared by every stage).
+
+An outcome is written at once with its run's counters, or held by the wiring's outcome sink
+(:class:`BatchOutcomes` on AWS) and written with the other outcomes of its batch when the batch
+ends (docs/decisions/0089-settle-once-per-batch.md).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 from cdif_harvester.errors import HarvestError
 from cdif_harvester.model import (
@@ -29,6 +35,9 @@ def is_gone(outcome: UrlOutcome) -> bool:
 
 __all__ = [
     "GONE_REASON",
+    "BatchOutcomes",
+    "Unsettled",
+    "put_outcome",
     "is_gone",
     "record_outcome",
     "outcome_now",
@@ -62,8 +71,18 @@ def record_outcome(
         reason=reason,
         pattern=pattern,
     )
-    finish_if_done(wiring, wiring.catalog.put_outcome(result))
+    put_outcome(wiring, result)
     return result
+
+
+def put_outcome(wiring: Wiring, outcome: UrlOutcome) -> None:
+    """Record ``outcome``: held by the wiring's outcome sink until its batch ends when there is
+    one, else written now with its run's counters (and the run marked finished when this was
+    its last URL). Raises StorageError when the catalogue fails."""
+    if wiring.outcomes is not None:
+        wiring.outcomes.add(outcome)
+    else:
+        finish_if_done(wiring, wiring.catalog.put_outcome(outcome))
 
 
 def outcome_now(
@@ -92,6 +111,66 @@ def record_outcomes(wiring: Wiring, outcomes: Sequence[UrlOutcome]) -> None:
     """Record many outcomes of one run at once (one catalogue write for the run's counters)."""
     if outcomes:
         finish_if_done(wiring, wiring.catalog.put_outcomes(outcomes))
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """Outcomes of the run ``run_id`` that :meth:`BatchOutcomes.flush` could not write: those
+    held for the jobs ``keys``, and the error it met."""
+
+    run_id: str
+    keys: frozenset[str]
+    error: Exception
+
+
+class BatchOutcomes:
+    """The outcome sink of one batch of jobs, each named by a key (on AWS its SQS message id).
+
+    The outcomes a job settles while it runs (inside :meth:`job`) are held, and
+    :meth:`flush` writes them when the batch ends: one :func:`record_outcomes` per run, so the
+    run's counters move once per batch (in transactions of at most 99 outcomes and the move).
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, list[UrlOutcome]] = {}
+        self._running: list[UrlOutcome] | None = None
+
+    @contextmanager
+    def job(self, key: str) -> Iterator[None]:
+        """Hold the outcomes added inside the block as those of the job ``key``. When the block
+        raises they are dropped: the job failed, and the attempt that settles it is another."""
+        added: list[UrlOutcome] = []
+        self._running = added
+        try:
+            yield
+        finally:
+            self._running = None
+        if added:  # (not reached when the block raised)
+            self._held.setdefault(key, []).extend(added)
+
+    def add(self, outcome: UrlOutcome) -> None:
+        """Hold ``outcome`` as the running job's. Raises RuntimeError outside :meth:`job`."""
+        if self._running is None:
+            raise RuntimeError(f"outcome of {outcome.url} settled outside a job of the batch")
+        self._running.append(outcome)
+
+    def flush(self, wiring: Wiring) -> list[Unsettled]:
+        """Write every held outcome, run by run, and mark each run finished when it is done;
+        return what could not be written (nothing is held after). The jobs of an
+        :class:`Unsettled` must be done again: their outcomes' conditional writes (decision
+        0054) count each URL once however often it is settled."""
+        by_run: dict[str, list[tuple[str, UrlOutcome]]] = {}
+        for key, outcomes in self._held.items():
+            for outcome in outcomes:
+                by_run.setdefault(outcome.run_id, []).append((key, outcome))
+        self._held = {}
+        unsettled: list[Unsettled] = []
+        for run_id, held in by_run.items():
+            try:
+                record_outcomes(wiring, [outcome for _key, outcome in held])
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the jobs are done again
+                unsettled.append(Unsettled(run_id, frozenset(key for key, _o in held), exc))
+        return unsettled
 
 
 def held_state(wiring: Wiring, url: str, *, run_id: str) -> UrlState | None:
