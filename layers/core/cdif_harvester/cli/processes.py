@@ -40,6 +40,7 @@ __all__ = [
     "Answer",
     "StagePool",
     "WorkerDied",
+    "command",
     "default_processes",
     "error_of",
     "task_message",
@@ -121,6 +122,7 @@ class _Child:
     """One process of the pool and the ids of its tasks not yet answered, oldest first."""
 
     process: subprocess.Popen[bytes]
+    reader: threading.Thread | None = None
     tasks: deque[int] = field(default_factory=deque)
     ready: bool = False
 
@@ -162,6 +164,10 @@ class StagePool:
         """The process ids of the pool's processes (as now running)."""
         return [child.process.pid for child in self._children]
 
+    def pid_of(self, task_id: int) -> int | None:
+        """The process id of the process ``task_id`` was sent to (None once answered)."""
+        return next((c.process.pid for c in self._children if task_id in c.tasks), None)
+
     def submit(self, task_id: int, task: bytes) -> None:
         """Send ``task`` (see :func:`task_message`) to the least busy process."""
         child = min(self._children, key=lambda c: len(c.tasks))
@@ -197,6 +203,9 @@ class StagePool:
         except subprocess.TimeoutExpired:  # (stdout closed, yet alive: not ours to keep)
             child.process.kill()
             child.process.wait()
+        if child.process.stdin is not None:
+            with contextlib.suppress(OSError):  # (a pipe to a dead process)
+                child.process.stdin.close()
         if not child.ready:
             self._stillborn += 1
         if child in self._children:
@@ -222,6 +231,7 @@ class StagePool:
             except subprocess.TimeoutExpired:
                 child.process.kill()
                 child.process.wait()
+            _join(child)
         self._children = []
 
     def terminate(self) -> None:
@@ -234,39 +244,51 @@ class StagePool:
             if child.process.stdin is not None:
                 with contextlib.suppress(OSError):  # (a pipe to a dead process)
                     child.process.stdin.close()
+            _join(child)
 
     def _start(self) -> _Child:
         package_root = str(Path(cdif_harvester.__file__).resolve().parent.parent)
         env = dict(os.environ)
+        # (the package as this process imported it, wherever that was)
         env["PYTHONPATH"] = os.pathsep.join(
             part for part in (package_root, env.get("PYTHONPATH")) if part
         )
-        command = [sys.executable, "-m", "cdif_harvester.cli.processes", str(self._out_dir)]
-        if self._shacl:
-            command.append("--shacl")
         process = subprocess.Popen(
-            command,
+            command(self._out_dir, shacl=self._shacl),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
             start_new_session=True,  # (Ctrl-C in a terminal is the runner's to handle)
         )
         child = _Child(process)
-        reader = threading.Thread(
+        child.reader = threading.Thread(
             target=self._read, args=(child,), name="cdif-pool-reader", daemon=True
         )
-        reader.start()
+        child.reader.start()
         return child
 
     def _read(self, child: _Child) -> None:
         """Pass each answer of ``child`` to the runner; None when its stdout ends."""
         stdout = child.process.stdout
         assert stdout is not None
-        while (raw := _read_frame(stdout)) is not None:
-            self._inbox.put((child, raw))
-            self._wake.set()
+        with stdout:
+            while (raw := _read_frame(stdout)) is not None:
+                self._inbox.put((child, raw))
+                self._wake.set()
         self._inbox.put((child, None))
         self._wake.set()
+
+
+def _join(child: _Child) -> None:
+    """Wait for the reader of ``child``, which has exited (its stdout then closed)."""
+    if child.reader is not None and child.reader is not threading.current_thread():
+        child.reader.join(timeout=10)
+
+
+def command(out_dir: Path, *, shacl: bool) -> list[str]:
+    """The command line of a process reading documents for a harvest into ``out_dir``."""
+    line = [sys.executable, "-m", "cdif_harvester.cli.processes", str(out_dir)]
+    return [*line, "--shacl"] if shacl else line
 
 
 def _read_frame(stream: IO[bytes]) -> bytes | None:
