@@ -143,6 +143,11 @@ def _kill_on(monkeypatch: pytest.MonkeyPatch, path: str, *, times: int) -> Calla
         if path in json.loads(json.loads(task)["job"])["url"] and len(killed) < times:
             pid = pool.pid_of(task_id)
             assert pid is not None
+            # (once it is ready: one killed while starting would count as a broken installation)
+            deadline = time.monotonic() + 30
+            while pid not in pool.ready_pids():
+                assert time.monotonic() < deadline, "the process never got ready"
+                time.sleep(0.01)
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
@@ -226,9 +231,12 @@ def test_a_page_whose_process_dies_every_time_ends_failed_after_its_attempts(
     killed = _kill_on(monkeypatch, KELP, times=99)
     out = tmp_path / "out"
 
-    _harvest(served, out, 2, max_attempts=3, jitter=lambda low, high: 0.0)
+    said = io.StringIO()
+
+    _harvest(served, out, 2, max_attempts=3, jitter=lambda low, high: 0.0, progress=said)
 
     assert len(killed()) == 3  # one per attempt, then no more
+    assert "cannot start" not in said.getvalue()  # (a bad document, not a broken pool)
     outcomes, _, _ = reference
     got = _outcomes(out)
     kelp = served.url(KELP)

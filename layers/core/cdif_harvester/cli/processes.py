@@ -164,6 +164,10 @@ class StagePool:
         """The process ids of the pool's processes (as now running)."""
         return [child.process.pid for child in self._children]
 
+    def ready_pids(self) -> list[int]:
+        """The process ids of the processes that have said they are ready for tasks."""
+        return [child.process.pid for child in self._children if child.ready]
+
     def pid_of(self, task_id: int) -> int | None:
         """The process id of the process ``task_id`` was sent to (None once answered)."""
         return next((c.process.pid for c in self._children if task_id in c.tasks), None)
@@ -189,8 +193,6 @@ class StagePool:
                 return
             if raw is None:
                 yield from self._lost(child)
-            elif not raw:  # (its imports done: it is no broken installation)
-                child.ready = True
             else:
                 if child.tasks:
                     child.tasks.popleft()
@@ -273,6 +275,9 @@ class StagePool:
         assert stdout is not None
         with stdout:
             while (raw := _read_frame(stdout)) is not None:
+                if not raw:  # (its imports done: it is no broken installation)
+                    child.ready = True
+                    continue
                 self._inbox.put((child, raw))
                 self._wake.set()
         self._inbox.put((child, None))

@@ -366,6 +366,10 @@ class LocalHarvester:
             pool.shutdown(wait=False, cancel_futures=True)
             self._stop_processes()
             raise self._interrupted(run_id, terminated=isinstance(stop, Terminated)) from None
+        except BaseException:  # (a fault of the runner itself): no process outlives it
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._stop_processes()
+            raise
         pool.shutdown()
         if self._indexer is not None:
             self._indexer.shutdown()
@@ -454,7 +458,7 @@ class LocalHarvester:
 
     def _run_one_main_job(self) -> bool:
         for name, contract, stage in _MAIN_STAGES:
-            if self._pool is not None:
+            if (self._pool if contract is DocumentJob else self._indexer) is not None:
                 continue  # (documents read by the processes, index jobs on their thread)
             body = self.queue.receive(name)
             if body is not None:
