@@ -16,8 +16,8 @@ product's demo server in a process of its own (its memory and CPU are not counte
    processes reading documents: by default 1, and one per core when that is more; each
    number a harvest of its own into an empty folder) on the site's robots.txt and reports
    wall seconds, CPU seconds (``getrusage``, every thread, its document processes included)
-   and its peak RSS (``VmHWM`` of its own process image; with document processes, their
-   number times the largest one's peak is added: an upper bound of their sum);
+   and its peak RSS (``VmHWM`` of its own process image; with document processes, the sum of
+   their own ``VmHWM`` read as the run ends is added);
 2. **baseline**: a fresh interpreter fetches the same pages with one ``httpx.Client`` on as many
    threads as the harvester has workers (4), reading every body.
 
@@ -55,8 +55,8 @@ site.stop()
 """
 
 
-def _peak_rss_mib() -> float:
-    with Path("/proc/self/status").open(encoding="ascii") as status:
+def _peak_rss_mib(pid: int | None = None) -> float:
+    with Path(f"/proc/{pid or 'self'}/status").open(encoding="ascii") as status:
         for line in status:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
@@ -92,6 +92,17 @@ def _child_harvest(base: str, out: str, profile: str | None, processes: int = 1)
         return close_run(*args, **kwargs)  # type: ignore[arg-type]
 
     runner.close_run = marked_close_run  # type: ignore[assignment]
+    # The document processes' own peaks, read just before they are told to exit.
+    from cdif_harvester.cli.processes import StagePool  # noqa: PLC0415
+
+    pool_close = StagePool.close
+    peaks: list[float] = []
+
+    def measured_close(pool: StagePool) -> None:
+        peaks.extend(_peak_rss_mib(pid) for pid in pool.pids())
+        pool_close(pool)
+
+    StagePool.close = measured_close  # type: ignore[method-assign]
     import resource  # noqa: PLC0415
 
     cpu0, t0 = _cpu_seconds(), time.perf_counter()
@@ -110,6 +121,7 @@ def _child_harvest(base: str, out: str, profile: str | None, processes: int = 1)
     children_cpu = _cpu_seconds(resource.RUSAGE_CHILDREN)
     cpu += children_cpu
     children_peak = _children_peak_rss_mib() if processes > 1 else 0.0
+    children_sum = sum(peaks)
     print(
         json.dumps(
             {
@@ -121,9 +133,10 @@ def _child_harvest(base: str, out: str, profile: str | None, processes: int = 1)
                 "valid": summary.valid_records,
                 "urls": summary.urls,
                 "outcomes": {k: v for k, v in summary.outcomes.items() if v},
-                "peak_rss_mib": _peak_rss_mib() + processes * children_peak,
+                "peak_rss_mib": _peak_rss_mib() + children_sum,
                 "own_peak_rss_mib": _peak_rss_mib(),
                 "children_peak_rss_mib": children_peak,
+                "children_peaks_mib": peaks,
                 "crawl_peak_rss_mib": marks.get("crawl", float("nan")),
             }
         )

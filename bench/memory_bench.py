@@ -15,7 +15,7 @@ disk as it is asked for), and runs ``LocalHarvester`` on its robots.txt in a fre
 harvesting process (``VmHWM``: its high-water mark over the whole run, the close included) and
 that peak just before the run is closed (the crawl alone). Neither the site's writer nor its
 server is in the harvesting process. With ``--processes N`` (documents read in N processes) the
-peak adds N times the largest document process's peak (an upper bound of their sum).
+peak adds the sum of theirs.
 """
 
 from __future__ import annotations
