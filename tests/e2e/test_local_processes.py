@@ -181,6 +181,19 @@ def test_a_harvest_in_processes_ends_as_in_one_byte_for_byte(
     assert not (out / "staging").exists()
 
 
+def test_shacl_runs_in_the_processes_as_in_one(served: PublisherSite, tmp_path: Path) -> None:
+    pytest.importorskip("pyshacl")
+    for count in (1, 2):
+        _harvest(served, tmp_path / f"out-{count}", count, shacl=True)
+
+    one, two = tmp_path / "out-1", tmp_path / "out-2"
+    assert _outcomes(two) == _outcomes(one)
+    reports = {k: _report(v) for k, v in _files(one, "reports").items()}
+    assert {k: _report(v) for k, v in _files(two, "reports").items()} == reports
+    assert all(report["shacl"] is True for report in reports.values() if "shacl" in report)
+    assert any("shacl" in report for report in reports.values())
+
+
 def test_an_unchanged_page_is_found_unchanged_in_processes_as_in_one(
     tmp_path: Path, tasks: list[bytes]
 ) -> None:
