@@ -131,8 +131,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_processes,
         default=default_processes(),
         metavar="N",
-        help="processes reading documents (extraction and validation) besides this one, "
-        f"1 to {MAX_PROCESSES}; 1 reads them in this one (default %(default)s: the cores)",
+        help="processes reading the documents (extraction and validation): 1 reads them in "
+        f"this one, N from 2 to {MAX_PROCESSES} in N others (default %(default)s: the cores)",
     )
     harvest.add_argument(
         "--format-parameter",
