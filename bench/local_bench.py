@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/local_bench.py --pages 1000
     .venv/bin/python bench/local_bench.py --pages 4000 --profile /tmp/harvest.prof
+    .venv/bin/python bench/local_bench.py --pages 1000 --processes 1 2
 
 It writes the re-harvest benchmark's site (``reharvest_bench.write_site``: robots.txt, a sitemap
 index, two sitemaps with lastmod) with the extraction benchmark's N landing pages (about 40 KB,
@@ -11,15 +12,19 @@ one CDIF block of 2 to 10 KB, seven publishers' styles, nearly all valid; ``--sm
 re-harvest benchmark's 12 KB pages) into a temporary folder and serves it on 127.0.0.1 with the
 product's demo server in a process of its own (its memory and CPU are not counted). Then:
 
-1. **harvest**: a fresh interpreter runs ``LocalHarvester`` (default settings) on the site's
-   robots.txt into an empty folder and reports wall seconds, its own CPU seconds
-   (``getrusage``, every thread) and its peak RSS (``VmHWM`` of its own process image);
+1. **harvest**: a fresh interpreter runs ``LocalHarvester`` (default settings, ``--processes``
+   processes reading documents: by default 1, and one per core when that is more; each
+   number a harvest of its own into an empty folder) on the site's robots.txt and reports
+   wall seconds, CPU seconds (``getrusage``, every thread, its document processes included)
+   and its peak RSS (``VmHWM`` of its own process image; with document processes, the sum of
+   their own ``VmHWM`` read as the run ends is added);
 2. **baseline**: a fresh interpreter fetches the same pages with one ``httpx.Client`` on as many
    threads as the harvester has workers (4), reading every body.
 
 Reported: records/s, CPU ms per record, peak RSS, bytes written per record (every file under the
-output folder) and the ratio harvest rate / httpx rate. ``--profile FILE`` writes a cProfile of
-the harvest (which slows it; figures from a profiled run are not the rates).
+output folder), the ratio harvest rate / httpx rate and each rate over the first harvest's
+(``vs first``). ``--profile FILE`` writes a cProfile of the harvest (which slows it; figures
+from a profiled run are not the rates).
 """
 
 from __future__ import annotations
@@ -50,22 +55,29 @@ site.stop()
 """
 
 
-def _peak_rss_mib() -> float:
-    with Path("/proc/self/status").open(encoding="ascii") as status:
+def _peak_rss_mib(pid: int | None = None) -> float:
+    with Path(f"/proc/{pid or 'self'}/status").open(encoding="ascii") as status:
         for line in status:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
 
-def _cpu_seconds() -> float:
+def _cpu_seconds(who: int | None = None) -> float:
     import resource  # noqa: PLC0415 - Linux-only, in the child
 
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    usage = resource.getrusage(resource.RUSAGE_SELF if who is None else who)
     return usage.ru_utime + usage.ru_stime
 
 
-def _child_harvest(base: str, out: str, profile: str | None) -> None:
+def _children_peak_rss_mib() -> float:
+    """The largest peak RSS of the processes this one started and waited for."""
+    import resource  # noqa: PLC0415
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def _child_harvest(base: str, out: str, profile: str | None, processes: int = 1) -> None:
     from cdif_harvester.cli import runner  # noqa: PLC0415
     from cdif_harvester.cli.runner import LocalHarvester  # noqa: PLC0415
 
@@ -76,11 +88,25 @@ def _child_harvest(base: str, out: str, profile: str | None) -> None:
 
     def marked_close_run(*args: object, **kwargs: object) -> object:
         marks["crawl"] = _peak_rss_mib()
+        marks["close_started"] = time.perf_counter()
         return close_run(*args, **kwargs)  # type: ignore[arg-type]
 
     runner.close_run = marked_close_run  # type: ignore[assignment]
+    # The document processes' own peaks, read just before they are told to exit.
+    from cdif_harvester.cli.processes import StagePool  # noqa: PLC0415
+
+    pool_close = StagePool.close
+    peaks: list[float] = []
+
+    def measured_close(pool: StagePool) -> None:
+        peaks.extend(_peak_rss_mib(pid) for pid in pool.pids())
+        pool_close(pool)
+
+    StagePool.close = measured_close  # type: ignore[method-assign]
+    import resource  # noqa: PLC0415
+
     cpu0, t0 = _cpu_seconds(), time.perf_counter()
-    with LocalHarvester(Path(out), allow_loopback=True) as harvester:
+    with LocalHarvester(Path(out), allow_loopback=True, processes=processes) as harvester:
         if profile:
             import cProfile  # noqa: PLC0415
 
@@ -90,16 +116,27 @@ def _child_harvest(base: str, out: str, profile: str | None) -> None:
         else:
             summary = harvester.harvest(f"{base}/robots.txt")
     seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+    marks["close_seconds"] = time.perf_counter() - marks.get("close_started", float("nan"))
+    # (the document processes have exited and been waited for when harvest() returns)
+    children_cpu = _cpu_seconds(resource.RUSAGE_CHILDREN)
+    cpu += children_cpu
+    children_peak = _children_peak_rss_mib() if processes > 1 else 0.0
+    children_sum = sum(peaks)
     print(
         json.dumps(
             {
                 "seconds": seconds,
                 "cpu": cpu,
+                "children_cpu": children_cpu,
+                "close_seconds": marks.get("close_seconds", float("nan")),
                 "records": summary.records,
                 "valid": summary.valid_records,
                 "urls": summary.urls,
                 "outcomes": {k: v for k, v in summary.outcomes.items() if v},
-                "peak_rss_mib": _peak_rss_mib(),
+                "peak_rss_mib": _peak_rss_mib() + children_sum,
+                "own_peak_rss_mib": _peak_rss_mib(),
+                "children_peak_rss_mib": children_peak,
+                "children_peaks_mib": peaks,
                 "crawl_peak_rss_mib": marks.get("crawl", float("nan")),
             }
         )
@@ -146,8 +183,14 @@ def _bytes_by_folder(root: Path) -> dict[str, int]:
     return found
 
 
+def _default_processes() -> list[int]:
+    from cdif_harvester.cli.processes import default_processes  # noqa: PLC0415
+
+    return sorted({1, default_processes()})
+
+
 def main() -> None:
-    """Serve the site, run the harvest and the baseline, print the figures."""
+    """Serve the site, run the harvests and the baseline, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--profile", help="write a cProfile of the harvest here")
@@ -155,17 +198,26 @@ def main() -> None:
         "--small", action="store_true", help="the re-harvest benchmark's 12 KB pages instead"
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the httpx baseline")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        help="a harvest with each number of document processes (default: 1 and the cores)",
+    )
     parser.add_argument("--child-harvest", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--child-httpx", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_harvest:
-        _child_harvest(*args.child_harvest, args.profile)
+        _child_harvest(*args.child_harvest, args.profile, (args.processes or [1])[0])
         return
     if args.child_httpx:
         _child_httpx(args.child_httpx[0], int(args.child_httpx[1]), 4)
         return
+    counts = args.processes or _default_processes()
+    harvests: dict[int, dict[str, Any]] = {}
+    disk: dict[int, tuple[int, int, dict[str, int]]] = {}
     with tempfile.TemporaryDirectory(prefix="cdif-local-bench-") as tmp:
-        site, out = Path(tmp) / "site", Path(tmp) / "out"
+        site = Path(tmp) / "site"
         write_site(site, args.pages, lastmod=True)
         # The pages themselves: the extraction benchmark's corpus (valid CDIF records, so every
         # record gets its views), in place of the re-harvest benchmark's small pages.
@@ -181,34 +233,63 @@ def main() -> None:
             assert server.stdout is not None
             base = server.stdout.readline().strip()
             extra = ["--profile", args.profile] if args.profile else []
-            harvest = _run_child("--child-harvest", base, str(out), *extra)
+            for count in counts:
+                out = Path(tmp) / f"out-{count}"
+                harvests[count] = _run_child(
+                    "--child-harvest", base, str(out), "--processes", str(count), *extra
+                )
+                written, files = _tree_bytes(out)
+                disk[count] = (written, files, _bytes_by_folder(out))
             pages = str(args.pages)
             baseline = None if args.no_baseline else _run_child("--child-httpx", base, pages)
         finally:
             assert server.stdin is not None
             server.stdin.close()
             server.wait(timeout=30)
-        written, files = _tree_bytes(out)
-        folders = _bytes_by_folder(out)
-    records = int(harvest["records"])
-    rate = records / float(harvest["seconds"])
     httpx_rate = args.pages / float(baseline["seconds"]) if baseline else float("nan")
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {args.pages} pages")
-    print(f"outcomes {harvest['outcomes']}, valid {harvest['valid']}")
-    print(f"peak RSS before closing the run {float(harvest['crawl_peak_rss_mib']):.0f} MiB")
     print(
-        "| pages | records | seconds | records/s | CPU ms/record | peak RSS MiB "
-        "| bytes/record | files | httpx pages/s | ratio |"
+        "| processes | pages | records | seconds | records/s | CPU ms/record | peak RSS MiB "
+        "| crawl peak MiB | bytes/record | files | httpx pages/s | ratio | vs first |"
     )
-    cpu_ms = 1000 * float(harvest["cpu"]) / max(records, 1)
-    print(
-        f"| {args.pages} | {records} | {float(harvest['seconds']):.1f} | {rate:.0f} "
-        f"| {cpu_ms:.2f} | {float(harvest['peak_rss_mib']):.0f} "
-        f"| {written / max(records, 1):,.0f} | {files} | {httpx_rate:.0f} "
-        f"| {rate / httpx_rate:.2f} |"
-    )
-    per_folder = (f"{name} {size / max(records, 1):,.0f}" for name, size in sorted(folders.items()))
-    print("bytes/record by folder: " + ", ".join(per_folder))
+    print("|" + " ---: |" * 13)
+    _print_rows(args.pages, harvests, disk, httpx_rate)
+
+
+def _print_rows(
+    pages: int,
+    harvests: dict[int, dict[str, Any]],
+    disk: dict[int, tuple[int, int, dict[str, int]]],
+    httpx_rate: float,
+) -> None:
+    first_rate = None
+    for count, harvest in harvests.items():
+        records = int(harvest["records"])
+        rate = records / float(harvest["seconds"])
+        first_rate = first_rate or rate
+        cpu_ms = 1000 * float(harvest["cpu"]) / max(records, 1)
+        written, files, _ = disk[count]
+        print(
+            f"| {count} | {pages} | {records} | {float(harvest['seconds']):.1f} "
+            f"| {rate:.0f} | {cpu_ms:.2f} | {float(harvest['peak_rss_mib']):.0f} "
+            f"| {float(harvest['crawl_peak_rss_mib']):.0f} "
+            f"| {written / max(records, 1):,.0f} | {files} | {httpx_rate:.0f} "
+            f"| {rate / httpx_rate:.2f} | {rate / first_rate:.2f} |"
+        )
+    for count, harvest in harvests.items():
+        records = int(harvest["records"])
+        print(
+            f"processes {count}: outcomes {harvest['outcomes']}, valid {harvest['valid']}, "
+            f"own peak RSS {float(harvest['own_peak_rss_mib']):.0f} MiB, largest document "
+            f"process {float(harvest['children_peak_rss_mib']):.0f} MiB, CPU of the document "
+            f"processes {float(harvest['children_cpu']):.1f} s, closing the run and its report "
+            f"{float(harvest['close_seconds']):.1f} s"
+        )
+        folders = disk[count][2]
+        per_folder = (
+            f"{name} {size / max(records, 1):,.0f}" for name, size in sorted(folders.items())
+        )
+        print("  bytes/record by folder: " + ", ".join(per_folder))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/memory_bench.py --pages 1000 10000 50000
     .venv/bin/python bench/memory_bench.py --pages 1000 --small
+    .venv/bin/python bench/memory_bench.py --pages 1000 --processes 2
 
 For each size it writes the local benchmark's site (robots.txt, a sitemap index, two sitemaps,
 N landing pages of about 40 KB from the extraction benchmark, each page written as it is made;
@@ -13,7 +14,8 @@ disk as it is asked for), and runs ``LocalHarvester`` on its robots.txt in a fre
 (``local_bench.py``'s harvest child). Reported per size: records, seconds, the peak RSS of the
 harvesting process (``VmHWM``: its high-water mark over the whole run, the close included) and
 that peak just before the run is closed (the crawl alone). Neither the site's writer nor its
-server is in the harvesting process.
+server is in the harvesting process. With ``--processes N`` (documents read in N processes) the
+peak adds the sum of theirs.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def _write_pages(site: Path, pages: int) -> None:
         (site / "datasets" / f"{number:05d}.html").write_bytes(html)
 
 
-def measure(pages: int, *, small: bool) -> dict[str, Any]:
+def measure(pages: int, *, small: bool, processes: int = 1) -> dict[str, Any]:
     """Write and serve a site of ``pages`` pages, harvest it in a child; return its figures."""
     # (A harvest leaves hundreds of thousands of files: a failure to delete one of them must
     # not lose the figures.)
@@ -64,7 +66,7 @@ def measure(pages: int, *, small: bool) -> dict[str, Any]:
         try:
             assert server.stdout is not None
             base = server.stdout.readline().strip()
-            got = _run_child("--child-harvest", base, str(out))
+            got = _run_child("--child-harvest", base, str(out), "--processes", str(processes))
             print(json.dumps(got), file=sys.stderr, flush=True)  # before the slow clean-up
             return got
         finally:
@@ -80,12 +82,13 @@ def main() -> None:
     parser.add_argument(
         "--small", action="store_true", help="the re-harvest benchmark's 12 KB pages instead"
     )
+    parser.add_argument("--processes", type=int, default=1, help="document processes")
     args = parser.parse_args()
-    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs")
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, processes {args.processes}")
     print("| pages | URLs | records | seconds | peak RSS before closing MiB | peak RSS MiB |")
     print("|---:|---:|---:|---:|---:|---:|")
     for pages in args.pages:
-        got = measure(pages, small=args.small)
+        got = measure(pages, small=args.small, processes=args.processes)
         print(
             f"| {pages} | {got['urls']} | {got['records']} | {float(got['seconds']):.0f} "
             f"| {float(got['crawl_peak_rss_mib']):.0f} | {float(got['peak_rss_mib']):.0f} |",

@@ -26,6 +26,8 @@ test keeps this tree complete::
                 FetchTimeout (errors): retryable; time ran out before the server sent anything
                 FetchFailed (errors): retryable; connection refused or reset, TLS, a 5xx answer
                 StorageError (errors): retryable; S3, DynamoDB, SQS or the local store failed
+                WorkerDied (cli.processes): retryable; the process reading a job's documents
+                    died (a local harvest with processes)
             Deferred (errors): neither; a host's slot is busy, the job runs again after a delay
             PermanentError (errors): permanent; also raised itself: a bad URL, an undecodable body
                 ContractError (errors): permanent; a message between stages breaks its contract

@@ -38,6 +38,7 @@ from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.cli import check, dlq, invoke, view
 from cdif_harvester.cli.exit_status import DEFAULT_FAIL_ON, EPILOG, FAIL_ON, harvest_status
 from cdif_harvester.cli.options import add_out, check_out, iso_date, source_keys
+from cdif_harvester.cli.processes import MAX_PROCESSES, default_processes
 from cdif_harvester.cli.progress import LiveProgress, ProgressOut, progress_for
 from cdif_harvester.cli.runner import (
     DEFAULT_WORKERS,
@@ -124,6 +125,14 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_WORKERS,
         metavar="N",
         help="fetching jobs running at once, over all hosts (default %(default)s)",
+    )
+    harvest.add_argument(
+        "--processes",
+        type=_processes,
+        default=default_processes(),
+        metavar="N",
+        help="processes reading the documents (extraction and validation): 1 reads them in "
+        f"this one, N from 2 to {MAX_PROCESSES} in N others (default %(default)s: the cores)",
     )
     harvest.add_argument(
         "--format-parameter",
@@ -271,6 +280,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _processes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if not 1 <= value <= MAX_PROCESSES:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_PROCESSES}, not {value}")
+    return value
+
+
 def _contact(text: str) -> str:
     try:
         return check_contact(text)
@@ -408,6 +427,7 @@ def _harvest(args: argparse.Namespace, progress: Any) -> int:
             allow_loopback=args.allow_loopback,
             progress=progress,
             workers=args.workers,
+            processes=args.processes,
             requests_per_host=args.per_host,
             host_overrides=overrides,
             trusted_contexts=args.trust_context,

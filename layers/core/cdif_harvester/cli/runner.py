@@ -8,9 +8,10 @@ them. Retryable errors are retried up to ``max_attempts`` times, each after a ba
 (:func:`~cdif_harvester.stages.jobs.retry_delay`, as on AWS), then the URL ends ``failed``; any
 other error ends it at once (:func:`~cdif_harvester.stages.jobs.verdict`, as on AWS).
 The stages that fetch run on a pool of ``workers`` threads spread across hosts, every request
-through one in-memory host gate.
+through one in-memory host gate; with ``processes`` above 1 the extractor reads documents in
+that many other processes (:mod:`cdif_harvester.cli.processes`), this one writing what they find.
 
-See docs/decisions/0010-local-runner.md.
+See docs/decisions/0010-local-runner.md and docs/decisions/0090-local-stages-in-processes.md.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import random
 import shutil
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +31,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cdif_harvester import local_runtime
+from cdif_harvester.cli.processes import (
+    MAX_PROCESSES,
+    Answer,
+    StagePool,
+    WorkerDied,
+    task_message,
+)
 from cdif_harvester.cli.progress import ProgressOut, ProgressSnapshot, StatusView
 from cdif_harvester.contracts import (
     CROSSWALK_QUEUE,
@@ -46,11 +55,16 @@ from cdif_harvester.domain.discovery.entry import SiteDiscovery
 from cdif_harvester.errors import ContractError, Deferred, HarvestError
 from cdif_harvester.keys import origin_of, record_hash, site_discovery_key, view_keys
 from cdif_harvester.local_runtime import CATALOG_FILE, LocalConfig
-from cdif_harvester.model import Outcome, RunState, UrlOutcome, outcome_to_dict
+from cdif_harvester.model import Outcome, RunState, UrlOutcome, UrlState, outcome_to_dict
 from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
-from cdif_harvester.stages.extract import extract_documents
+from cdif_harvester.stages.extract import (
+    comparable_state,
+    extract_documents,
+    held_blocks,
+    settle_extraction,
+)
 from cdif_harvester.stages.finish import (
     REPORT_NAME,
     RunCounts,
@@ -175,6 +189,15 @@ class _Work:
     host: str
 
 
+@dataclass(frozen=True)
+class _JobHead:
+    """Whose URL a job is, all that is read of a job that goes to another process."""
+
+    run_id: str
+    source: str
+    url: str
+
+
 @dataclass
 class _HostLine:
     """The fetch jobs of one host waiting for a worker, URL jobs first."""
@@ -195,7 +218,9 @@ class LocalHarvester:
     backoff wait; ``jitter`` draws each backoff within its bounds. ``contact`` is the
     operator's, named in the User-Agent (``CDIF_OPERATOR_CONTACT`` when not given); an invalid
     one raises InvalidContact. ``views`` also writes each valid record's views as files under
-    ``views/`` (by default they are made when asked for: ``cdif-harvest view``).
+    ``views/`` (by default they are made when asked for: ``cdif-harvest view``). ``processes``
+    above 1 reads documents (extraction, normalisation, validation) in that many other
+    processes; 1 reads them here. Raises ValueError for a number of processes out of range.
     """
 
     def __init__(
@@ -219,7 +244,10 @@ class LocalHarvester:
         render: str | None = None,
         keep_bodies: bool = False,
         views: bool = False,
+        processes: int = 1,
     ) -> None:
+        if not 1 <= processes <= MAX_PROCESSES:
+            raise ValueError(f"processes must be from 1 to {MAX_PROCESSES}, not {processes}")
         self.out_dir = out_dir
         self.jitter = jitter
         # Views are made on read (``cdif-harvest view``); as files only when asked for.
@@ -254,10 +282,33 @@ class LocalHarvester:
         self._running: dict[Future[Any], _Work] = {}
         self._delayed: list[tuple[float, int, _Work]] = []
         self._delayed_seq = 0
+        # Documents are read elsewhere only without trusted contexts: fetching one goes through
+        # this process's host gate (see 0090).
+        self.processes = 1 if trusted_contexts else processes
+        self._pool: StagePool | None = None
+        self._reading: dict[int, tuple[_Work, UrlState | None]] = {}
+        # With processes, index jobs run on a thread of their own, one at a time in their order
+        # (as here without them), so that their files' writes overlap this thread's work.
+        self._indexer: ThreadPoolExecutor | None = None
+        self._indexing: dict[Future[Any], _Work] = {}
+        self._task_ids = 0
+        # Set when a fetch job or a process's answer comes back: what a pause waits for.
+        self._wake = threading.Event()
 
     def close(self) -> None:
-        """Release the catalogue and the fetcher's connections."""
+        """Release the catalogue, the fetcher's connections and any processes left."""
+        self._stop_processes()
         self._local.close()
+
+    def _stop_processes(self) -> None:
+        """Stop the document processes now, and the index thread after its job."""
+        if self._indexer is not None:
+            self._indexer.shutdown(wait=False, cancel_futures=True)
+            self._indexer = None
+            self._indexing.clear()
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool = None
 
     def __enter__(self) -> LocalHarvester:
         return self
@@ -302,13 +353,30 @@ class LocalHarvester:
         )
         self._say(f"harvest {run_id}: {', '.join(summary.entry_urls)} -> {self.out_dir}")
         pool = ThreadPoolExecutor(self.workers, thread_name_prefix="cdif-fetch")
+        if self.processes > 1:
+            self._pool = StagePool(
+                self.processes, self.out_dir, shacl=self.wiring.settings.shacl, wake=self._wake
+            )
+            self._indexer = ThreadPoolExecutor(1, thread_name_prefix="cdif-index")
         try:
             views = self._drive(pool, summary)
         except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated)
-            # Jobs not started are dropped; a fetch under way ends within its deadline.
+            # Jobs not started are dropped; a fetch or an index job under way ends (a fetch
+            # within its deadline); the documents being read are dropped with their processes.
             pool.shutdown(wait=False, cancel_futures=True)
+            self._stop_processes()
             raise self._interrupted(run_id, terminated=isinstance(stop, Terminated)) from None
+        except BaseException:  # (a fault of the runner itself): no process outlives it
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._stop_processes()
+            raise
         pool.shutdown()
+        if self._indexer is not None:
+            self._indexer.shutdown()
+            self._indexer = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         self._check_finished(run_id)
         # Tombstones, the Signmaps of the sources whose records changed, the source freed.
         closure = close_run(self.wiring, run_id, publish=False)
@@ -333,11 +401,14 @@ class LocalHarvester:
         views = 0
         while True:
             views += self._drain_crosswalk(summary)
+            read = self._settle_reading()
             ran = self._run_one_main_job()
+            sent = self._send_documents()
+            indexed = self._index_elsewhere()
             self._collect()
             self._take_fetch_jobs()
             started_work = self._dispatch(pool)
-            if not (ran or started_work):
+            if not (read or ran or sent or indexed or started_work):
                 if self._finished():
                     return views
                 self._pause()
@@ -387,11 +458,14 @@ class LocalHarvester:
 
     def _run_one_main_job(self) -> bool:
         for name, contract, stage in _MAIN_STAGES:
+            if (self._pool if contract is DocumentJob else self._indexer) is not None:
+                continue  # (documents read by the processes, index jobs on their thread)
             body = self.queue.receive(name)
             if body is not None:
                 work = self._decode(body, contract, stage)
                 try:
-                    run_job(self.wiring, work.job, stage)
+                    # (the indexer never fetches: no job scope, whose key hashes the message)
+                    run_job(self.wiring, work.job, stage, scoped=contract is not IndexJob)
                 except Exception as exc:  # noqa: BLE001 - every error ends in an outcome
                     self._after_failure(work, exc)
                 else:
@@ -444,6 +518,109 @@ class LocalHarvester:
     def _queue_of(contract: type[Any]) -> str:
         return next(name for name, kind, _ in _STAGES if kind is contract)
 
+    # -- documents read in other processes ------------------------------------------------------
+
+    def _send_documents(self) -> bool:
+        """Send queued document jobs to the processes with room for them."""
+        pool = self._pool
+        if pool is None:
+            return False
+        sent = False
+        while pool.room() > 0 and (body := self.queue.receive(DOCUMENT_QUEUE)) is not None:
+            # Decoded whole only when this process needs more than whose URL it is (an outcome
+            # to write but the index job's): the processes decode it.
+            head = json.loads(body)
+            job = _JobHead(run_id=head["run_id"], source=head["source"], url=head["url"])
+            work = _Work(body, job, DocumentJob, extract_documents, host="")
+            held = comparable_state(self.wiring, job.url, job.run_id)
+            self._task_ids += 1
+            self._reading[self._task_ids] = (work, held)
+            pool.submit(self._task_ids, task_message(self._task_ids, body, held_blocks(held)))
+            sent = True
+        return sent
+
+    def _index_elsewhere(self) -> bool:
+        """Settle the index jobs done on the index thread; give it the next ones."""
+        indexer = self._indexer
+        if indexer is None:
+            return False
+        moved = False
+        for future in [f for f in self._indexing if f.done()]:
+            work = self._indexing.pop(future)
+            moved = True
+            exc = future.exception()
+            if exc is not None:
+                self._after_failure(work, exc)
+            else:
+                self._attempts.pop(work.body, None)
+        # Two at most: one running, one waiting, so that the thread does not wait for this one.
+        while len(self._indexing) < 2 and (body := self.queue.receive(INDEX_QUEUE)) is not None:
+            work = self._decode(body, IndexJob, index_records)
+            future = indexer.submit(run_job, self.wiring, work.job, index_records, scoped=False)
+            future.add_done_callback(lambda _: self._wake.set())
+            self._indexing[future] = work
+            moved = True
+        return moved
+
+    def _settle_reading(self) -> bool:
+        """Write what the processes found; a job lost with its process is tried again."""
+        pool = self._pool
+        if pool is None:
+            return False
+        settled = False
+        for answer in pool.answers():
+            settled = True
+            self._settle_answer(answer)
+        if pool.broken:
+            # Its processes die before they can start: read here, from now on.
+            self._say("  warning: the extraction processes cannot start; reading documents here")
+            pool.terminate()
+            self._pool = None
+            for work, _held in self._reading.values():
+                self.queue.send(DOCUMENT_QUEUE, [work.body])
+            self._reading.clear()
+        return settled
+
+    def _settle_answer(self, answer: Answer) -> None:
+        work, held = self._reading.pop(answer.task_id)
+        if answer.lost:
+            if answer.blamed:  # it was being read when its process died: an attempt
+                self._after_failure(work, WorkerDied(f"{work.job.url}: its process died"))
+            else:  # it never started: back in the queue, no attempt counted
+                self.queue.send(DOCUMENT_QUEUE, [work.body])
+            return
+        if answer.error is not None:
+            self._failed_reading(work, answer.error)
+            return
+        if answer.index is not None:  # records found: on to the indexer
+            self.queue.send(INDEX_QUEUE, [answer.index])
+            self._attempts.pop(work.body, None)
+            return
+        extraction = answer.extraction
+        assert extraction is not None
+
+        def settle(wiring: Wiring, job: DocumentJob) -> Any:
+            return settle_extraction(wiring, job, extraction, held)
+
+        try:
+            run_job(self.wiring, decode(work.body, DocumentJob), settle, scoped=False)
+        except Exception as exc:  # noqa: BLE001 - every error ends in an outcome
+            self._after_failure(work, exc)
+        else:
+            self._attempts.pop(work.body, None)
+
+    def _failed_reading(self, work: _Work, error: HarvestError) -> None:
+        """A process's verdict on reading ``work``: a recorded outcome or a retry, as
+        :func:`run_job` and :meth:`_after_failure` decide for an error raised here."""
+        if verdict(error) is None:
+            self._after_failure(work, error)
+            return
+        self._attempts.pop(work.body, None)
+        try:
+            give_up(self.wiring, work.job, error)
+        except Exception as exc:  # noqa: BLE001 - (the catalogue failed): try again
+            self._after_failure(work, exc)
+
     # -- the fetching stages, per host ---------------------------------------------------------
 
     def _take_fetch_jobs(self) -> None:
@@ -485,6 +662,7 @@ class LocalHarvester:
                 if work is None:
                     continue
                 future = pool.submit(self._work, work)
+                future.add_done_callback(lambda _: self._wake.set())
                 self._running[future] = work
                 started = progress = True
         return started
@@ -534,7 +712,10 @@ class LocalHarvester:
         With no worker busy only a delayed job can bring work: its wait is slept whole, with
         the runner's ``sleep``, which is what a backoff's wait is made of."""
         due = max(0.0, self._delayed[0][0] - self._local.monotonic()) if self._delayed else None
-        if self._running:
+        if self._reading or self._indexing:  # a fetch or index job or an answer wakes it
+            self._wake.wait(0.25 if due is None else min(0.25, due))
+            self._wake.clear()
+        elif self._running:
             timeout = 0.25 if due is None else min(0.25, due)
             wait(list(self._running), timeout=timeout, return_when=FIRST_COMPLETED)
         elif due is not None and due > 0:
@@ -543,7 +724,14 @@ class LocalHarvester:
             time.sleep(0.25)  # (nothing running, nothing delayed: not reached while work is left)
 
     def _finished(self) -> bool:
-        return not (self.queue.pending() or self._lines or self._running or self._delayed)
+        return not (
+            self.queue.pending()
+            or self._lines
+            or self._running
+            or self._delayed
+            or self._reading
+            or self._indexing
+        )
 
     def _view_files(self, source: str, record_id: str) -> dict[str, str]:
         """The view files of a record this harvest wrote (``--views``), by view name."""
@@ -587,7 +775,10 @@ class LocalHarvester:
             entered=run.entered if run else 0,
             waiting_sitemaps=sitemaps,
             waiting_urls=urls,
-            waiting_documents=waiting[DOCUMENT_QUEUE] + waiting[INDEX_QUEUE],
+            waiting_documents=waiting[DOCUMENT_QUEUE]
+            + waiting[INDEX_QUEUE]
+            + len(self._reading)
+            + len(self._indexing),
             running=len(self._running),
             hosts=len({w.host for w in self._running.values()}),
             outcomes=outcomes,

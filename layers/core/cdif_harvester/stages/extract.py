@@ -54,11 +54,23 @@ from cdif_harvester.domain.records.validation import (
 from cdif_harvester.domain.resolution.rules import is_cdif_profile
 from cdif_harvester.errors import ContractError, PermanentError, RetryableError
 from cdif_harvester.keys import staging_key
-from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome
+from cdif_harvester.model import HTML_MEDIA_TYPES, Outcome, UrlOutcome, UrlState
 from cdif_harvester.stages.outcomes import keep_validators, record_outcome
 from cdif_harvester.wiring import Wiring
 
-__all__ = ["MalformedMetadata", "document_body", "extract_documents", "load_trusted_contexts"]
+__all__ = [
+    "Extraction",
+    "HeldBlocks",
+    "MalformedMetadata",
+    "comparable_state",
+    "document_body",
+    "extract_documents",
+    "hand_over",
+    "held_blocks",
+    "load_trusted_contexts",
+    "read_documents",
+    "settle_extraction",
+]
 
 
 class MalformedMetadata(PermanentError):
@@ -89,6 +101,58 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     block holds a Dataset, or the recorded ``unchanged`` outcome when the Dataset blocks are
     those of the last harvest (see :mod:`cdif_harvester.domain.discovery.incremental`). Raises
     MalformedMetadata when every block was unreadable JSON.
+
+    The two halves can run apart (the local runner reads documents in other processes):
+    :func:`read_documents` touches no catalogue and writes nothing, :func:`settle_extraction`
+    writes what it found.
+    """
+    held = comparable_state(wiring, job.url, job.run_id)
+    return settle_extraction(wiring, job, read_documents(wiring, job, held), held)
+
+
+@dataclass(frozen=True)
+class HeldBlocks:
+    """What the held harvest of a URL says of its Dataset blocks: their ``blocks`` hashes and
+    ``sd_dates`` (what :func:`read_documents` compares the blocks read with)."""
+
+    blocks: tuple[str, ...]
+    sd_dates: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What reading a job's documents found: ``staged``, the records and the skipped blocks
+    (no records: nothing usable), or ``unchanged``, why the blocks are the held harvest's."""
+
+    staged: StagedRecords | None = None
+    unchanged: str | None = None
+
+
+def comparable_state(wiring: Wiring, url: str, run_id: str) -> UrlState | None:
+    """The held state of ``url`` when the blocks read in run ``run_id`` may be compared with it
+    (incremental, an earlier harvest that held records and was not withdrawn); else None."""
+    if not wiring.settings.incremental:
+        return None
+    held = wiring.catalog.get_url(url)
+    # (what this run wrote is not an earlier harvest: a retried job ends as its first attempt)
+    if held is None or not held.record_ids or held.withdrawn_at or held.harvest_run == run_id:
+        return None
+    return held
+
+
+def held_blocks(held: UrlState | None) -> HeldBlocks | None:
+    """The part of a held state that :func:`read_documents` reads."""
+    return None if held is None else HeldBlocks(held.blocks, held.sd_dates)
+
+
+def read_documents(
+    wiring: Wiring, job: DocumentJob, held: UrlState | HeldBlocks | None
+) -> Extraction:
+    """Parse, normalise and validate the job's documents; write nothing.
+
+    Reads the documents (from the message, or the object store) and, when the settings trust
+    some, remote contexts; never the catalogue. ``held`` is what :func:`comparable_state`
+    returned (or its :func:`held_blocks`): blocks the same as its are not normalised.
     """
     records: list[StagedRecord] = []
     skipped: list[SkippedBlock] = []
@@ -112,9 +176,9 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     block_hashes = [block_hash(parsed.data) for _, parsed in parsed_blocks]
     hashes = tuple(sorted(set(block_hashes)))
     dates = tuple(sorted({d for _, parsed in parsed_blocks for d in sd_dates(parsed.data)}))
-    unchanged = _unchanged_reason(wiring, job, parsed_blocks, hashes, dates)
+    unchanged = _unchanged_reason(held, parsed_blocks, hashes, dates)
     if unchanged is not None:
-        return unchanged
+        return Extraction(unchanged=unchanged)
 
     seen = _Seen()
     for ref in job.documents:
@@ -126,7 +190,58 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
         for block in _normalise_blocks(wiring, ref, found):
             _stage_block(wiring, ref, block, records, skipped, seen)
 
-    if not records:
+    return Extraction(
+        staged=StagedRecords(
+            url=job.url,
+            pattern=job.pattern,
+            links=job.links,
+            # (the bodies have been read: the indexer needs only where they came from)
+            documents=tuple(
+                replace(ref, body=None, encoding=None, staged_key=None) for ref in job.documents
+            ),
+            resolution_notes=job.notes,
+            records=tuple(records),
+            skipped=tuple(skipped),
+            sitemap=job.sitemap,
+            lastmod=job.lastmod,
+            blocks=hashes,
+            sd_dates=dates,
+            validators=job.validators,
+        )
+    )
+
+
+def settle_extraction(
+    wiring: Wiring, job: DocumentJob, extraction: Extraction, held: UrlState | None
+) -> IndexJob | UrlOutcome:
+    """Write what :func:`read_documents` found for ``job`` (``held``: the state it compared
+    with): the ``unchanged`` or ``no-metadata`` outcome, or the index job sent to the indexer.
+    Raises MalformedMetadata when every block was unreadable JSON."""
+    if extraction.unchanged is not None:
+        assert held is not None  # (only a held harvest makes blocks unchanged)
+        # The documents did change (or the resolver would have stopped): remember them, so the
+        # next harvest stops at the resolver.
+        wiring.catalog.put_url(
+            replace(
+                held,
+                fingerprint=fingerprint(job.pattern, [ref.key for ref in job.documents]),
+                lastmod=job.lastmod or held.lastmod,
+                validators=job.validators,
+            )
+        )
+        return record_outcome(
+            wiring,
+            run_id=job.run_id,
+            source=job.source,
+            url=job.url,
+            outcome=Outcome.UNCHANGED,
+            reason=extraction.unchanged,
+            pattern=job.pattern,
+        )
+    staged = extraction.staged
+    assert staged is not None  # (an extraction is one or the other)
+    if not staged.records:
+        skipped = staged.skipped
         if skipped and all(item.reason.startswith(_UNREADABLE) for item in skipped):
             raise MalformedMetadata("; ".join(item.reason for item in skipped))
         reasons = "; ".join(item.reason for item in skipped) or "no JSON-LD found"
@@ -148,27 +263,17 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
             reason=f"no-dataset: {reasons}",
             pattern=job.pattern,
         )
-
-    staged = StagedRecords(
-        url=job.url,
-        pattern=job.pattern,
-        links=job.links,
-        # (the bodies have been read: the indexer needs only where they came from)
-        documents=tuple(
-            replace(ref, body=None, encoding=None, staged_key=None) for ref in job.documents
-        ),
-        resolution_notes=job.notes,
-        records=tuple(records),
-        skipped=tuple(skipped),
-        sitemap=job.sitemap,
-        lastmod=job.lastmod,
-        blocks=hashes,
-        sd_dates=dates,
-        validators=job.validators,
-    )
-    index_job, message = _index_job(wiring, job, encode_staged(staged))
+    index_job, message = hand_over(wiring, job, staged)
     wiring.queue.send(INDEX_QUEUE, [message])
     return index_job
+
+
+def hand_over(wiring: Wiring, job: DocumentJob, staged: StagedRecords) -> tuple[IndexJob, str]:
+    """The job handing ``staged`` to the indexer, and its message (not sent).
+
+    Writes nothing but, for a hand-over too large for a message, its staged object.
+    """
+    return _index_job(wiring, job, encode_staged(staged))
 
 
 def _index_job(wiring: Wiring, job: DocumentJob, staged: bytes) -> tuple[IndexJob, str]:
@@ -192,52 +297,27 @@ def _index_job(wiring: Wiring, job: DocumentJob, staged: bytes) -> tuple[IndexJo
 
 
 def _unchanged_reason(
-    wiring: Wiring,
-    job: DocumentJob,
+    held: UrlState | HeldBlocks | None,
     parsed_blocks: list[tuple[_Where, ParsedJson]],
     hashes: tuple[str, ...],
     dates: tuple[str, ...],
-) -> UrlOutcome | None:
-    """Record ``unchanged`` when the Dataset blocks are those of the held harvest."""
-    if not wiring.settings.incremental or not parsed_blocks:
-        return None
-    held = wiring.catalog.get_url(job.url)
-    # (what this run wrote is not an earlier harvest: a retried job ends as its first attempt)
-    if held is None or not held.record_ids or held.withdrawn_at or held.harvest_run == job.run_id:
+) -> str | None:
+    """Why the Dataset blocks are those of the held harvest, or None when they are not."""
+    if held is None or not parsed_blocks:
         return None
     if hashes == held.blocks:
-        reason = "content-hash: the JSON-LD blocks are the same as the last harvest's"
-    elif (
+        return "content-hash: the JSON-LD blocks are the same as the last harvest's"
+    if (
         dates
         and held.sd_dates
         and dates == held.sd_dates
         and all(sd_dates(parsed.data) for _, parsed in parsed_blocks)
     ):
-        reason = (
+        return (
             f"sd-date-published: the records declare the same sdDatePublished "
             f"({', '.join(dates)}) as the last harvest's"
         )
-    else:
-        return None
-    # The documents did change (or the resolver would have stopped): remember them, so the next
-    # harvest stops at the resolver.
-    wiring.catalog.put_url(
-        replace(
-            held,
-            fingerprint=fingerprint(job.pattern, [ref.key for ref in job.documents]),
-            lastmod=job.lastmod or held.lastmod,
-            validators=job.validators,
-        )
-    )
-    return record_outcome(
-        wiring,
-        run_id=job.run_id,
-        source=job.source,
-        url=job.url,
-        outcome=Outcome.UNCHANGED,
-        reason=reason,
-        pattern=job.pattern,
-    )
+    return None
 
 
 # Skipped blocks that leave the URL with nothing readable: every block failed to parse (the

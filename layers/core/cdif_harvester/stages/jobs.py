@@ -79,7 +79,12 @@ def job_key(stage: Callable[..., Any], job: object) -> str:
 
 
 def run_job(
-    wiring: Wiring, job: _J, stage: Callable[[Wiring, _J], Any], *, resume: bool = False
+    wiring: Wiring,
+    job: _J,
+    stage: Callable[[Wiring, _J], Any],
+    *,
+    resume: bool = False,
+    scoped: bool = True,
 ) -> Any:
     """Run one stage on one job; a permanent error becomes the URL's recorded outcome.
 
@@ -92,7 +97,8 @@ def run_job(
     one: the requests of this job are journalled, and with ``resume`` (the job was deferred
     before) the answers it already got are replayed instead of being asked again; the job's
     source limits (``requests_per_host``, ``crawl_delay``) apply to its requests. Stages know
-    nothing of it.
+    nothing of it. ``scoped=False`` opens none, for a stage that never fetches (its job's key,
+    a hash of the whole message, is then not worked out for nothing).
     """
     fetcher = wiring.fetcher
     scope: AbstractContextManager[None] = (
@@ -104,7 +110,7 @@ def run_job(
             requests_per_host=getattr(job, "requests_per_host", None),
             crawl_delay=getattr(job, "crawl_delay", None),
         )
-        if isinstance(fetcher, _JobScoped)
+        if scoped and isinstance(fetcher, _JobScoped)
         else nullcontext()
     )
     try:

@@ -25,7 +25,6 @@ from typing import Any
 
 from cdif_harvester.contracts import (
     DOCUMENT_QUEUE,
-    MAX_MESSAGE_BYTES,
     RENDER_QUEUE,
     DocumentJob,
     DocumentRef,
@@ -870,8 +869,8 @@ class _Resolver:
             lastmod=self.job.lastmod,
             validators=validators,
         )
-        document_job = self._fitted(document_job)
-        self.wiring.queue.send(DOCUMENT_QUEUE, [encode(document_job)])
+        document_job, message = self._fitted(document_job)
+        self.wiring.queue.send(DOCUMENT_QUEUE, [message])
         return document_job
 
     def _validators(self) -> tuple[RequestValidator, ...]:
@@ -881,21 +880,23 @@ class _Resolver:
             return ()
         return tuple(self.validators)
 
-    def _fitted(self, job: DocumentJob) -> DocumentJob:
-        """``job`` with its largest bodies moved to the staging area until the message fits.
+    def _fitted(self, job: DocumentJob) -> tuple[DocumentJob, str]:
+        """``job`` with its largest bodies moved to the staging area until the message fits,
+        and its message (encoded once: a page's body makes it the costliest message).
 
         A body in the message costs an SQS request per 64 KiB; one in the store costs a write
         and a read, more than four such requests, so a body is staged only when the message
-        would be refused (decision 0080).
+        would be refused (decision 0080). Raises ContractError when it cannot fit (too many
+        links or notes).
         """
         documents = list(job.documents)
-        while not _fits(job := replace(job, documents=tuple(documents))):
+        while (message := _message(job := replace(job, documents=tuple(documents)))) is None:
             inline = [i for i, ref in enumerate(documents) if ref.body is not None]
             if not inline:
-                return job  # too many links or notes: encode() says so
+                return job, encode(job)  # too many links or notes: encode() says so
             largest = max(inline, key=lambda i: len(documents[i].body or ""))
             documents[largest] = self._staged(documents[largest])
-        return job
+        return job, message
 
     def _staged(self, ref: DocumentRef) -> DocumentRef:
         """``ref`` with its body written to the run's staging area (expired with the run's)."""
@@ -988,11 +989,13 @@ def _cut_warning(response: FetchResponse) -> str:
     )
 
 
-def _fits(job: DocumentJob) -> bool:
+def _message(job: DocumentJob) -> str | None:
+    """The message of ``job``, or None when it is over the size a message may have (which
+    ``encode`` refuses)."""
     try:
-        return len(encode(job).encode("utf-8")) <= MAX_MESSAGE_BYTES
+        return encode(job)
     except ContractError:
-        return False
+        return None
 
 
 def _provenance(wiring: Wiring, response: FetchResponse) -> DocumentRef:

@@ -1,0 +1,365 @@
+"""Documents read in other processes (``processes`` above 1): a local harvest ends as it does in
+one process, URL by URL and byte for byte; a process that dies loses no URL; the option is
+checked; Ctrl-C stops the processes with the run. A copy of the demo site with a few more pages:
+malformed JSON-LD, two Datasets on one page, a record too large for an index job's message."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdif_harvester.cli import processes
+from cdif_harvester.cli.main import main
+from cdif_harvester.cli.processes import StagePool
+from cdif_harvester.cli.runner import LocalHarvester
+from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from tests.support.httpserver import LocalHTTPServer
+
+pytestmark = pytest.mark.network
+
+KELP = "/datasets/kelp-forest-survey.html"
+TWO = "/datasets/two-datasets.html"
+BROKEN = "/datasets/broken-json.html"
+LARGE = "/datasets/large-record.html"
+
+
+def _dataset(name: str, description: str = "A dataset.") -> str:
+    return json.dumps(
+        {
+            "@context": "https://schema.org/",
+            "@type": "Dataset",
+            "@id": f"https://doi.org/10.5072/{name}",
+            "name": f"Dataset {name}",
+            "description": description,
+            "license": "https://creativecommons.org/licenses/by/4.0/",
+        }
+    )
+
+
+def _page(*blocks: str, body: str = "") -> str:
+    scripts = "".join(f'<script type="application/ld+json">{b}</script>' for b in blocks)
+    return f"<html><head>{scripts}</head><body>{body}</body></html>"
+
+
+def _site(root: Path) -> Path:
+    """The demo site with the pages above added to its sitemap."""
+    shutil.copytree(str(demo_site_dir()), root)
+    pages = {
+        TWO: _page(_dataset("first"), _dataset("second")),
+        BROKEN: _page('{"@type": "Dataset", "name": '),
+        # (a description of 300 KB: its hand-over is staged as an object, not in a message)
+        LARGE: _page(_dataset("large", "x" * 300_000)),
+    }
+    for path, html in pages.items():
+        (root / path.lstrip("/")).write_text(html, encoding="utf-8")
+    sitemap = root / "sitemap-datasets.xml"
+    added = "".join(f"<url><loc>{{{{BASE}}}}{path}</loc></url>" for path in pages)
+    sitemap.write_text(sitemap.read_text().replace("</urlset>", added + "</urlset>"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublisherSite]:
+    with PublisherSite(_site(tmp_path_factory.mktemp("site") / "site")) as site:
+        yield site
+
+
+def _harvest(site: PublisherSite, out: Path, count: int, **kwargs: Any) -> LocalHarvester:
+    harvester = LocalHarvester(out, allow_loopback=True, processes=count, **kwargs)
+    with harvester:
+        harvester.harvest(site.url("/robots.txt"))
+    return harvester
+
+
+def _outcomes(out: Path) -> dict[str, dict[str, Any]]:
+    lines = (json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines())
+    return {line["url"]: line for line in lines}
+
+
+def _files(out: Path, folder: str) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(out)): path.read_bytes()
+        for path in sorted((out / folder).rglob("*"))
+        if path.is_file()
+    }
+
+
+def _report(raw: bytes) -> dict[str, Any]:
+    """A report without what differs between two runs (its run, times and answer headers)."""
+    report: dict[str, Any] = json.loads(raw)
+    provenance = report["provenance"]
+    for name in ("run_id", "harvested_at"):
+        provenance.pop(name)
+    fetched = provenance.get("fetched") or {}
+    fetched.pop("at", None)
+    fetched.pop("headers", None)
+    return report
+
+
+@pytest.fixture(scope="module")
+def reference(
+    served: PublisherSite, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]]:
+    """The harvest in one process: its outcomes, records and reports."""
+    out = tmp_path_factory.mktemp("one") / "out"
+    _harvest(served, out, 1)
+    return _outcomes(out), _files(out, "records"), _files(out, "reports")
+
+
+@pytest.fixture
+def tasks(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every task sent to a document process, as sent."""
+    sent: list[bytes] = []
+    submit = StagePool.submit
+
+    def counted(pool: StagePool, task_id: int, task: bytes) -> None:
+        sent.append(task)
+        submit(pool, task_id, task)
+
+    monkeypatch.setattr(StagePool, "submit", counted)
+    return sent
+
+
+def _kill_on(monkeypatch: pytest.MonkeyPatch, path: str, *, times: int) -> Callable[[], list[int]]:
+    """Kill the process a task reading ``path`` is sent to, the first ``times`` times; one task
+    per process at a time, so it is the task running there. Returns the killed ones' ids."""
+    monkeypatch.setattr(processes, "_DEPTH", 1)
+    killed: list[int] = []
+    submit = StagePool.submit
+
+    def killing(pool: StagePool, task_id: int, task: bytes) -> None:
+        submit(pool, task_id, task)
+        if path in json.loads(json.loads(task)["job"])["url"] and len(killed) < times:
+            pid = pool.pid_of(task_id)
+            assert pid is not None
+            # (once it is ready: one killed while starting would count as a broken installation)
+            deadline = time.monotonic() + 30
+            while pid not in pool.ready_pids():
+                assert time.monotonic() < deadline, "the process never got ready"
+                time.sleep(0.01)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    monkeypatch.setattr(StagePool, "submit", killing)
+    return lambda: killed
+
+
+def test_a_harvest_in_processes_ends_as_in_one_byte_for_byte(
+    served: PublisherSite,
+    tmp_path: Path,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+    tasks: list[bytes],
+) -> None:
+    outcomes, records, reports = reference
+    # (the site gives every kind of outcome the extractor decides)
+    kinds = {line["outcome"] for line in outcomes.values()}
+    assert {"record", "no-metadata", "failed", "disallowed"} <= kinds
+    assert "malformed-json" in outcomes[served.url(BROKEN)]["reason"]
+    assert len(outcomes[served.url(TWO)]["records"]) == 2
+
+    out = tmp_path / "out"
+    _harvest(served, out, 2)
+
+    assert tasks, "no document was read in another process"
+    assert _outcomes(out) == outcomes
+    assert _files(out, "records") == records
+    assert {k: _report(v) for k, v in _files(out, "reports").items()} == {
+        k: _report(v) for k, v in reports.items()
+    }
+    # the large record's hand-over went by the staging area, which the run then removed
+    assert not (out / "staging").exists()
+
+
+def test_shacl_runs_in_the_processes_as_in_one(served: PublisherSite, tmp_path: Path) -> None:
+    pytest.importorskip("pyshacl")
+    for count in (1, 2):
+        _harvest(served, tmp_path / f"out-{count}", count, shacl=True)
+
+    one, two = tmp_path / "out-1", tmp_path / "out-2"
+    assert _outcomes(two) == _outcomes(one)
+    reports = {k: _report(v) for k, v in _files(one, "reports").items()}
+    assert {k: _report(v) for k, v in _files(two, "reports").items()} == reports
+    assert all(report["shacl"] is True for report in reports.values() if "shacl" in report)
+    assert any("shacl" in report for report in reports.values())
+
+
+def test_an_unchanged_page_is_found_unchanged_in_processes_as_in_one(
+    tmp_path: Path, tasks: list[bytes]
+) -> None:
+    site_dir = _site(tmp_path / "site")
+    with PublisherSite(site_dir) as site:
+        for count in (1, 2):
+            _harvest(site, tmp_path / f"out-{count}", count)
+        # The page changes, its JSON-LD blocks do not
+        page = site_dir / TWO.lstrip("/")
+        page.write_text(page.read_text().replace("<body>", "<body>new text"))
+        sent = len(tasks)
+        for count in (1, 2):
+            _harvest(site, tmp_path / f"out-{count}", count)
+        two_url = site.url(TWO)
+
+    one, two = _outcomes(tmp_path / "out-1"), _outcomes(tmp_path / "out-2")
+    assert two == one
+    assert one[two_url]["outcome"] == "unchanged"
+    assert "JSON-LD blocks are the same" in one[two_url]["reason"]
+    # it was read in a process, which was told the blocks held
+    again = [json.loads(task) for task in tasks[sent:]]
+    assert [t.get("held") is not None for t in again if TWO in t["job"]] == [True]
+
+
+def test_a_killed_process_loses_no_url(
+    served: PublisherSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+) -> None:
+    killed = _kill_on(monkeypatch, KELP, times=1)
+    out = tmp_path / "out"
+
+    _harvest(served, out, 2)
+
+    assert len(killed()) == 1
+    outcomes, records, _ = reference
+    assert _outcomes(out) == outcomes
+    assert _files(out, "records") == records
+
+
+def test_a_page_whose_process_dies_every_time_ends_failed_after_its_attempts(
+    served: PublisherSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+) -> None:
+    killed = _kill_on(monkeypatch, KELP, times=99)
+    out = tmp_path / "out"
+
+    said = io.StringIO()
+
+    _harvest(served, out, 2, max_attempts=3, jitter=lambda low, high: 0.0, progress=said)
+
+    assert len(killed()) == 3  # one per attempt, then no more
+    assert "cannot start" not in said.getvalue()  # (a bad document, not a broken pool)
+    outcomes, _, _ = reference
+    got = _outcomes(out)
+    kelp = served.url(KELP)
+    assert got[kelp]["outcome"] == "failed"
+    assert got[kelp]["reason"].startswith("worker-died")
+    assert {url: line for url, line in got.items() if url != kelp} == {
+        url: line for url, line in outcomes.items() if url != kelp
+    }
+
+
+def test_processes_that_cannot_start_leave_the_documents_to_the_runner(
+    served: PublisherSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+) -> None:
+    monkeypatch.setattr(
+        processes, "command", lambda out_dir, shacl: [sys.executable, "-c", "raise SystemExit(3)"]
+    )
+    out = tmp_path / "out"
+    said = io.StringIO()
+
+    _harvest(served, out, 2, progress=said)
+
+    outcomes, records, _ = reference
+    assert _outcomes(out) == outcomes
+    assert _files(out, "records") == records
+    assert "processes cannot start; reading documents here" in said.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "must be from 1 to 64, not 0"),
+        ("65", "must be from 1 to 64, not 65"),
+        ("two", "expected a whole number"),
+    ],
+)
+def test_the_processes_option_is_checked(
+    value: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["harvest", "http://127.0.0.1:1/", "--out", str(tmp_path), "--processes", value]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert f"--processes: {message}" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="processes must be from 1 to 64"):
+        LocalHarvester(tmp_path, processes=0)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_ctrl_c_stops_the_document_processes_with_the_run(tmp_path: Path) -> None:
+    pages = 12
+    with LocalHTTPServer() as server:
+        locs = "".join(f"<url><loc>{server.url(f'/p-{n}.html')}</loc></url>" for n in range(pages))
+        server.route(
+            "/sitemap.xml",
+            body=f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'.encode(),
+            headers=[("Content-Type", "application/xml")],
+        )
+        server.route("/robots.txt", status=404)
+        for n in range(pages):
+            server.route(
+                f"/p-{n}.html",
+                body=_page(_dataset(f"slow-{n}")).encode(),
+                headers=[("Content-Type", "text/html")],
+                headers_delay=0.5,
+            )
+        command = [
+            sys.executable,
+            "-m",
+            "cdif_harvester.cli.main",
+            "harvest",
+            server.url("/sitemap.xml"),
+            "--out",
+            str(tmp_path / "out"),
+            "--allow-loopback",
+            "--quiet",
+            "--workers",
+            "1",
+            "--processes",
+            "2",
+        ]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while sum(p.startswith("/p-") for p in server.paths()) < 3:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the harvest never reached the pages"
+            time.sleep(0.05)
+        children = _children(process.pid)
+        assert len(children) == 2
+
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+
+    assert process.returncode == 130
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in children):
+        assert time.monotonic() < deadline, "a document process outlived its run"
+        time.sleep(0.05)
