@@ -333,7 +333,7 @@ class HostGate(Protocol):
 
     def reuse(self, slot: HostSlot, *, slots: int) -> HostSlot | Wait | None:
         """Start another request within ``slot``, kept since its last request ended: the slot
-        to use now (its lease renewed, perhaps under a new token), how long to wait (the
+        to use now (its lease renewed when needed, perhaps under a new token), how long to wait (the
         interval since the slot's last start, a hold), or None when the slot is no longer ours
         (its lease ran out and another worker took it; acquire again). Raises StorageError.
         """
