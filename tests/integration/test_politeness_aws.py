@@ -241,3 +241,59 @@ def test_a_503_without_retry_after_is_redelivered_after_a_growing_backoff(
     assert failures == [1, 1, 0]
     assert [call["VisibilityTimeout"] for call in asked] == [1, 2]
     assert [timing.status for timing in site.timings] == [503, 503, 200]
+
+
+def _gate_writes(bundle: Wiring) -> list[dict[str, Any]]:
+    """Every UpdateItem the resolver's host gate makes from now on (its client's calls)."""
+    gate = bundle.fetcher.gate  # type: ignore[attr-defined]
+    writes: list[dict[str, Any]] = []
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        writes.append(params)
+
+    gate.table.meta.client.meta.events.register("provide-client-params.dynamodb.UpdateItem", count)
+    return writes
+
+
+def _slots_taken(stack: ProvisionedStack, origin: str) -> list[str]:
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    item = table.get_item(Key={"pk": f"HOST#{origin}", "sk": "GATE"}, ConsistentRead=True)
+    return sorted(name for name in item.get("Item", {}) if name.startswith("slot"))
+
+
+def test_a_resolver_batch_takes_its_hosts_slot_once_and_gives_it_back_once(
+    stack: ProvisionedStack, sqs: Any, resolver_env: Wiring
+) -> None:
+    with PublisherSite(None) as site:
+        # Given a batch of five URL jobs on one host, each asking it twice (HEAD, GET)
+        for n in range(5):
+            site.add_route(f"/p{n}.html", headers={"Content-Type": "text/html"}, body=PAGE)
+            _send(sqs, stack, site.url(f"/p{n}.html"))
+        writes = _gate_writes(resolver_env)
+        stats = _drive(sqs, stack, head_then_get)
+        assert stats.batches == {FUNCTION: 1} and stats.failures == []
+        # Then the ten requests were made within one slot: taken once, given back once
+        assert len(site.requests) == 10
+        assert len(writes) == 2
+        assert _slots_taken(stack, origin_of(site.base_url)) == []
+
+
+def test_a_resolver_batch_whose_jobs_all_fail_still_gives_its_slot_back(
+    stack: ProvisionedStack, sqs: Any, resolver_env: Wiring
+) -> None:
+    def broken(wiring: Wiring, job: UrlJob) -> None:
+        wiring.fetcher.fetch(job.url)
+        raise RetryableError("the store failed", reason="storage")
+
+    with PublisherSite(None) as site:
+        for n in range(3):
+            site.add_route(f"/p{n}.html", headers={"Content-Type": "text/html"}, body=PAGE)
+            _send(sqs, stack, site.url(f"/p{n}.html"))
+        writes = _gate_writes(resolver_env)
+        # When every job of the batch raises (the whole batch fails, for SQS to redeliver)
+        stats = _drive(sqs, stack, broken)
+        assert stats.batches == {FUNCTION: 1} and len(stats.failures) == 3
+        # Then the host's slot was still given back at the batch's end
+        assert len(site.requests) == 3
+        assert len(writes) == 2
+        assert _slots_taken(stack, origin_of(site.base_url)) == []

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cdif_harvester.adapters.local import DirectoryObjectStore, InProcessQueue, SqliteCatalog
-from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate
+from cdif_harvester.adapters.politeness import GatedFetcher, MemoryHostGate, keep_host_slots
 from cdif_harvester.contracts import UrlJob
 from cdif_harvester.domain.discovery.robots import parse_robots
 from cdif_harvester.domain.resolution.rules import parse_retry_after
@@ -263,6 +263,83 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(past, now=NOW) == 0.0
     assert parse_retry_after("-5", now=NOW) is None
     assert parse_retry_after("tomorrow", now=NOW) is None
+
+
+# --------------------------------------------------------------------------- slots kept per batch
+
+
+class RecordingGate(MemoryHostGate):
+    """The memory gate, also recording which slot each call took, reused or gave back."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(monotonic=clock.monotonic)
+        self.calls: list[tuple[str, int]] = []
+
+    def acquire(self, host: str, *, slots: int) -> HostSlot | Wait:
+        taken = super().acquire(host, slots=slots)
+        if isinstance(taken, HostSlot):
+            self.calls.append(("acquire", taken.index))
+        return taken
+
+    def reuse(self, slot: HostSlot, *, slots: int) -> HostSlot | Wait | None:
+        self.calls.append(("reuse", slot.index))
+        return super().reuse(slot, slots=slots)
+
+    def release(self, slot: HostSlot) -> None:
+        self.calls.append(("release", slot.index))
+        super().release(slot)
+
+
+def test_within_a_batch_a_hosts_slot_stays_taken_and_keeps_the_interval() -> None:
+    clock = FakeClock()
+    inner = FakeFetcher(clock)
+    gate = RecordingGate(clock)
+    gate.set_interval(A, 1.0)
+    fetcher = _gated(inner, clock, gate)
+    with keep_host_slots():
+        fetcher.fetch(f"{A}/1")
+        assert gate.in_flight(A) == 1  # kept between requests: one in flight
+        fetcher.fetch(f"{A}/2")
+        gate.hold(A, 5.0)
+        fetcher.fetch(f"{A}/3")
+    assert gate.in_flight(A) == 0
+    # (each request after the first asks to reuse the slot twice: told to wait, then again)
+    assert gate.calls == [("acquire", 0), *[("reuse", 0)] * 4, ("release", 0)]
+    assert clock.slept == [pytest.approx(1.0), pytest.approx(5.0)]
+
+
+def test_a_kept_slot_beyond_a_jobs_own_limit_is_given_back_for_one_within_it() -> None:
+    clock = FakeClock()
+    gate = RecordingGate(clock)
+    fetcher = _gated(FakeFetcher(clock), clock, gate, slots_for=lambda origin: 4)
+    elsewhere = gate.acquire(A, slots=4)  # another worker's request on slot 0
+    assert isinstance(elsewhere, HostSlot)
+    with keep_host_slots():
+        fetcher.fetch(f"{A}/1")  # slot 1, kept
+        gate.release(elsewhere)
+        # Then a job whose source allows one request in flight does not use slot 1
+        with fetcher.job_scope(run_id="r", job_key="k", requests_per_host=1):
+            fetcher.fetch(f"{A}/2")
+    assert gate.calls[1:] == [
+        ("acquire", 1),
+        ("release", 0),
+        ("release", 1),
+        ("acquire", 0),
+        ("release", 0),
+    ]
+
+
+def test_a_slot_whose_lease_ran_out_is_not_reused() -> None:
+    clock = FakeClock()
+    gate = MemoryHostGate(monotonic=clock.monotonic, lease=10.0)
+    slot = gate.acquire(A, slots=1)
+    assert isinstance(slot, HostSlot)
+    clock.now += 5.0
+    assert gate.reuse(slot, slots=1) == slot  # and its lease starts again
+    clock.now += 9.0
+    assert gate.reuse(slot, slots=1) == slot
+    clock.now += 11.0
+    assert gate.reuse(slot, slots=1) is None
 
 
 # --------------------------------------------------------------------------- defer mode

@@ -22,8 +22,8 @@ import math
 import os
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -288,9 +288,12 @@ def wiring() -> Wiring:
     settings = config.settings()
     table = boto3.resource("dynamodb").Table(config.catalog_table)
     store = S3ObjectStore(boto3.client("s3"), config.records_bucket)
-    gate = DynamoHostGate(table, lease=settings.host_slot_lease)
     network = SafeFetcher(
         FetchPolicy(allow_loopback=config.allow_loopback, user_agent=user_agent(config.contact))
+    )
+    # A slot kept for a batch is renewed while its lease could lapse during one more fetch.
+    gate = DynamoHostGate(
+        table, lease=settings.host_slot_lease, renew_within=network.policy.total_timeout
     )
     _closers.append(network.close)
     fetcher = GatedFetcher(
@@ -385,7 +388,22 @@ def handle_sqs_batch(
         return _handle_job(bundle, record, contract, run, context, queue=source)
 
     name = _STAGE_OF_QUEUE.get(source) or _STAGE_OF.get(contract, contract.__name__)
-    return _process_batch(event, context, name, handle, settle=contract is not SitemapJob)
+    with _host_slots_per_batch(source):
+        return _process_batch(event, context, name, handle, settle=contract is not SitemapJob)
+
+
+@contextmanager
+def _host_slots_per_batch(queue: str) -> Iterator[None]:
+    """For the resolver (URL jobs), keep a slot taken on a host for the rest of the batch and
+    give it back once at its end, errors included: one gate write each way per host and batch
+    rather than per request (docs/decisions/0088-host-gate-per-batch.md)."""
+    if queue != URL_QUEUE:
+        yield
+        return
+    from cdif_harvester.adapters.politeness import keep_host_slots  # noqa: PLC0415
+
+    with keep_host_slots():
+        yield
 
 
 def _jobs_of(event: dict[str, Any], contract: type[_J]) -> list[_J]:

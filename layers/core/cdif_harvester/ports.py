@@ -330,12 +330,22 @@ class HostGate(Protocol):
     At most ``slots`` requests are in flight per host, successive request starts on one host
     are at least the host's interval (its robots.txt Crawl-delay) apart, and a host can be held
     closed until a time (an HTTP ``Retry-After``). A slot whose holder never releases it (a
-    worker that died) is free again once its lease has run out, so no crash wedges a host.
+    worker that died) is free again once its lease has run out, so no crash wedges a host. A
+    slot may be kept between requests and reused (:meth:`reuse`): kept, it counts as a request
+    in flight, and every start within it keeps the interval and the holds.
     """
 
     def acquire(self, host: str, *, slots: int) -> HostSlot | Wait:
         """Take one of the ``slots`` request slots of ``host`` and start a request now, or say
         how long to wait before asking again. Raises StorageError when the gate's store fails.
+        """
+        ...
+
+    def reuse(self, slot: HostSlot, *, slots: int) -> HostSlot | Wait | None:
+        """Start another request within ``slot``, kept since its last request ended: the slot
+        to use now (its lease renewed when needed, perhaps under a new token), how long to wait (the
+        interval since the slot's last start, a hold), or None when the slot is no longer ours
+        (its lease ran out and another worker took it; acquire again). Raises StorageError.
         """
         ...
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -567,8 +569,11 @@ class DynamoHostGate:
     ``held_until`` have passed" -> set the slot's lease, ``last_at`` and ``next_at``. When the
     condition fails DynamoDB returns the item as it is (ReturnValuesOnConditionCheckFailure), which
     says either how long to wait or which slot is free, and the next attempt tries that slot.
-    Times are wall-clock
-    seconds: Lambda hosts keep their clocks synchronised far below the delays at stake.
+    A slot kept between requests (:meth:`reuse`) starts each further request with one
+    consistent read, or with one conditional write when the host has a crawl delay or the lease
+    has less than ``renew_within`` seconds (one fetch's deadline) left; see
+    docs/decisions/0088-host-gate-per-batch.md. Times are wall-clock seconds: Lambda hosts keep
+    their clocks synchronised far below the delays at stake.
     """
 
     def __init__(
@@ -577,14 +582,21 @@ class DynamoHostGate:
         *,
         lease: float = 60.0,
         busy_wait: float = 2.0,
+        renew_within: float = 30.0,
         clock: Callable[[], float] = time.time,
         choose: Callable[[Sequence[int]], int] = random.choice,
     ) -> None:
         self.table = table
         self.lease = lease
         self.busy_wait = busy_wait
+        self.renew_within = renew_within
         self._clock = clock
         self._choose = choose
+        self._lock = threading.Lock()
+        # The slots this gate took and has not given back, and the holds it set: what a
+        # reused slot can be checked against without asking DynamoDB.
+        self._slots: dict[tuple[str, int, str], _KeptSlot] = {}
+        self._holds: dict[str, float] = {}
 
     @staticmethod
     def _key(host: str) -> dict[str, str]:
@@ -599,7 +611,7 @@ class DynamoHostGate:
             until = _decimal(now + self.lease)
             try:
                 with aws_errors(f"DynamoDB gate of {host}", passing={CONDITION_FAILED}):
-                    self.table.update_item(
+                    response = self.table.update_item(
                         Key=self._key(host),
                         UpdateExpression=(
                             "SET #slot = :until, #last = :now, #origin = :origin, "
@@ -624,26 +636,102 @@ class DynamoHostGate:
                             ":origin": host,
                             ":zero": Decimal(0),
                         },
+                        # (the item as written, free: it tells a kept slot the crawl delay)
+                        ReturnValues="ALL_NEW",
                         ReturnValuesOnConditionCheckFailure="ALL_OLD",
                     )
-                return HostSlot(host=host, index=index, token=str(until))
+                slot = HostSlot(host=host, index=index, token=str(until))
+                self._keep(slot, now, dict(response.get("Attributes", {})))
+                return slot
             except ClientError as exc:
                 # The condition failed: the slot is taken or the host is not due yet. DynamoDB
                 # sent the item as it is, which says how long to wait or which slot is free.
                 item = _item_of(exc) or self._read(host)
-            held = float(item.get("held_until", 0))
-            next_at = float(item.get("next_at", 0))
-            if held > now or next_at > now:
-                reason = "held" if held >= next_at else "interval"
-                return Wait(max(held, next_at) - now, reason)
+            wait = _wait_of(now, float(item.get("held_until", 0)), float(item.get("next_at", 0)))
+            if wait is not None:
+                return wait
             free = [i for i in range(slots) if float(item.get(f"slot{i}", 0)) <= now]
             if not free:
                 return Wait(self.busy_wait, "busy")
             index = self._choose(free)
         return Wait(self.busy_wait, "busy")
 
+    def reuse(self, slot: HostSlot, *, slots: int) -> HostSlot | Wait | None:
+        """Start another request within ``slot``, kept since its last request, or say how long
+        to wait; None when the slot is no longer this gate's. Raises StorageError.
+
+        The slot's last start, the host's crawl delay as last seen and the holds this gate set
+        are known here: a wait they impose costs no call. Otherwise, on a host with a crawl
+        delay, or when the lease would not outlast one more fetch, one conditional write
+        records the start (``last_at``, ``next_at``, for every worker) and renews the lease
+        (under a new token); on any other host one consistent read checks that the slot is
+        still this gate's and that no other worker has held the host or moved its next start.
+        """
+        now = self._clock()
+        key = (slot.host, slot.index, slot.token)
+        with self._lock:
+            kept = self._slots.get(key)
+            held = self._holds.get(slot.host, 0.0)
+        if kept is None:
+            return None
+        wait = _wait_of(now, held, kept.last_start + kept.interval)
+        if wait is not None:
+            return wait
+        if kept.interval > 0 or kept.lease_until - now < self.renew_within:
+            return self._start_within(slot, kept, now)
+        item = self._read(slot.host)
+        if not _holds_slot(item, slot):
+            self._forget(key)
+            return None
+        kept.interval = float(item.get("crawl_delay", 0))
+        next_at = max(float(item.get("next_at", 0)), kept.last_start + kept.interval)
+        wait = _wait_of(now, float(item.get("held_until", 0)), next_at)
+        if wait is not None:
+            return wait
+        if kept.interval > 0:  # a crawl delay recorded since the slot's last start
+            return self._start_within(slot, kept, now)
+        kept.last_start, kept.on_item = now, False
+        return slot
+
     def release(self, slot: HostSlot) -> None:
-        """Free ``slot`` unless its lease ran out and another worker holds it now."""
+        """Free ``slot`` unless its lease ran out and another worker holds it now. A start made
+        within the kept slot that only this gate knows of goes on the item as the slot is freed
+        (``last_at``, and ``next_at`` from it), unless another worker has started since."""
+        key = (slot.host, slot.index, slot.token)
+        with self._lock:
+            kept = self._slots.pop(key, None)
+        if kept is not None and not kept.on_item:
+            last = _decimal(kept.last_start)
+            try:
+                with aws_errors(f"DynamoDB gate of {slot.host}", passing={CONDITION_FAILED}):
+                    self.table.update_item(
+                        Key=self._key(slot.host),
+                        UpdateExpression=(
+                            "REMOVE #slot SET #last = :last, "
+                            "#next = if_not_exists(#delay, :zero) + :last"
+                        ),
+                        ConditionExpression=(
+                            "#slot = :token AND (attribute_not_exists(#last) OR #last <= :last)"
+                        ),
+                        ExpressionAttributeNames={
+                            "#slot": f"slot{slot.index}",
+                            "#last": "last_at",
+                            "#next": "next_at",
+                            "#delay": "crawl_delay",
+                        },
+                        ExpressionAttributeValues={
+                            ":token": Decimal(slot.token),
+                            ":last": last,
+                            ":zero": Decimal(0),
+                        },
+                        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    )
+                return
+            except ClientError as exc:
+                old = _item_of(exc)
+                if old and not _holds_slot(old, slot):
+                    return  # taken again since its lease ran out: nothing of ours to free
+                # Another worker started later: its next_at stands; only free the slot.
         self._update_if(
             slot.host,
             "REMOVE #slot",
@@ -654,7 +742,11 @@ class DynamoHostGate:
 
     def hold(self, host: str, seconds: float) -> None:
         """Start no request on ``host`` for ``seconds`` (a longer hold already set stays)."""
-        until = _decimal(self._clock() + max(0.0, seconds))
+        now = self._clock()
+        until = _decimal(now + max(0.0, seconds))
+        with self._lock:  # (also known here, for the slots this gate keeps)
+            self._holds = {name: end for name, end in self._holds.items() if end > now}
+            self._holds[host] = max(self._holds.get(host, 0.0), float(until))
         self._update_if(
             host,
             "SET #held = :until, #origin = :origin",
@@ -666,6 +758,10 @@ class DynamoHostGate:
     def set_interval(self, host: str, seconds: float) -> None:
         """Record the host's Crawl-delay; the last start already counts."""
         delay = _decimal(max(0.0, seconds))
+        with self._lock:
+            for (name, _, _), kept in self._slots.items():
+                if name == host:
+                    kept.interval = float(delay)
         with aws_errors(f"DynamoDB gate of {host}"):
             response = self.table.update_item(
                 Key=self._key(host),
@@ -685,6 +781,68 @@ class DynamoHostGate:
             {"#next": "next_at"},
             {":next": candidate},
         )
+
+    def _start_within(self, slot: HostSlot, kept: _KeptSlot, now: float) -> HostSlot | Wait | None:
+        """Start a request within the kept ``slot`` with one conditional write: the slot is still
+        this gate's, ``next_at`` and ``held_until`` have passed -> a new lease, ``last_at``
+        and ``next_at``."""
+        until = _decimal(now + self.lease)
+        try:
+            with aws_errors(f"DynamoDB gate of {slot.host}", passing={CONDITION_FAILED}):
+                response = self.table.update_item(
+                    Key=self._key(slot.host),
+                    UpdateExpression=(
+                        "SET #slot = :until, #last = :now, "
+                        "#next = if_not_exists(#delay, :zero) + :now"
+                    ),
+                    ConditionExpression=(
+                        "#slot = :token AND "
+                        "(attribute_not_exists(#next) OR #next <= :now) AND "
+                        "(attribute_not_exists(#held) OR #held <= :now)"
+                    ),
+                    ExpressionAttributeNames={
+                        "#slot": f"slot{slot.index}",
+                        "#last": "last_at",
+                        "#next": "next_at",
+                        "#delay": "crawl_delay",
+                        "#held": "held_until",
+                    },
+                    ExpressionAttributeValues={
+                        ":until": until,
+                        ":now": _decimal(now),
+                        ":token": Decimal(slot.token),
+                        ":zero": Decimal(0),
+                    },
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as exc:
+            item = _item_of(exc) or self._read(slot.host)
+            if not _holds_slot(item, slot):
+                self._forget((slot.host, slot.index, slot.token))
+                return None
+            kept.interval = float(item.get("crawl_delay", 0))
+            held, next_at = float(item.get("held_until", 0)), float(item.get("next_at", 0))
+            return _wait_of(now, held, next_at) or Wait(self.busy_wait, "busy")
+        self._forget((slot.host, slot.index, slot.token))
+        renewed = HostSlot(host=slot.host, index=slot.index, token=str(until))
+        self._keep(renewed, now, dict(response.get("Attributes", {})))
+        return renewed
+
+    def _keep(self, slot: HostSlot, now: float, item: Mapping[str, Any]) -> None:
+        """Remember a slot just taken (or renewed) at ``now``, ``item`` the gate item after."""
+        kept = _KeptSlot(
+            last_start=now,
+            on_item=True,
+            interval=float(item.get("crawl_delay", 0)),
+            lease_until=float(Decimal(slot.token)),
+        )
+        with self._lock:
+            self._slots[(slot.host, slot.index, slot.token)] = kept
+
+    def _forget(self, key: tuple[str, int, str]) -> None:
+        with self._lock:
+            self._slots.pop(key, None)
 
     def _update_if(
         self,
@@ -711,6 +869,30 @@ class DynamoHostGate:
         with aws_errors(f"DynamoDB gate of {host}"):
             found = self.table.get_item(Key=self._key(host), ConsistentRead=True)
         return dict(found.get("Item", {}))
+
+
+@dataclass
+class _KeptSlot:
+    """What a gate knows of a slot it holds: its last start (on the item or only known here),
+    the host's crawl delay as last seen, and when its lease runs out (epoch seconds)."""
+
+    last_start: float
+    on_item: bool
+    interval: float
+    lease_until: float
+
+
+def _wait_of(now: float, held: float, next_at: float) -> Wait | None:
+    """The wait a hold until ``held`` and a next start at ``next_at`` impose at ``now``."""
+    if held > now or next_at > now:
+        return Wait(max(held, next_at) - now, "held" if held >= next_at else "interval")
+    return None
+
+
+def _holds_slot(item: Mapping[str, Any], slot: HostSlot) -> bool:
+    """Whether the gate ``item`` still has ``slot`` under its token."""
+    value = item.get(f"slot{slot.index}")
+    return value is not None and Decimal(str(value)) == Decimal(slot.token)
 
 
 def _decimal(seconds: float) -> Decimal:

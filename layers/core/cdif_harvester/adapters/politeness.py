@@ -5,15 +5,19 @@ flight, starts at least the Crawl-delay apart and no request while ``Retry-After
 :class:`MemoryHostGate` keeps it in one process (for every Lambda at once:
 :class:`~cdif_harvester.adapters.aws.DynamoHostGate`). :class:`GatedFetcher` takes a slot per
 request and, told to wait, sleeps (``sleep`` mode) or saves the job's fetch journal and raises
-:class:`~cdif_harvester.errors.Deferred` (``defer`` mode).
+:class:`~cdif_harvester.errors.Deferred` (``defer`` mode). Within :func:`keep_host_slots` (an SQS
+batch on AWS) a slot taken on a host is kept and reused by the following requests to that host,
+and given back once at the end.
 
-See docs/decisions/0008-politeness-per-host.md and docs/decisions/0009-fetch-journal.md.
+See docs/decisions/0008-politeness-per-host.md, docs/decisions/0009-fetch-journal.md and
+docs/decisions/0088-host-gate-per-batch.md.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import random
 import threading
@@ -27,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from cdif_harvester.domain.resolution.rules import parse_retry_after
-from cdif_harvester.errors import Deferred
+from cdif_harvester.errors import Deferred, HarvestError
 from cdif_harvester.keys import journal_body_key, journal_key, origin_of
 from cdif_harvester.model import FetchResponse
 from cdif_harvester.ports import Fetcher, HostGate, HostSlot, ObjectStore, Wait
@@ -37,7 +41,10 @@ __all__ = [
     "FetchJournal",
     "GatedFetcher",
     "MemoryHostGate",
+    "keep_host_slots",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: The answers whose ``Retry-After`` closes the host for a while (RFC 6585, RFC 9110 15.6.4).
 RETRY_AFTER_STATUSES = frozenset({429, 503})
@@ -97,6 +104,24 @@ class MemoryHostGate:
             state.last_start = now
             state.next_at = now + state.interval
             return HostSlot(host=host, index=index, token=token)
+
+    def reuse(self, slot: HostSlot, *, slots: int) -> HostSlot | Wait | None:
+        """Start another request within ``slot`` (see :class:`~cdif_harvester.ports.HostGate`);
+        its lease starts again."""
+        with self._lock:
+            now = self._monotonic()
+            state = self._hosts.get(slot.host)
+            lease = state.leases.get(slot.index) if state is not None else None
+            if state is None or lease is None or lease[0] != slot.token or lease[1] <= now:
+                return None
+            start = max(now, state.next_at, state.held_until)
+            if start > now:
+                reason = "held" if state.held_until >= state.next_at else "interval"
+                return Wait(start - now, reason)
+            state.leases[slot.index] = (slot.token, now + self.lease)
+            state.last_start = now
+            state.next_at = now + state.interval
+            return slot
 
     def release(self, slot: HostSlot) -> None:
         """Give ``slot`` back, unless its lease ran out and it was taken again."""
@@ -256,6 +281,44 @@ class FetchJournal:
         )
 
 
+# --------------------------------------------------------------------------- slots kept per batch
+
+
+class _KeptSlots(threading.local):
+    """The slots kept on this thread (None: outside :func:`keep_host_slots`), by gate and host."""
+
+    slots: dict[tuple[int, str], tuple[HostGate, HostSlot]] | None = None
+
+
+_kept = _KeptSlots()
+
+
+@contextmanager
+def keep_host_slots() -> Iterator[None]:
+    """Keep the host slots every :class:`GatedFetcher` takes on this thread until the block ends.
+
+    Within the block a slot taken on a host serves the following requests to that host (through
+    :meth:`~cdif_harvester.ports.HostGate.reuse`, which keeps the interval and the holds) and
+    is given back once when the block ends, however it ends. A nested block belongs to the
+    outer one. A slot that cannot be given back (the gate's store fails) is logged and frees
+    itself when its lease runs out.
+    """
+    if _kept.slots is not None:
+        yield
+        return
+    kept: dict[tuple[int, str], tuple[HostGate, HostSlot]] = {}
+    _kept.slots = kept
+    try:
+        yield
+    finally:
+        _kept.slots = None
+        for gate, slot in kept.values():
+            try:
+                gate.release(slot)
+            except HarvestError as exc:  # its lease frees it; the batch's work stands
+                logger.warning("host slot of %s not given back: %s", slot.host, exc)
+
+
 # --------------------------------------------------------------------------- the fetcher
 
 
@@ -272,8 +335,8 @@ class GatedFetcher:
     ``sleep`` (wait in the process) or ``defer`` (raise Deferred; needs ``journal_store``).
     ``jitter(wait)`` is added to a deferral's delay so jobs deferred together come back spread
     out (by default up to 1 s plus a quarter of the wait).
-    Redirects are followed inside the first host's slot. Thread-safe: the job scope is per
-    thread.
+    Redirects are followed inside the first host's slot. Within :func:`keep_host_slots` a slot
+    is kept for the following requests to its host. Thread-safe: the job scope is per thread.
     """
 
     def __init__(
@@ -364,30 +427,41 @@ class GatedFetcher:
             if replayed is not None:
                 return replayed
         host = origin_of(url)
-        slot = self._take_slot(host, journal)
+        slot, kept = self._take_slot(host, journal)
         try:
             response = self.inner.fetch(
                 url, method=method, headers=headers, max_bytes=max_bytes, truncate=truncate
             )
         finally:
-            self.gate.release(slot)
+            if not kept:
+                self.gate.release(slot)
         self._honour_retry_after(response)
         if journal is not None:
             journal.record(request, response)
         return response
 
-    def _take_slot(self, host: str, journal: FetchJournal | None) -> HostSlot:
+    def _take_slot(self, host: str, journal: FetchJournal | None) -> tuple[HostSlot, bool]:
+        """A slot to start a request on ``host`` now, and whether it is kept for the batch."""
         own_slots, own_delay = getattr(self._local, "limits", None) or (None, None)
         slots = self.slots_for(host)
         if own_slots:
             slots = min(slots, own_slots)
+        kept = _kept.slots
+        key = (id(self.gate), host)
         while True:
-            admission = self.gate.acquire(host, slots=slots)
+            admission = self._admission(host, slots, kept, key)
             if isinstance(admission, HostSlot):
+                if kept is not None:
+                    kept[key] = (self.gate, admission)
                 if own_delay:
                     # The source's crawl delay, from this start: every worker sees the hold.
-                    self.gate.hold(host, own_delay)
-                return admission
+                    try:
+                        self.gate.hold(host, own_delay)
+                    except BaseException:
+                        if kept is None:
+                            self.gate.release(admission)
+                        raise
+                return admission, kept is not None
             if self.mode == "defer":
                 delay = admission.seconds + self.jitter(admission.seconds)
                 if journal is not None:
@@ -398,6 +472,27 @@ class GatedFetcher:
                     delay=delay,
                 )
             self._sleep(admission.seconds)
+
+    def _admission(
+        self,
+        host: str,
+        slots: int,
+        kept: dict[tuple[int, str], tuple[HostGate, HostSlot]] | None,
+        key: tuple[int, str],
+    ) -> HostSlot | Wait:
+        """Reuse the slot kept on ``host`` when there is one, else take one."""
+        held = kept.get(key) if kept is not None else None
+        if kept is not None and held is not None:
+            slot = held[1]
+            if slot.index >= slots:  # a job whose source allows fewer slots than it holds
+                del kept[key]
+                self.gate.release(slot)
+            else:
+                admission = self.gate.reuse(slot, slots=slots)
+                if admission is not None:
+                    return admission
+                del kept[key]  # no longer ours: its lease ran out and it was taken again
+        return self.gate.acquire(host, slots=slots)
 
     def _honour_retry_after(self, response: FetchResponse) -> None:
         if response.status not in RETRY_AFTER_STATUSES:
