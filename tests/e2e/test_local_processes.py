@@ -363,3 +363,40 @@ def test_ctrl_c_stops_the_document_processes_with_the_run(tmp_path: Path) -> Non
     while any(Path(f"/proc/{pid}").exists() for pid in children):
         assert time.monotonic() < deadline, "a document process outlived its run"
         time.sleep(0.05)
+
+
+def test_fetching_waits_while_fetched_documents_wait_to_be_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdif_harvester.adapters.local import InProcessQueue
+    from cdif_harvester.cli import runner
+    from cdif_harvester.contracts import DOCUMENT_QUEUE, INDEX_QUEUE
+
+    # Given a site of many pages, fetched far faster than two processes (slow to start) read them
+    root = _site(tmp_path / "site")
+    pages = [f"/datasets/many-{n}.html" for n in range(150)]
+    for n, path in enumerate(pages):
+        (root / path.lstrip("/")).write_text(_page(_dataset(f"many-{n}")), encoding="utf-8")
+    sitemap = root / "sitemap-datasets.xml"
+    added = "".join(f"<url><loc>{{{{BASE}}}}{path}</loc></url>" for path in pages)
+    sitemap.write_text(sitemap.read_text().replace("</urlset>", added + "</urlset>"))
+    waiting: list[int] = []
+    send = InProcessQueue.send
+
+    def watched(queue: InProcessQueue, name: str, bodies: Any, **kwargs: Any) -> None:
+        send(queue, name, bodies, **kwargs)
+        waiting.append(queue.pending(DOCUMENT_QUEUE) + queue.pending(INDEX_QUEUE))
+
+    monkeypatch.setattr(InProcessQueue, "send", watched)
+    # When it is harvested with two document processes
+    with PublisherSite(root) as site:
+        out = tmp_path / "out"
+        _harvest(site, out, 2)
+        urls = [site.url(path) for path in pages]
+    # Then fetching paused while the fetched documents waited: at most the bound, plus what
+    # the fetch workers and the processes had under way when it was reached, waited at any time
+    bound = runner._WAITING_PER_PROCESS * 2 + runner.DEFAULT_WORKERS + processes._DEPTH * 2
+    assert max(waiting) <= bound
+    # and every page still ended in a record
+    outcomes = _outcomes(out)
+    assert [outcomes[url]["outcome"] for url in urls] == ["record"] * len(urls)

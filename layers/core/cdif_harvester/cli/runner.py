@@ -105,6 +105,11 @@ DEFAULT_WORKERS = 4
 # sitemap's part of 5,000 URL jobs waits in the queue as message bodies). Delayed jobs coming
 # due are lined up whatever the count (there are at most as many as jobs that failed).
 _LINED_UP = 512
+# Fetched documents and found records waiting for the stages that read and index them, at most
+# (per document process): the fetch workers outrun those stages, and what they fetch waits in
+# memory as messages with the documents inside. Past this, no new fetch starts until they
+# catch up, so memory does not grow with the site.
+_WAITING_PER_PROCESS = 16
 _OUTCOME_NAMES = frozenset(kind.value for kind in Outcome)
 
 
@@ -650,7 +655,11 @@ class LocalHarvester:
         (line.urls if work.contract is UrlJob else line.sitemaps).append(work)
 
     def _dispatch(self, pool: ThreadPoolExecutor) -> bool:
-        """Start jobs on free workers, round-robin over hosts, each host within its slots."""
+        """Start jobs on free workers, round-robin over hosts, each host within its slots;
+        none while too many fetched documents wait to be read and indexed."""
+        waiting = self.queue.pending(DOCUMENT_QUEUE) + self.queue.pending(INDEX_QUEUE)
+        if waiting >= _WAITING_PER_PROCESS * self.processes:
+            return False  # (the main loop reads and indexes them meanwhile: they always drain)
         started = False
         progress = True
         while progress and len(self._running) < self.workers:
