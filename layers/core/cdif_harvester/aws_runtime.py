@@ -8,8 +8,9 @@ Crawl-delay recorder writing to the host's gate item. Both batch handlers share 
 DynamoDB host gate in ``defer`` mode (a deferred job is sent again with a message delay), and
 Powertools idempotency keys each job on its work (:func:`work_key`), never on the SQS message id.
 The outcomes a batch's jobs settle are written together when the batch ends, and the batch
-logs one summary line (docs/decisions/0089-settle-once-per-batch.md); so are the messages they
-send to the next stage, sent first (docs/decisions/0093-sends-once-per-batch.md).
+logs one summary line (docs/decisions/0089-settle-once-per-batch.md); the messages they send
+to the next stage are held too, and sent first, packed
+(docs/decisions/0093-sends-once-per-batch.md).
 
 See docs/decisions/0008-politeness-per-host.md,
 docs/decisions/0007-idempotency-keyed-on-work.md and
@@ -363,7 +364,8 @@ def handle_sqs_batch(
     event at all (a dict without ``Records`` is not an empty batch).
 
     The outcomes of the URL stages' jobs (not the expander's, whose sitemap is counted done
-    after its outcome) are written together when the batch ends (:func:`_process_batch`).
+    after its outcome), and the messages they send, are written and sent together when the
+    batch ends (:func:`_process_batch`).
 
     Every metric of the invocation carries the dimension ``Stage``; each job's outcome is
     counted in ``Outcomes`` (dimensions ``Stage`` and ``Outcome``); every log line of a job
