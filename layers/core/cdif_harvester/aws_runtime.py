@@ -8,7 +8,9 @@ Crawl-delay recorder writing to the host's gate item. Both batch handlers share 
 DynamoDB host gate in ``defer`` mode (a deferred job is sent again with a message delay), and
 Powertools idempotency keys each job on its work (:func:`work_key`), never on the SQS message id.
 The outcomes a batch's jobs settle are written together when the batch ends, and the batch
-logs one summary line (docs/decisions/0089-settle-once-per-batch.md).
+logs one summary line (docs/decisions/0089-settle-once-per-batch.md); the messages they send
+to the next stage are held too, and sent first, packed
+(docs/decisions/0093-sends-once-per-batch.md).
 
 See docs/decisions/0008-politeness-per-host.md,
 docs/decisions/0007-idempotency-keyed-on-work.md and
@@ -23,7 +25,7 @@ import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -37,6 +39,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from cdif_harvester.adapters.batch_sends import BatchSends
 from cdif_harvester.adapters.local import SystemClock
 from cdif_harvester.contact import InvalidContact, user_agent
 from cdif_harvester.contracts import (
@@ -68,6 +71,7 @@ from cdif_harvester.wiring import Wiring
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
+    from cdif_harvester.adapters.aws import SqsQueue
     from cdif_harvester.adapters.render import ChromiumRenderer
 
 __all__ = [
@@ -363,7 +367,8 @@ def handle_sqs_batch(
     event at all (a dict without ``Records`` is not an empty batch).
 
     The outcomes of the URL stages' jobs (not the expander's, whose sitemap is counted done
-    after its outcome) are written together when the batch ends (:func:`_process_batch`).
+    after its outcome), and the messages they send, are written and sent together when the
+    batch ends (:func:`_process_batch`).
 
     Every metric of the invocation carries the dimension ``Stage``; each job's outcome is
     counted in ``Outcomes`` (dimensions ``Stage`` and ``Outcome``); every log line of a job
@@ -455,9 +460,11 @@ def _process_batch(
 
     A record ``handle`` raised on is reported failed (SQS redelivers it); one it returned None
     for was consumed without being processed (it logged and counted why). With ``settle``, the
-    outcomes the jobs settle are held and written together once every record was handled
-    (:class:`~cdif_harvester.stages.outcomes.BatchOutcomes`); the records whose outcomes could
-    not be written are reported failed too. Each processed record counts in ``JobsProcessed``,
+    messages the jobs send and the outcomes they settle are held, and sent and written together
+    once every record was handled (:class:`~cdif_harvester.adapters.batch_sends.BatchSends`,
+    :class:`~cdif_harvester.stages.outcomes.BatchOutcomes`); the records whose messages could
+    not be sent (their outcomes then dropped) or whose outcomes could not be written are
+    reported failed too. Each processed record counts in ``JobsProcessed``,
     its outcome in ``Outcomes``; the batch counts in ``Batches`` and its failed records in
     ``JobsFailed``, and logs one summary line. Raises ContractError when ``event`` is not an
     SQS event.
@@ -467,17 +474,18 @@ def _process_batch(
     processor = BatchProcessor(event_type=EventType.SQS)
     # Powertools idempotency remembers a job done when its stage returns: an outcome still held
     # would be lost if the batch's end failed (the redelivery is answered without running), so
-    # with an idempotency table each job settles its own outcome, as before.
+    # with an idempotency table each job settles its own outcome, as before; and its hand-over.
     held = BatchOutcomes() if settle and _idempotency_store() is None else None
-    bundle = wiring() if held is None else replace(wiring(), outcomes=held)
+    sends = None if held is None else _batch_sends(wiring())
+    bundle = wiring() if sends is None else replace(wiring(), outcomes=held, queue=sends)
     done: dict[str, _Processed] = {}  # by message id
     unsettled: set[str] = set()
 
     def record_handler(record: SQSRecord) -> None:
-        scope: AbstractContextManager[None] = (
-            nullcontext() if held is None else held.job(record.message_id)
-        )
-        with scope:
+        with ExitStack() as scope:
+            for sink in (held, sends):
+                if sink is not None:
+                    scope.enter_context(sink.job(record.message_id))
             processed = handle(bundle, record)
         if processed is not None:
             done[record.message_id] = processed
@@ -489,8 +497,8 @@ def _process_batch(
                 event=event, record_handler=record_handler, processor=processor, context=context
             )
         )
-        if held is not None:
-            unsettled = _settle_batch(bundle, held)
+        if held is not None and sends is not None:
+            unsettled = _settle_batch(bundle, held, sends)
             response["batchItemFailures"] = [
                 *response["batchItemFailures"],
                 *({"itemIdentifier": key} for key in sorted(unsettled)),
@@ -502,10 +510,30 @@ def _process_batch(
     return response
 
 
-def _settle_batch(bundle: Wiring, held: BatchOutcomes) -> set[str]:
-    """Write the outcomes ``held`` for the batch; the message ids of the records whose outcomes
-    could not be written (SQS redelivers them, and they settle again, counted once)."""
+def _batch_sends(base: Wiring) -> BatchSends:
+    """The job queue of one batch: holds its jobs' messages, sent in packs as SQS takes them."""
+    from cdif_harvester.adapters.aws import SQS_BATCH_ENTRIES, SQS_REQUEST_BYTES  # noqa: PLC0415
+
+    return BatchSends(base.queue, entries=SQS_BATCH_ENTRIES, request_bytes=SQS_REQUEST_BYTES)
+
+
+def _settle_batch(bundle: Wiring, held: BatchOutcomes, sends: BatchSends) -> set[str]:
+    """Send the messages ``sends`` holds for the batch, then write the outcomes ``held`` but
+    those of the records whose messages could not be sent; the message ids of the records
+    whose messages or outcomes failed (SQS redelivers them, and they hand over and settle
+    again, counted once)."""
     unsettled: set[str] = set()
+    for unsent in sends.flush():
+        logger.append_keys(message_id=None, run_id=None, url=None)
+        logger.set_correlation_id(None)
+        logger.warning(
+            "messages not sent; SQS redelivers their jobs",
+            queue=unsent.queue,
+            jobs=len(unsent.keys),
+            error=str(unsent.error),
+        )
+        unsettled |= unsent.keys
+    held.drop(unsettled)
     for failure in held.flush(bundle):
         logger.append_keys(message_id=None, run_id=failure.run_id, url=None)
         logger.set_correlation_id(failure.run_id)
@@ -765,12 +793,20 @@ def _idempotency_store() -> Any:
 
 def _send_again(bundle: Wiring, queue: str, record: SQSRecord, delay: float) -> None:
     """Put a deferred job back on ``queue``, delayed, marked to resume from its journal."""
-    from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
-
-    if isinstance(bundle.queue, SqsQueue):
-        bundle.queue.send_later(queue, record.body, delay=delay, attributes={RESUME_ATTRIBUTE: "1"})
+    # (sent now, not held with the batch's: the record is consumed only once it is sent)
+    sqs = _sqs_of(bundle)
+    if sqs is not None:
+        sqs.send_later(queue, record.body, delay=delay, attributes={RESUME_ATTRIBUTE: "1"})
     else:  # a queue without attributes: the job then starts afresh, which is slower, not wrong
         bundle.queue.send(queue, [record.body], delays=[min(900, math.ceil(delay))])
+
+
+def _sqs_of(bundle: Wiring) -> SqsQueue | None:
+    """The SQS queue behind ``bundle``'s (the batch's held sends wrap it), when it is one."""
+    from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
+
+    queue = bundle.queue.queue if isinstance(bundle.queue, BatchSends) else bundle.queue
+    return queue if isinstance(queue, SqsQueue) else None
 
 
 def _retry_later(
@@ -778,12 +814,11 @@ def _retry_later(
 ) -> None:
     """Have SQS redeliver a failed record only after ``delay`` seconds (its backoff, or the
     Retry-After the answer ``asked`` for) rather than after the queue's visibility timeout."""
-    from cdif_harvester.adapters.aws import SqsQueue  # noqa: PLC0415
-
-    if not isinstance(bundle.queue, SqsQueue):
+    sqs = _sqs_of(bundle)
+    if sqs is None:
         return
     try:
-        bundle.queue.retry_later(queue, record.receipt_handle, delay=delay)
+        sqs.retry_later(queue, record.receipt_handle, delay=delay)
         metrics.add_metric(
             name="RetryAfter" if asked else "RetryBackoff", unit=MetricUnit.Count, value=1
         )

@@ -32,6 +32,7 @@ from cdif_harvester.adapters.aws_errors import (
     aws_errors,
     cancellation_codes,
 )
+from cdif_harvester.adapters.batch_sends import packs
 from cdif_harvester.adapters.dynamo_items import (
     entry_body,
     entry_of,
@@ -61,7 +62,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DynamoCatalog", "DynamoHostGate", "S3ObjectStore", "SqsQueue"]
 
-_SQS_BATCH = 10  # SendMessageBatch takes at most ten entries
+SQS_BATCH_ENTRIES = 10  # SendMessageBatch takes at most ten entries
+#: The classic SQS limit on one message and on the sum of the messages of one SendMessageBatch
+#: (bodies and attributes). Our messages stay under MAX_MESSAGE_BYTES (200 KiB) of contracts.py.
+SQS_REQUEST_BYTES = 256 * 1024
 _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
 _BATCH_TRIES = 8
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
@@ -495,7 +499,9 @@ class SqsQueue:
     def send(
         self, queue: str, bodies: Sequence[str], *, delays: Sequence[int] | None = None
     ) -> None:
-        """Send ``bodies`` in batches of ten; any entry SQS rejects raises StorageError.
+        """Send ``bodies`` in order, in SendMessageBatch requests of at most ten messages and
+        :data:`SQS_REQUEST_BYTES` together; any entry SQS rejects raises StorageError (the
+        requests before it were sent).
 
         ``delays`` (seconds, one per body) become each entry's DelaySeconds, capped at 900.
         """
@@ -503,14 +509,14 @@ class SqsQueue:
             url = self.urls[queue]
         except KeyError as exc:
             raise StorageError(f"no queue URL configured for {queue!r}") from exc
-        for start in range(0, len(bodies), _SQS_BATCH):
-            chunk = bodies[start : start + _SQS_BATCH]
+        sizes = [len(body.encode("utf-8")) for body in bodies]
+        for pack in packs(sizes, entries=SQS_BATCH_ENTRIES, request_bytes=SQS_REQUEST_BYTES):
             entries: list[dict[str, Any]] = [
-                {"Id": str(i), "MessageBody": body} for i, body in enumerate(chunk)
+                {"Id": str(i), "MessageBody": bodies[index]} for i, index in enumerate(pack)
             ]
             if delays is not None:
-                for entry, delay in zip(entries, delays[start : start + _SQS_BATCH], strict=True):
-                    entry["DelaySeconds"] = max(0, min(_SQS_MAX_DELAY, int(delay)))
+                for entry, index in zip(entries, pack, strict=True):
+                    entry["DelaySeconds"] = max(0, min(_SQS_MAX_DELAY, int(delays[index])))
             with aws_errors(f"SQS send to {queue}"):
                 response = self.client.send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
             failed = response.get("Failed", [])

@@ -8,7 +8,7 @@ ends (docs/decisions/0089-settle-once-per-batch.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -153,6 +153,12 @@ class BatchOutcomes:
         if self._running is None:
             raise RuntimeError(f"outcome of {outcome.url} settled outside a job of the batch")
         self._running.append(outcome)
+
+    def drop(self, keys: Collection[str]) -> None:
+        """Forget the outcomes held for the jobs ``keys`` (they are done again: their hand-overs
+        could not be sent, decision 0093)."""
+        for key in keys:
+            self._held.pop(key, None)
 
     def flush(self, wiring: Wiring) -> list[Unsettled]:
         """Write every held outcome, run by run, and mark each run finished when it is done;
