@@ -13,7 +13,7 @@ import pytest
 
 from cdif_harvester.adapters.local import InProcessQueue, MemoryObjectStore, SqliteCatalog
 from cdif_harvester.errors import StorageError
-from cdif_harvester.model import Outcome, RunState, RunStatus, UrlOutcome
+from cdif_harvester.model import Outcome, RunState, RunStatus, UrlOutcome, UrlState
 from cdif_harvester.stages.outcomes import BatchOutcomes, record_outcome
 from cdif_harvester.wiring import Wiring
 
@@ -36,10 +36,12 @@ class _FailingRun(SqliteCatalog):
 
     failing: str | None = None
 
-    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
+    def put_outcomes(
+        self, outcomes: Sequence[UrlOutcome], *, states: Sequence[UrlState] = ()
+    ) -> RunStatus | None:
         if outcomes and outcomes[0].run_id == self.failing:
             raise StorageError("injected")
-        return super().put_outcomes(outcomes)
+        return super().put_outcomes(outcomes, states=states)
 
 
 def _wiring(tmp_path: Path) -> tuple[Wiring, _FailingRun, BatchOutcomes]:
