@@ -5,6 +5,7 @@ outcome's write and its counters' move happen together or not at all."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -15,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.errors import StorageError
-from cdif_harvester.model import Outcome, RunStatus, UrlOutcome
+from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, UrlState
 from tests.support.aws import ProvisionedStack
 
 pytestmark = pytest.mark.aws
@@ -152,6 +153,38 @@ def test_an_outcome_and_its_count_survive_a_fault_at_any_write(
     assert status.done
     latest = catalog.get_url("http://h/a")
     assert latest is not None and latest.outcome == "record"
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_state_written_with_its_outcome_survives_a_fault_at_any_write(
+    stack: ProvisionedStack, n: int, after: bool
+) -> None:
+    catalog = _catalog(stack)
+    url = "http://h/a"
+    # Given a URL whose latest outcome is an earlier run's record, with that run's state
+    earlier = UrlOutcome(run_id="r0", source="s", url=url, outcome=Outcome.RECORD, recorded_at="t")
+    catalog.put_outcome(earlier, state=UrlState(url=url, source="s", harvest_run="r0"))
+    _run(catalog)
+    catalog.enter_urls("r1", [url], step="s1")
+    hook = _fault_at(n, after=after)
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb", hook)
+    events.register("after-call.dynamodb", hook)
+    outcome = replace(earlier, run_id="r1")
+    state = UrlState(url=url, source="s", fingerprint="f", record_ids=("x",), harvest_run="r1")
+    # When this run's record outcome and state fail at the n-th write (the run's transaction,
+    # the URL's item), and the job is retried until it goes
+    for _attempt in range(3):
+        try:
+            status = catalog.put_outcome(outcome, state=state)
+            break
+        except StorageError:
+            continue
+    # Then the run is settled exactly once, and the URL holds this run's state and outcome
+    assert status is not None
+    assert (status.entered, status.settled, status.outcomes["record"]) == (1, 1, 1)
+    assert catalog.get_url(url) == replace(state, outcome="record", last_run="r1", last_seen="t")
 
 
 @pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])

@@ -146,6 +146,37 @@ def test_url_state_and_outcomes_do_not_overwrite_each_other(catalog: Any) -> Non
     assert last.outcome == "unchanged" and last.last_run == "run-2"
 
 
+def test_a_state_given_with_its_outcome_is_written_with_it(catalog: Any) -> None:
+    url, other = "https://a.org/page", "https://a.org/other"
+    catalog.put_url(UrlState(url=other, source="a.org", fingerprint="kept"))
+    state = UrlState(
+        url=url, source="a.org", fingerprint="f1", record_ids=("r1",), harvest_run="run-1"
+    )
+    # A state given with the outcome is stored with it (the URL's latest outcome beside it)
+    catalog.put_outcome(_outcome(url, Outcome.RECORD), state=state)
+    assert catalog.get_url(url) == replace(
+        state, outcome="record", last_run="run-1", last_seen="2026-03-01T10:00:00+00:00"
+    )
+    # and a new state with the outcome the URL holds already is written all the same
+    again = replace(state, fingerprint="f2", record_ids=("r2",), harvest_run="run-2")
+    catalog.put_outcomes(
+        [_outcome(url, Outcome.RECORD, run_id="run-2"), _outcome(other, Outcome.RECORD, "run-2")],
+        states=[again],
+    )
+    seen = catalog.get_url(url)
+    assert (seen.fingerprint, seen.record_ids, seen.harvest_run) == ("f2", ("r2",), "run-2")
+    assert seen.outcome == "record"
+    # while a URL given no state keeps the one it holds
+    assert catalog.get_url(other).fingerprint == "kept"
+    assert catalog.get_url(other).outcome == "record"
+    # A state whose URL has no outcome among those given is refused, and nothing written
+    stray = UrlState(url="https://a.org/stray", source="a.org", fingerprint="x")
+    with pytest.raises(ValueError, match="stray"):
+        catalog.put_outcomes([_outcome(url, Outcome.UNCHANGED, run_id="run-3")], states=[stray])
+    assert catalog.get_url("https://a.org/stray") is None
+    assert catalog.get_url(url).outcome == "record"
+
+
 def test_urls_by_source_and_outcome(catalog: Any) -> None:
     catalog.put_outcome(_outcome("https://a.org/1", Outcome.RECORD))
     catalog.put_outcome(_outcome("https://a.org/2", Outcome.UNCHANGED))

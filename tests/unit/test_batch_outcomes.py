@@ -13,8 +13,8 @@ import pytest
 
 from cdif_harvester.adapters.local import InProcessQueue, MemoryObjectStore, SqliteCatalog
 from cdif_harvester.errors import StorageError
-from cdif_harvester.model import Outcome, RunState, RunStatus, UrlOutcome
-from cdif_harvester.stages.outcomes import BatchOutcomes, record_outcome
+from cdif_harvester.model import Outcome, RunState, RunStatus, UrlOutcome, UrlState
+from cdif_harvester.stages.outcomes import BatchOutcomes, outcome_now, put_outcome, record_outcome
 from cdif_harvester.wiring import Wiring
 
 RUNS = ("run-a", "run-b")
@@ -36,10 +36,12 @@ class _FailingRun(SqliteCatalog):
 
     failing: str | None = None
 
-    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
+    def put_outcomes(
+        self, outcomes: Sequence[UrlOutcome], *, states: Sequence[UrlState] = ()
+    ) -> RunStatus | None:
         if outcomes and outcomes[0].run_id == self.failing:
             raise StorageError("injected")
-        return super().put_outcomes(outcomes)
+        return super().put_outcomes(outcomes, states=states)
 
 
 def _wiring(tmp_path: Path) -> tuple[Wiring, _FailingRun, BatchOutcomes]:
@@ -121,3 +123,32 @@ def test_an_outcome_outside_a_job_is_refused(tmp_path: Path) -> None:
     wiring, _catalog, _held = _wiring(tmp_path)
     with pytest.raises(RuntimeError, match="outside a job"):
         _settle(wiring, "run-a", URLS[0])
+
+
+def test_a_state_added_with_its_outcome_is_written_with_it_at_the_batch_end(
+    tmp_path: Path,
+) -> None:
+    wiring, catalog, held = _wiring(tmp_path)
+    states = [UrlState(url=url, source="s", fingerprint=f"f{n}") for n, url in enumerate(URLS)]
+    outcomes = [
+        outcome_now(wiring, run_id="run-a", source="s", url=url, outcome=Outcome.RECORD)
+        for url in URLS
+    ]
+    # Given jobs settling their URLs with the states they leave, the last one failing after it
+    for number in range(2):
+        with held.job(f"m{number}"):
+            put_outcome(wiring, outcomes[number], states[number])
+    with pytest.raises(StorageError), held.job("m-failed"):
+        put_outcome(wiring, outcomes[2], states[2])
+        raise StorageError("the job failed after its outcome")
+    # Then no state is written while the batch runs
+    assert catalog.get_urls(URLS) == {}
+
+    # When the batch ends, the states of the jobs that went well are written with their outcomes
+    assert held.flush(wiring) == []
+    found = catalog.get_urls(URLS)
+    assert [(found[url].fingerprint, found[url].outcome) for url in URLS[:2]] == [
+        ("f0", "record"),
+        ("f1", "record"),
+    ]
+    assert URLS[2] not in found

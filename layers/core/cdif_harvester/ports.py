@@ -107,20 +107,33 @@ class CatalogIndex(Protocol):
         """Return the entry of ``record_id``, or None."""
         ...
 
-    def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
+    def put_outcome(
+        self, outcome: UrlOutcome, *, state: UrlState | None = None
+    ) -> RunStatus | None:
         """Record the outcome of one URL in one run (replacing an earlier one for that pair).
 
         When the run is tracked (:meth:`start_run`), its counters move with it: a URL settled
         for the first time counts once (and enters the run if it had not), a changed outcome
         moves from one count to the other. Returns the run's status after the write, or None
         for a run that is not tracked.
+
+        ``state``, when given, is the URL's harvest state the job that settled it leaves (the
+        indexer's): stored as :meth:`put_url` would, together with the URL's latest outcome
+        (on DynamoDB in the same write of the URL's item). It is written whenever it is given,
+        even when the latest outcome is the one held already, so that a retry after a crash
+        between the run's write and the URL's still leaves it. Raises ValueError when its URL
+        is not the outcome's.
         """
         ...
 
-    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
+    def put_outcomes(
+        self, outcomes: Sequence[UrlOutcome], *, states: Sequence[UrlState] = ()
+    ) -> RunStatus | None:
         """Record the outcomes of many URLs of one run, as :meth:`put_outcome` does each, with
-        the run's counters moved once for all of them. Returns the run's status after the
-        writes (None for an untracked run or no outcomes)."""
+        the run's counters moved once for all of them; ``states`` are harvest states of some of
+        their URLs, each written with its URL's latest outcome (the last given for a URL
+        wins). Returns the run's status after the writes (None for an untracked run or no
+        outcomes). Raises ValueError when a state's URL has no outcome among ``outcomes``."""
         ...
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
@@ -139,7 +152,9 @@ class CatalogIndex(Protocol):
 
     def put_url(self, state: UrlState) -> None:
         """Store the harvest state of ``state.url`` (lastmod, fingerprint, blocks, record ids,
-        withdrawal). The outcome fields are left as :meth:`put_outcome` last set them."""
+        withdrawal). The outcome fields are left as :meth:`put_outcome` last set them. A state
+        that goes with an outcome is better given to :meth:`put_outcome` (one write, not
+        two)."""
         ...
 
     def urls(self, source: str, *, outcome: str | None = None) -> Iterable[UrlState]:
@@ -294,8 +309,9 @@ class OutcomeSink(Protocol):
     """Holds the outcomes the jobs of a batch settle, to be written together when the batch
     ends (on AWS: one catalogue transaction per run instead of one per job, decision 0089)."""
 
-    def add(self, outcome: UrlOutcome) -> None:
-        """Hold ``outcome`` (of the job now running) until the batch's end."""
+    def add(self, outcome: UrlOutcome, *, state: UrlState | None = None) -> None:
+        """Hold ``outcome`` (of the job now running), and the URL's harvest ``state`` to write
+        with it (see :meth:`CatalogIndex.put_outcome`), until the batch's end."""
         ...
 
 

@@ -198,28 +198,41 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         kept = [entry for entry in entries if query is None or query.matches(entry)]
         return sorted(kept, key=lambda entry: entry.record_id)
 
-    def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
-        """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
-        run's counters in the same transaction as the run's item (see :meth:`put_outcomes`)."""
-        return self.put_outcomes([outcome])
+    def put_outcome(
+        self, outcome: UrlOutcome, *, state: UrlState | None = None
+    ) -> RunStatus | None:
+        """Record the outcome of a URL in a run, and as the URL's latest outcome (with its
+        harvest ``state``, when given); move the run's counters in the same transaction as the
+        run's item (see :meth:`put_outcomes`)."""
+        return self.put_outcomes([outcome], states=() if state is None else (state,))
 
-    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
+    def put_outcomes(
+        self, outcomes: Sequence[UrlOutcome], *, states: Sequence[UrlState] = ()
+    ) -> RunStatus | None:
         """Record the outcomes of URLs of one run and move the run's counters: each chunk of
         99 items goes in one transaction with the counters' move, each item conditional on the
         outcome it replaces, so a retry after any crash moves the counters exactly once. Then
-        the URLs' latest outcomes; return the run's status (None when it is not tracked).
+        the URLs' latest outcomes, each with its URL's state of ``states`` in the same
+        UpdateItem (decision 0092); return the run's status (None when it is not tracked).
 
-        Raises StorageError when a write fails (a transaction cancelled by a conflict included).
+        Raises StorageError when a write fails (a transaction cancelled by a conflict
+        included), ValueError when a state's URL has no outcome.
         """
+        by_url = {state.url: state for state in states}
         if not outcomes:
+            if by_url:
+                raise ValueError(f"no outcome to write the state of {next(iter(by_url))} with")
             return None
         run_id = outcomes[0].run_id
         # One item per URL in a transaction: the last outcome given for a URL is the one kept.
         latest = list({outcome.url: outcome for outcome in outcomes}.values())
+        stray = by_url.keys() - {outcome.url for outcome in latest}
+        if stray:
+            raise ValueError(f"no outcome to write the state of {min(stray)} with")
         step = _TRANSACTION_ITEMS - 1  # room for the run's counters
         for start in range(0, len(latest), step):
             self._settle_outcomes(run_id, latest[start : start + step])
-        self._write_latests(latest)
+        self._write_latests(latest, by_url)
         return self.get_run(run_id)
 
     def _settle_entered(self, late: Sequence[UrlOutcome], mine: Sequence[UrlOutcome]) -> None:
@@ -229,14 +242,21 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             self.put_outcomes(late)
         self._write_latests(mine)
 
-    def _write_latests(self, outcomes: Sequence[UrlOutcome]) -> None:
-        """Write each of ``outcomes`` as its URL's latest outcome unless it holds it already."""
-        held = self._latest_outcomes([outcome.url for outcome in outcomes])
+    def _write_latests(
+        self, outcomes: Sequence[UrlOutcome], states: Mapping[str, UrlState] | None = None
+    ) -> None:
+        """Write each of ``outcomes`` as its URL's latest outcome, with its state of ``states``
+        (by URL): always when there is a state, else unless the item holds the outcome."""
+        states = states or {}
+        held = self._latest_outcomes([o.url for o in outcomes if o.url not in states])
         for outcome in outcomes:
+            state = states.get(outcome.url)
             # The same outcome again (an unchanged URL re-harvested) changes nothing the item
             # says but its run and time: not written, so a re-harvest pays a read, not a write.
-            if held.get(outcome.url) != outcome.outcome.value:
-                self._write_latest(outcome)
+            # A state is news whatever the outcome (at least its harvest run; after a crash
+            # between the run's transaction and this write, the state the retry brings).
+            if state is not None or held.get(outcome.url) != outcome.outcome.value:
+                self._write_latest(outcome, state)
 
     def _settle_outcomes(self, run_id: str, outcomes: Sequence[UrlOutcome]) -> None:
         """Write the run's items of ``outcomes`` and move the run's counters in one transaction.
@@ -348,23 +368,27 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                     held[str(item["url"])] = str(item["outcome"])
         return held
 
-    def _write_latest(self, outcome: UrlOutcome) -> None:
-        """Write ``outcome`` as the URL's latest outcome (its harvest state is kept).
+    def _write_latest(self, outcome: UrlOutcome, state: UrlState | None = None) -> None:
+        """Write ``outcome`` as the URL's latest outcome, and ``state`` as its harvest state
+        when given (else the state held is kept): one UpdateItem either way.
 
         The index key leaves the outcome out, so a changed outcome does not move the URL in
         ``gsi1`` (a delete and a put there); the source is the index key's. Older items' outcome
         body and source attribute go.
         """
+        values = {
+            "url": outcome.url,
+            "outcome": outcome.outcome.value,
+            "last_run": outcome.run_id,
+            "last_seen": outcome.recorded_at or "",
+            "gsi1pk": f"SOURCE#{outcome.source}",
+            "gsi1sk": f"URL#{url_hash(outcome.url)}",
+        }
+        if state is not None:
+            values["state"] = state_body(state)
         self._update(
             {"pk": f"URL#{url_hash(outcome.url)}", "sk": "LATEST"},
-            {
-                "url": outcome.url,
-                "outcome": outcome.outcome.value,
-                "last_run": outcome.run_id,
-                "last_seen": outcome.recorded_at or "",
-                "gsi1pk": f"SOURCE#{outcome.source}",
-                "gsi1sk": f"URL#{url_hash(outcome.url)}",
-            },
+            values,
             remove=("body", "source"),
         )
 
@@ -423,7 +447,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         raise StorageError("DynamoDB batch get of URLs left keys unprocessed after retries")
 
     def put_url(self, state: UrlState) -> None:
-        """Store the harvest state of ``state.url``; its outcome attributes are not touched."""
+        """Store the harvest state of ``state.url``; its outcome attributes are not touched (a
+        state that goes with an outcome is written with it: :meth:`put_outcomes`)."""
         self._update(
             {"pk": f"URL#{url_hash(state.url)}", "sk": "LATEST"},
             {

@@ -440,14 +440,23 @@ class SqliteCatalog:
             if query is None or query.matches(entry):
                 yield entry
 
-    def put_outcome(self, outcome: UrlOutcome) -> RunStatus | None:
-        """Record the outcome of a URL in a run, and as the URL's latest outcome; move the
-        run's counters (in the same transaction)."""
-        return self.put_outcomes([outcome])
+    def put_outcome(
+        self, outcome: UrlOutcome, *, state: UrlState | None = None
+    ) -> RunStatus | None:
+        """Record the outcome of a URL in a run, and as the URL's latest outcome (with its
+        harvest ``state``, when given); move the run's counters (in the same transaction)."""
+        return self.put_outcomes([outcome], states=() if state is None else (state,))
 
-    def put_outcomes(self, outcomes: Sequence[UrlOutcome]) -> RunStatus | None:
-        """Record the outcomes of URLs of one run, each as the URL's latest outcome too, and
-        move the run's counters, all in one transaction."""
+    def put_outcomes(
+        self, outcomes: Sequence[UrlOutcome], *, states: Sequence[UrlState] = ()
+    ) -> RunStatus | None:
+        """Record the outcomes of URLs of one run, each as the URL's latest outcome too, the
+        harvest ``states`` of their URLs, and move the run's counters, all in one transaction.
+        Raises ValueError when a state's URL has no outcome."""
+        by_url = {state.url: state for state in states}
+        stray = by_url.keys() - {outcome.url for outcome in outcomes}
+        if stray:
+            raise ValueError(f"no outcome to write the state of {min(stray)} with")
         if not outcomes:
             return None
         run_id = outcomes[0].run_id
@@ -457,6 +466,11 @@ class SqliteCatalog:
                 self._db.execute("BEGIN")
                 for outcome in outcomes:
                     moves.append((self._write_outcome(outcome), outcome.outcome.value))
+                for state in by_url.values():
+                    self._db.execute(
+                        "UPDATE urls SET source = ?, state = ? WHERE url = ?",
+                        (state.source, _harvest_state(state), state.url),
+                    )
                 status = self._settle(run_id, moves, outcomes[-1].recorded_at)
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -541,12 +555,11 @@ class SqliteCatalog:
 
     def put_url(self, state: UrlState) -> None:
         """Store the harvest state of ``state.url``; its outcome fields are not touched."""
-        harvest = {k: v for k, v in url_state_to_dict(state).items() if k not in _OUTCOME_FIELDS}
         self._execute(
             "INSERT INTO urls (url, source, last_run, outcome, body, state) "
             "VALUES (?, ?, '', '', '{}', ?) ON CONFLICT (url) DO UPDATE SET "
             "source = excluded.source, state = excluded.state",
-            (state.url, state.source, json.dumps(harvest, sort_keys=True)),
+            (state.url, state.source, _harvest_state(state)),
         )
 
     def urls(self, source: str, *, outcome: str | None = None) -> Iterator[UrlState]:
@@ -830,6 +843,12 @@ class SqliteCatalog:
                 return list(self._db.execute(sql, params).fetchall())
             except sqlite3.Error as exc:
                 raise StorageError(f"catalogue read failed: {exc}") from exc
+
+
+def _harvest_state(state: UrlState) -> str:
+    """The ``state`` column of a URL: its harvest state less the fields that follow outcomes."""
+    harvest = {k: v for k, v in url_state_to_dict(state).items() if k not in _OUTCOME_FIELDS}
+    return json.dumps(harvest, sort_keys=True)
 
 
 def _url_state(row: tuple[Any, ...]) -> UrlState:

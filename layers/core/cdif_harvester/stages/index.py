@@ -1,5 +1,5 @@
 """Stage 5: the indexer writes each record and its validation report to the object store and
-the catalogue entry to the index, then records the URL's outcome.
+the catalogue entry to the index, then records the URL's outcome (with its state).
 
 The report is written before the record. :func:`plan_index` decides what a job writes,
 :func:`apply_index` writes it: on AWS a batch's reports and records can go into one segment
@@ -147,9 +147,9 @@ def _conclude(
     now: str,
     results: list[tuple[RecordRef, bool]],
 ) -> UrlOutcome:
-    """Write the URL's state and record its outcome, once its records are indexed."""
+    """Record the URL's outcome and its state, once its records are indexed: the state goes
+    with the outcome, into one write of the URL's item (decision 0092)."""
     refs = tuple(ref for ref, _changed in results)
-    wiring.catalog.put_url(_url_state(job, staged, refs))
     changed = any(changed for _ref, changed in results)
     outcome = UrlOutcome(
         run_id=job.run_id,
@@ -163,7 +163,7 @@ def _conclude(
         records=refs,
         recorded_at=now,
     )
-    put_outcome(wiring, outcome)
+    put_outcome(wiring, outcome, _url_state(job, staged, refs))
     return outcome
 
 

@@ -75,14 +75,15 @@ def record_outcome(
     return result
 
 
-def put_outcome(wiring: Wiring, outcome: UrlOutcome) -> None:
-    """Record ``outcome``: held by the wiring's outcome sink until its batch ends when there is
-    one, else written now with its run's counters (and the run marked finished when this was
-    its last URL). Raises StorageError when the catalogue fails."""
+def put_outcome(wiring: Wiring, outcome: UrlOutcome, state: UrlState | None = None) -> None:
+    """Record ``outcome``, with the URL's harvest ``state`` when given (written together with
+    the URL's latest outcome, decision 0092): held by the wiring's outcome sink until its batch
+    ends when there is one, else written now with its run's counters (and the run marked
+    finished when this was its last URL). Raises StorageError when the catalogue fails."""
     if wiring.outcomes is not None:
-        wiring.outcomes.add(outcome)
+        wiring.outcomes.add(outcome, state=state)
     else:
-        finish_if_done(wiring, wiring.catalog.put_outcome(outcome))
+        finish_if_done(wiring, wiring.catalog.put_outcome(outcome, state=state))
 
 
 def outcome_now(
@@ -107,10 +108,13 @@ def outcome_now(
     )
 
 
-def record_outcomes(wiring: Wiring, outcomes: Sequence[UrlOutcome]) -> None:
-    """Record many outcomes of one run at once (one catalogue write for the run's counters)."""
+def record_outcomes(
+    wiring: Wiring, outcomes: Sequence[UrlOutcome], states: Sequence[UrlState] = ()
+) -> None:
+    """Record many outcomes of one run at once (one catalogue write for the run's counters),
+    and the harvest ``states`` of some of their URLs with their latest outcomes."""
     if outcomes:
-        finish_if_done(wiring, wiring.catalog.put_outcomes(outcomes))
+        finish_if_done(wiring, wiring.catalog.put_outcomes(outcomes, states=states))
 
 
 @dataclass(frozen=True)
@@ -123,23 +127,28 @@ class Unsettled:
     error: Exception
 
 
+_Held = tuple[UrlOutcome, UrlState | None]
+"""An outcome held by :class:`BatchOutcomes`, and the URL's harvest state to write with it."""
+
+
 class BatchOutcomes:
     """The outcome sink of one batch of jobs, each named by a key (on AWS its SQS message id).
 
     The outcomes a job settles while it runs (inside :meth:`job`) are held, and
     :meth:`flush` writes them when the batch ends: one :func:`record_outcomes` per run, so the
     run's counters move once per batch (in transactions of at most 99 outcomes and the move).
+    A URL's harvest state added with its outcome is written with it (decision 0092).
     """
 
     def __init__(self) -> None:
-        self._held: dict[str, list[UrlOutcome]] = {}
-        self._running: list[UrlOutcome] | None = None
+        self._held: dict[str, list[_Held]] = {}
+        self._running: list[_Held] | None = None
 
     @contextmanager
     def job(self, key: str) -> Iterator[None]:
         """Hold the outcomes added inside the block as those of the job ``key``. When the block
         raises they are dropped: the job failed, and the attempt that settles it is another."""
-        added: list[UrlOutcome] = []
+        added: list[_Held] = []
         self._running = added
         try:
             yield
@@ -148,11 +157,12 @@ class BatchOutcomes:
         if added:  # (not reached when the block raised)
             self._held.setdefault(key, []).extend(added)
 
-    def add(self, outcome: UrlOutcome) -> None:
-        """Hold ``outcome`` as the running job's. Raises RuntimeError outside :meth:`job`."""
+    def add(self, outcome: UrlOutcome, *, state: UrlState | None = None) -> None:
+        """Hold ``outcome`` (and the URL's ``state`` to write with it) as the running job's.
+        Raises RuntimeError outside :meth:`job`."""
         if self._running is None:
             raise RuntimeError(f"outcome of {outcome.url} settled outside a job of the batch")
-        self._running.append(outcome)
+        self._running.append((outcome, state))
 
     def drop(self, keys: Collection[str]) -> None:
         """Forget the outcomes held for the jobs ``keys`` (they are done again: their hand-overs
@@ -165,17 +175,19 @@ class BatchOutcomes:
         return what could not be written (nothing is held after). The jobs of an
         :class:`Unsettled` must be done again: their outcomes' conditional writes (decision
         0054) count each URL once however often it is settled."""
-        by_run: dict[str, list[tuple[str, UrlOutcome]]] = {}
-        for key, outcomes in self._held.items():
-            for outcome in outcomes:
-                by_run.setdefault(outcome.run_id, []).append((key, outcome))
+        by_run: dict[str, list[tuple[str, _Held]]] = {}
+        for key, items in self._held.items():
+            for held in items:
+                by_run.setdefault(held[0].run_id, []).append((key, held))
         self._held = {}
         unsettled: list[Unsettled] = []
-        for run_id, held in by_run.items():
+        for run_id, run_held in by_run.items():
+            outcomes = [outcome for _key, (outcome, _state) in run_held]
+            states = [state for _key, (_o, state) in run_held if state is not None]
             try:
-                record_outcomes(wiring, [outcome for _key, outcome in held])
+                record_outcomes(wiring, outcomes, states)
             except Exception as exc:  # noqa: BLE001 - whatever failed, the jobs are done again
-                unsettled.append(Unsettled(run_id, frozenset(key for key, _o in held), exc))
+                unsettled.append(Unsettled(run_id, frozenset(key for key, _h in run_held), exc))
         return unsettled
 
 
