@@ -1,14 +1,15 @@
 """Harvest runs and the sources registry in the catalogue's DynamoDB table.
 
-Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps) and ``SOURCE#<source id>``. Run
-counters are top-level numbers changed with ``ADD``; what could make a run look finished too
-early is written in one transaction with the item that justifies it, and
-:meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
+Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps, its entry markers) and
+``SOURCE#<source id>``. Run counters are top-level numbers changed with ``ADD``; what could make a
+run look finished too early is written in one transaction with the item that justifies it (a
+step's marker, the marker naming the URLs an entry counts: a URL is handed on only once counted),
+and :meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
 :func:`~cdif_harvester.adapters.aws_errors.aws_errors` (to the retryable StorageError); a failed
 condition, the answer many of these writes ask for, is caught by name.
 
-See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md and
-docs/decisions/0042-one-aws-error-mapper.md.
+See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md,
+docs/decisions/0042-one-aws-error-mapper.md and docs/decisions/0091-urls-enter-at-one-write-unit.md.
 """
 
 from __future__ import annotations
