@@ -311,3 +311,35 @@ def test_urls_a_crashed_entry_put_are_counted_once_by_whoever_enters_them_next(
     assert catalog.enter_urls("r1", [a, b, c], step="s1") == [a, b, c]
     status = catalog.get_run("r1")
     assert status is not None and status.entered == 4
+
+
+def test_copies_of_a_part_racing_between_its_puts_and_its_count_count_each_url_once(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    urls = [f"http://h/{i}" for i in range(6)]
+    puts = {"n": 0}
+    raced: dict[str, list[str]] = {}
+
+    def count_puts(**_: Any) -> None:
+        puts["n"] += 1
+
+    def race(**_: Any) -> None:
+        # Between this part's puts and its count: two more copies of the part run to the end,
+        # one listing fewer URLs (the sitemap changed), one the same
+        if puts["n"] < len(urls) or raced:
+            return
+        raced["fewer"] = []
+        raced["fewer"] = catalog.enter_urls("r1", urls[2:], step="s1")
+        raced["same"] = catalog.enter_urls("r1", urls, step="s1")
+
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb.PutItem", count_puts)
+    events.register("before-call.dynamodb.TransactWriteItems", race)
+    # When a part's URLs are put and, before it counts them, other copies count them
+    assert catalog.enter_urls("r1", urls, step="s1") == urls
+    # Then every copy hands its URLs on (they are its part's), and each URL counts once
+    assert raced == {"fewer": urls[2:], "same": urls}
+    status = catalog.get_run("r1")
+    assert status is not None and (status.entered, status.settled) == (6, 0)
