@@ -81,22 +81,47 @@ def test_a_conflicting_sitemap_count_is_retried_not_taken_as_counted(
     assert status is not None and status.sitemaps == 2
 
 
-def test_a_conflicting_entry_of_urls_is_retried_not_taken_as_an_untracked_run(
+def test_a_conflicting_entry_of_urls_is_retried_not_taken_as_counted(
     stack: ProvisionedStack,
 ) -> None:
     catalog = _catalog(stack)
     _run(catalog)
     urls = ["http://h/a", "http://h/b"]
     events = catalog.table.meta.client.meta.events
+    # The URLs' items are put; the transaction counting them (the chunk's marker, the run's
+    # counters) is cancelled by a conflict on the marker
     events.register(
-        "before-call.dynamodb.TransactWriteItems",
-        _conflict_once(["None", "TransactionConflict", "None"]),
+        "before-call.dynamodb.TransactWriteItems", _conflict_once(["TransactionConflict", "None"])
     )
     with pytest.raises(StorageError, match="enter URLs of run r1"):
         catalog.enter_urls("r1", urls, step="s1")
+    # The retry finds the items put, counts them (they were not "counted already") and hands
+    # them on
     assert catalog.enter_urls("r1", urls, step="s1") == urls
     status = catalog.get_run("r1")
     assert status is not None and status.entered == 2
+    # and a third try counts nothing again
+    assert catalog.enter_urls("r1", urls, step="s1") == urls
+    status = catalog.get_run("r1")
+    assert status is not None and status.entered == 2
+
+
+def _writes_of(catalog: DynamoCatalog, action: Callable[[], object]) -> int:
+    """How many writes ``action`` makes when nothing fails (so that the crash points below are
+    every write, not a number copied from the code)."""
+    count = {"writes": 0}
+
+    def hook(model: Any, **_: Any) -> None:
+        if model.name in _WRITES:
+            count["writes"] += 1
+
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb", hook)
+    try:
+        action()
+    finally:
+        events.unregister("before-call.dynamodb", hook)
+    return count["writes"]
 
 
 def _fault_at(n: int, *, after: bool) -> Callable[..., Any]:
@@ -155,6 +180,31 @@ def test_an_outcome_and_its_count_survive_a_fault_at_any_write(
     assert latest is not None and latest.outcome == "record"
 
 
+_SETTLED_AT_ENTRY_WRITES = 9  # 4 puts, the count, the late URL's settling, 3 latest outcomes
+
+
+def _settled_at_entry(run_id: str) -> list[UrlOutcome]:
+    return [
+        UrlOutcome(run_id=run_id, source="s", url=url, outcome=Outcome.UNCHANGED, recorded_at="t")
+        for url in ("http://h/a", "http://h/b", "http://h/late")
+    ]
+
+
+def test_the_crash_points_of_urls_settled_at_entry_are_every_write(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog, "clean")
+    catalog.enter_urls("clean", ["http://h/late"], step="s1")
+    writes = _writes_of(
+        catalog,
+        lambda: catalog.enter_urls(
+            "clean", ["http://h/q"], step="s1", settled=_settled_at_entry("clean")
+        ),
+    )
+    assert writes == _SETTLED_AT_ENTRY_WRITES
+
+
 @pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_a_state_written_with_its_outcome_survives_a_fault_at_any_write(
@@ -188,23 +238,21 @@ def test_a_state_written_with_its_outcome_survives_a_fault_at_any_write(
 
 
 @pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
-@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.parametrize("n", range(1, _SETTLED_AT_ENTRY_WRITES + 1))
 def test_urls_settled_at_entry_count_once_whatever_write_fails(
     stack: ProvisionedStack, n: int, after: bool
 ) -> None:
     catalog = _catalog(stack)
     _run(catalog)
     catalog.enter_urls("r1", ["http://h/late"], step="s1")  # entered queued by an earlier try
-    settled = [
-        UrlOutcome(run_id="r1", source="s", url=url, outcome=Outcome.UNCHANGED, recorded_at="t")
-        for url in ("http://h/a", "http://h/b", "http://h/late")
-    ]
+    settled = _settled_at_entry("r1")
     hook = _fault_at(n, after=after)
     events = catalog.table.meta.client.meta.events
     events.register("before-call.dynamodb", hook)
     events.register("after-call.dynamodb", hook)
-    # When entering URLs, some settled by their lastmod, fails at the n-th write (the entry's
-    # transaction, the late URL's settling, the URLs' latest outcomes), and the job is retried
+    # When entering URLs, some settled by their lastmod, fails at the n-th write (a URL's put,
+    # the entry's count, the late URL's settling, the URLs' latest outcomes), and the job is
+    # retried
     for _attempt in range(3):
         try:
             handed = catalog.enter_urls("r1", ["http://h/q"], step="s1", settled=settled)
@@ -220,3 +268,111 @@ def test_urls_settled_at_entry_count_once_whatever_write_fails(
     for outcome in settled:
         latest = catalog.get_url(outcome.url)
         assert latest is not None and latest.outcome == "unchanged", outcome.url
+
+
+_ENTRY_URLS = [f"http://h/{i}" for i in range(5)]
+_ENTRY_WRITES = 6  # a put per URL, one count
+
+
+def test_the_crash_points_of_an_entry_are_every_write(stack: ProvisionedStack) -> None:
+    catalog = _catalog(stack)
+    _run(catalog, "clean")
+    writes = _writes_of(catalog, lambda: catalog.enter_urls("clean", _ENTRY_URLS, step="s1"))
+    assert writes == _ENTRY_WRITES
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
+@pytest.mark.parametrize("n", range(1, _ENTRY_WRITES + 1))
+def test_urls_enter_once_whatever_write_fails(stack: ProvisionedStack, n: int, after: bool) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    catalog.enter_urls("r1", _ENTRY_URLS[:1], step="s0")  # one of them listed by another part
+    hook = _fault_at(n, after=after)
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb", hook)
+    events.register("after-call.dynamodb", hook)
+    # When entering URLs fails at the n-th write (a URL's put, or the count after them), and
+    # the job is retried until it goes
+    for _attempt in range(3):
+        try:
+            handed = catalog.enter_urls("r1", _ENTRY_URLS, step="s1")
+            break
+        except StorageError:
+            continue
+    # Then the URLs the other part entered is left to it, the others are handed on, and every
+    # URL counts once
+    assert handed == _ENTRY_URLS[1:]
+    status = catalog.get_run("r1")
+    assert status is not None and (status.entered, status.settled) == (5, 0)
+
+
+def _fail_put(number: int) -> Callable[..., Any]:
+    """An after-call hook: the ``number``-th PutItem is applied, and its caller sees an error
+    (a crash after it: the rest of the entry is not done)."""
+    count = {"puts": 0}
+
+    def hook(**_: Any) -> None:
+        count["puts"] += 1
+        if count["puts"] == number:
+            error = {"Error": {"Code": "ThrottlingException", "Message": "injected"}}
+            raise ClientError(error, "PutItem")
+
+    return hook
+
+
+def test_urls_a_crashed_entry_put_are_counted_once_by_whoever_enters_them_next(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    a, b, c, d = (f"http://h/{name}" for name in "abcd")
+    events = catalog.table.meta.client.meta.events
+    events.register("after-call.dynamodb.PutItem", _fail_put(2))
+    # Given a part that put the items of a and b, then crashed before counting them
+    with pytest.raises(StorageError):
+        catalog.enter_urls("r1", [a, b, c], step="s1")
+    # When its retry reads another list (b, c, d: the sitemap changed meanwhile)
+    assert catalog.enter_urls("r1", [b, c, d], step="s1") == [b, c, d]
+    # Then b is counted once with the new ones; a is in no list of the run's now, uncounted
+    status = catalog.get_run("r1")
+    assert status is not None and status.entered == 3
+    # and when another part lists a, it is counted and handed on there (it was never on its way)
+    assert catalog.enter_urls("r1", [a, b], step="s2") == [a]
+    status = catalog.get_run("r1")
+    assert status is not None and status.entered == 4
+    # while the first list, tried again, hands on what its part entered and counts nothing twice
+    assert catalog.enter_urls("r1", [a, b, c], step="s1") == [a, b, c]
+    status = catalog.get_run("r1")
+    assert status is not None and status.entered == 4
+
+
+def test_copies_of_a_part_racing_between_its_puts_and_its_count_count_each_url_once(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    urls = [f"http://h/{i}" for i in range(6)]
+    puts = {"n": 0}
+    raced: dict[str, list[str]] = {}
+
+    def count_puts(**_: Any) -> None:
+        puts["n"] += 1
+
+    def race(**_: Any) -> None:
+        # Between this part's puts and its count: two more copies of the part run to the end,
+        # one listing fewer URLs (the sitemap changed), one the same
+        if puts["n"] < len(urls) or raced:
+            return
+        raced["fewer"] = []
+        raced["fewer"] = catalog.enter_urls("r1", urls[2:], step="s1")
+        raced["same"] = catalog.enter_urls("r1", urls, step="s1")
+
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb.PutItem", count_puts)
+    events.register("before-call.dynamodb.TransactWriteItems", race)
+    # When a part's URLs are put and, before it counts them, other copies count them
+    assert catalog.enter_urls("r1", urls, step="s1") == urls
+    # Then every copy hands its URLs on (they are its part's), and each URL counts once
+    assert raced == {"fewer": urls[2:], "same": urls}
+    status = catalog.get_run("r1")
+    assert status is not None and (status.entered, status.settled) == (6, 0)

@@ -1,23 +1,28 @@
 """Harvest runs and the sources registry in the catalogue's DynamoDB table.
 
-Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps) and ``SOURCE#<source id>``. Run
-counters are top-level numbers changed with ``ADD``; what could make a run look finished too
-early is written in one transaction with the item that justifies it, and
-:meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
+Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps, its entry markers) and
+``SOURCE#<source id>``. Run counters are top-level numbers changed with ``ADD``; what could make a
+run look finished too early is written in one transaction with the item that justifies it (a
+step's marker, the marker naming the URLs an entry counts: a URL is handed on only once counted),
+and :meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
 :func:`~cdif_harvester.adapters.aws_errors.aws_errors` (to the retryable StorageError); a failed
 condition, the answer many of these writes ask for, is caught by name.
 
-See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md and
-docs/decisions/0042-one-aws-error-mapper.md.
+See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md,
+docs/decisions/0042-one-aws-error-mapper.md and docs/decisions/0091-urls-enter-at-one-write-unit.md.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from cdif_harvester.adapters.aws_errors import (
@@ -52,7 +57,21 @@ __all__ = ["DynamoRuns", "DynamoSources"]
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
 _BATCH_TRIES = 8
+_ENTER_CHUNK = _TRANSACTION_ITEMS - 1  # URLs per count: a marker each at most, and the run
+_ENTER_TRIES = 8  # counts of one chunk refused by markers written meanwhile, before giving up
+_PUT_WORKERS = 8  # concurrent puts of one chunk (within botocore's 10 pooled connections)
+_SEQUENTIAL_PUTS = 16  # smaller chunks are put one by one: threads would cost more
+_DESERIALIZE = TypeDeserializer()
 _STATIC_RUN_FIELDS = ("entry_urls", "trigger", "source_id", "started_at")
+
+
+@dataclass
+class _Entered:
+    """What became of a chunk's URLs: handed on, settled at entry, to settle (see enter_urls)."""
+
+    handed: list[str] = field(default_factory=list)
+    mine: list[UrlOutcome] = field(default_factory=list)
+    late: list[UrlOutcome] = field(default_factory=list)
 
 
 class DynamoRuns:
@@ -157,41 +176,34 @@ class DynamoRuns:
     ) -> list[str]:
         """Note that ``urls`` enter the run; return those new to it or entered by ``step``.
 
-        Each chunk of URLs goes in one transaction with the ``entered`` count, so the count is
-        never behind the items. A URL already in the run cancels the transaction; it is taken
-        out (and handed on only when this same step entered it) and the rest is tried again.
-        The URLs of ``settled`` enter with their outcome, in the same transactions, their
-        counters moved with ``entered``: one write each instead of an entry and a settling.
+        Each URL's item is a plain conditional put (one write unit; a refused put returns the
+        item held). The ``entered`` count (and, for URLs settled at entry, the outcome counters)
+        of a chunk then moves in one small transaction with an ``ENTER#`` marker naming the
+        chunk's slots it counts, so no slot is counted twice, and no URL is handed on before it
+        is counted. A URL this step put before but never counted (a crash) is counted by the
+        retry; one another step put and never counted is counted and handed on here. See
+        docs/decisions/0091-urls-enter-at-one-write-unit.md.
         """
         outcomes = {outcome.url: outcome for outcome in settled}
         handed: list[str] = []
         mine: list[UrlOutcome] = []  # settled at entry by this step (now or before)
         late: list[UrlOutcome] = []  # entered queued by this step before: to settle
         pending = list(dict.fromkeys([*urls, *outcomes]))
-        while pending:
-            chunk, pending = pending[: _TRANSACTION_ITEMS - 1], pending[_TRANSACTION_ITEMS - 1 :]
-            while chunk:
-                taken = self._enter_chunk(run_id, chunk, step, outcomes)
-                if taken is None:
-                    handed.extend(url for url in chunk if url not in outcomes)
-                    mine.extend(outcomes[url] for url in chunk if url in outcomes)
-                    break
-                if not taken:  # the run is not tracked: nothing to count, hand everything on
-                    self._settle_entered(list(outcomes.values()), [])
-                    return [url for url in dict.fromkeys(urls) if url not in outcomes]
-                for url in taken:
-                    chunk.remove(url)
-                    held = self._run_url(run_id, url) or {}
-                    ours = held.get("step") == step and held.get("outcome") == QUEUED
-                    if url not in outcomes:
-                        if ours:  # entered by this step before: on its way again
-                            handed.append(url)
-                    elif ours:
-                        late.append(outcomes[url])
-                    elif held.get("outcome") == outcomes[url].outcome.value:
-                        # settled already (by an earlier try, whose latest-outcome writes may
-                        # not have been made: written again, when they differ)
-                        mine.append(outcomes[url])
+        # An untracked run counts nothing: checked first, so nothing is written for it.
+        tracked = bool(pending) and self._tracked(run_id)
+        for start in range(0, len(pending), _ENTER_CHUNK) if tracked else ():
+            entered = self._enter_chunk(
+                run_id, pending[start : start + _ENTER_CHUNK], step, outcomes
+            )
+            if entered is None:  # the run went away meanwhile
+                tracked = False
+                break
+            handed.extend(entered.handed)
+            mine.extend(entered.mine)
+            late.extend(entered.late)
+        if not tracked:  # nothing to count: hand everything on
+            self._settle_entered(list(outcomes.values()), [])
+            return [url for url in dict.fromkeys(urls) if url not in outcomes]
         self._settle_entered(late, mine)
         order = {url: index for index, url in enumerate(urls)}
         return sorted(set(handed), key=order.__getitem__)
@@ -201,80 +213,212 @@ class DynamoRuns:
         (settled at entry): the catalogue's part (see DynamoCatalog)."""
         raise NotImplementedError
 
+    def _tracked(self, run_id: str) -> bool:
+        with aws_errors(f"DynamoDB get run {run_id}"):
+            found = self.table.get_item(
+                Key=_run_key(run_id), ConsistentRead=True, ProjectionExpression="pk"
+            ).get("Item")
+        return found is not None
+
     def _enter_chunk(
         self, run_id: str, chunk: list[str], step: str, outcomes: Mapping[str, UrlOutcome]
-    ) -> list[str] | None:
-        """Enter ``chunk`` in one transaction; None when it went through, else the URLs that
-        were already in the run (which cancelled it): none when the run is not tracked."""
-        table = self.table.name
-        items: list[dict[str, Any]] = []
-        moves: list[tuple[str | None, str]] = []
+    ) -> _Entered | None:
+        """Put ``chunk``'s items, count those not counted yet; None when the run is gone."""
+        entries = {url: outcomes[url].outcome.value if url in outcomes else QUEUED for url in chunk}
+        digest = _chunk_digest(step, entries)
+        held = self._put_urls(run_id, chunk, step=step, digest=digest, outcomes=outcomes)
+        # Each URL's slot (chunk, slot in it, outcome put): of this chunk when put now, else as
+        # its item says (an item without one was counted when it was written).
+        slots: dict[str, tuple[str, int, str]] = {}
+        for slot, url in enumerate(chunk):
+            old = held.get(url)
+            if old is None:
+                slots[url] = (digest, slot, entries[url])
+            elif "enter" in old and "slot" in old:
+                slots[url] = (str(old["enter"]), int(old["slot"]), str(old.get("outcome")))
+        stamps = [outcomes[url].recorded_at for url in chunk if url in outcomes]
+        counted = self._count_entries(
+            run_id,
+            slots,
+            digest=digest,
+            # an earlier try of this chunk put some of its items: it may have counted them
+            retried=any(url in held and slots[url][0] == digest for url in slots),
+            at=stamps[-1] if stamps else None,
+        )
+        if counted is None:
+            return None
+        # URLs another step put but never counted (a crash), counted here: handed on from here
+        adopted = {url for url in counted if url in held and held[url].get("step") != step}
+        entered = _Entered()
         for url in chunk:
+            old = held.get(url)
+            ours = old is None or old.get("step") == step or url in adopted
+            if url not in outcomes:
+                if ours and (old is None or old.get("outcome") == QUEUED):
+                    entered.handed.append(url)  # new, or entered by this step before
+            elif old is None:
+                entered.mine.append(outcomes[url])
+            elif ours and old.get("outcome") == QUEUED:
+                entered.late.append(outcomes[url])
+            elif old.get("outcome") == entries[url]:
+                # settled already (by an earlier try, whose latest-outcome writes may not have
+                # been made: written again, when they differ)
+                entered.mine.append(outcomes[url])
+        return entered
+
+    def _put_urls(
+        self,
+        run_id: str,
+        chunk: Sequence[str],
+        *,
+        step: str,
+        digest: str,
+        outcomes: Mapping[str, UrlOutcome],
+    ) -> dict[str, dict[str, Any]]:
+        """Put each URL's run item unless it exists; return the items held, by URL.
+
+        Each item names its chunk and slot (``enter``, ``slot``): what the ``ENTER#`` markers
+        count. The puts of a large chunk go out a few at a time (the client is thread-safe).
+        """
+        items: list[dict[str, Any]] = []
+        for slot, url in enumerate(chunk):
             item: dict[str, Any] = {
                 "pk": f"RUN#{run_id}",
                 "sk": f"URL#{url_hash(url)}",
                 "url": url,
-                "outcome": QUEUED,
+                "outcome": outcomes[url].outcome.value if url in outcomes else QUEUED,
                 "step": step,
+                "enter": digest,
+                "slot": slot,
             }
             if url in outcomes:
-                item["outcome"] = outcomes[url].outcome.value
                 item["body"] = outcome_body(outcomes[url])
-                moves.append((None, item["outcome"]))
-            items.append(
+            items.append(item)
+        if len(items) <= _SEQUENTIAL_PUTS:
+            found = [self._put_new(item) for item in items]
+        else:
+            with ThreadPoolExecutor(_PUT_WORKERS) as pool:
+                found = list(pool.map(self._put_new, items))
+        return {url: old for url, old in zip(chunk, found, strict=True) if old is not None}
+
+    def _put_new(self, item: dict[str, Any]) -> dict[str, Any] | None:
+        """Put ``item`` unless its key exists; None when it was put, else the item held (which
+        the refusal returns at no extra cost)."""
+        try:
+            with aws_errors(
+                f"DynamoDB enter {item['sk']} into {item['pk']}", passing={CONDITION_FAILED}
+            ):
+                self.table.meta.client.put_item(
+                    TableName=self.table.name,
+                    Item=item,
+                    ConditionExpression="attribute_not_exists(pk)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as exc:  # the condition failed: the URL is in the run already
+            old: Mapping[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+            # (in the wire format: the resource's deserialisation skips error answers)
+            return {name: _DESERIALIZE.deserialize(value) for name, value in old.items()}
+        return None
+
+    def _count_entries(
+        self,
+        run_id: str,
+        slots: Mapping[str, tuple[str, int, str]],
+        *,
+        digest: str,
+        retried: bool,
+        at: str | None,
+    ) -> list[str] | None:
+        """Count the URLs of ``slots`` (url -> chunk, slot, outcome put) no marker counts yet;
+        return those counted here, None when the run is gone.
+
+        A chunk's markers ``ENTER#<chunk>#<n>`` (n = 0, 1, ...) each name the slots they
+        counted; the slots not named yet are counted in one transaction with the next marker of
+        each chunk concerned (``attribute_not_exists``) and the run's ``ADD``. A refused marker
+        (another try counted meanwhile) is read again. The markers of ``digest`` (this try's
+        chunk) are read only when ``retried``: slots all put by this try cannot be named yet
+        (unless a try racing this one named them: its marker then refuses this one's).
+        """
+        unread = set() if retried else {digest}
+        for _attempt in range(_ENTER_TRIES):
+            chains = {
+                name: (0, 0) if name in unread else self._enter_chain(run_id, name)
+                for name in {slot[0] for slot in slots.values()}
+            }
+            counting = [
+                url for url, (name, slot, _) in slots.items() if not chains[name][0] >> slot & 1
+            ]
+            if not counting:
+                return []
+            marks: dict[str, int] = {}
+            for url in counting:
+                name, slot, _ = slots[url]
+                marks[name] = marks.get(name, 0) | 1 << slot
+            items: list[dict[str, Any]] = [
                 {
                     "Put": {
-                        "TableName": table,
-                        "Item": item,
+                        "TableName": self.table.name,
+                        "Item": {
+                            "pk": f"RUN#{run_id}",
+                            "sk": f"ENTER#{name}#{chains[name][1]}",
+                            "slots": format(mask, "x"),
+                        },
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 }
-            )
+                for name, mask in marks.items()
+            ]
+            items.append(self._entry_counts(run_id, [slots[url][2] for url in counting], at))
+            try:
+                with aws_errors(
+                    f"DynamoDB enter URLs of run {run_id}", passing={TRANSACTION_CANCELED}
+                ):
+                    self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+            except ClientError as exc:
+                # Cancelled: only failed conditions are answers (the run is gone, or a marker
+                # was written meanwhile: read again); a conflict with another transaction is a
+                # fault (StorageError, retried), never "counted".
+                codes = cancellation_codes(exc, f"DynamoDB enter URLs of run {run_id}")
+                if codes[-1] == CONDITION_FAILED_REASON:
+                    return None
+                unread.clear()
+                continue
+            return counting
+        raise StorageError(f"DynamoDB enter URLs of run {run_id} failed: the markers kept changing")
+
+    def _enter_chain(self, run_id: str, name: str) -> tuple[int, int]:
+        """The slots the markers of chunk ``name`` counted (a bit mask), and their number."""
+        markers = self._run_items(run_id, f"ENTER#{name}#")
+        mask = 0
+        for marker in markers:
+            mask |= int(str(marker["slots"]), 16)
+        return mask, len(markers)
+
+    def _entry_counts(self, run_id: str, entries: Sequence[str], at: str | None) -> dict[str, Any]:
+        """The transaction's Update of the run's counters for URLs entering with ``entries``
+        (their outcomes as put: ``queued`` or settled at entry)."""
         adds = {
             name if name in ("entered", "settled") else f"n_{_attr(name)}": n
-            for name, n in settle_moves(moves).items()
+            for name, n in settle_moves(
+                [(None, entry) for entry in entries if entry != QUEUED]
+            ).items()
         }
-        adds["entered"] = len(chunk)  # the settled ones, and the queued ones
+        adds["entered"] = len(entries)  # the settled ones, and the queued ones
         values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
         expression = "ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
-        stamps = [outcomes[url].recorded_at for url in chunk if url in outcomes]
-        if stamps and stamps[-1]:
+        if at:
             expression += " SET updated_at = :at"
-            values[":at"] = stamps[-1]
-        items.append(
-            {
-                "Update": {
-                    "TableName": table,
-                    "Key": _run_key(run_id),
-                    "UpdateExpression": expression,
-                    "ConditionExpression": "attribute_exists(pk)",
-                    "ExpressionAttributeNames": {f"#c{i}": name for i, name in enumerate(adds)},
-                    "ExpressionAttributeValues": values,
-                }
+            values[":at"] = at
+        return {
+            "Update": {
+                "TableName": self.table.name,
+                "Key": _run_key(run_id),
+                "UpdateExpression": expression,
+                "ConditionExpression": "attribute_exists(pk)",
+                "ExpressionAttributeNames": {f"#c{i}": name for i, name in enumerate(adds)},
+                "ExpressionAttributeValues": values,
             }
-        )
-        try:
-            with aws_errors(f"DynamoDB enter URLs of run {run_id}", passing={TRANSACTION_CANCELED}):
-                self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except ClientError as exc:
-            # Cancelled: CancellationReasons says why, item by item (the mapper lets the
-            # cancellation through only when it carries them). Only failed conditions are
-            # answers; a conflict with another transaction is a fault (StorageError, retried).
-            codes = cancellation_codes(exc, f"DynamoDB enter URLs of run {run_id}")
-            if codes[-1] == CONDITION_FAILED_REASON:
-                return []  # the run item does not exist
-            return [
-                url
-                for url, code in zip(chunk, codes, strict=False)
-                if code == CONDITION_FAILED_REASON
-            ]
-        return None
-
-    def _run_url(self, run_id: str, url: str) -> dict[str, Any] | None:
-        key = {"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"}
-        with aws_errors(f"DynamoDB get {key['pk']}"):
-            found = self.table.get_item(Key=key, ConsistentRead=True).get("Item")
-        return dict(found) if found else None
+        }
 
     def count_sitemaps(
         self, run_id: str, delta: int, *, step: str, sitemap: str | None = None
@@ -491,6 +635,13 @@ class DynamoSources:
                 )
         except ClientError:  # the condition failed: another run (or none) holds it; leave it
             return
+
+
+def _chunk_digest(step: str, entries: Mapping[str, str]) -> str:
+    """The name of a chunk: its step, its URLs in order and the outcome each enters with (every
+    try of the same chunk puts the same items in the same slots)."""
+    text = "\n".join([step, *(f"{url}\t{entry}" for url, entry in entries.items())])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _run_key(run_id: str) -> dict[str, str]:
