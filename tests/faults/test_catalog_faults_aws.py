@@ -106,6 +106,36 @@ def test_a_conflicting_entry_of_urls_is_retried_not_taken_as_counted(
     assert status is not None and status.entered == 2
 
 
+@pytest.mark.parametrize("at_entry", [None, Outcome.UNCHANGED], ids=["queued", "settled"])
+def test_a_url_settled_between_its_entry_and_its_count_is_still_counted(
+    stack: ProvisionedStack, at_entry: Outcome | None
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    url = "http://h/a"
+    entering = (
+        [] if at_entry is None else [UrlOutcome(run_id="r1", source="s", url=url, outcome=at_entry)]
+    )
+    events = catalog.table.meta.client.meta.events
+    # Given a part whose URL was put (queued, or settled by its lastmod), whose count then failed
+    events.register(
+        "before-call.dynamodb.TransactWriteItems", _conflict_once(["TransactionConflict", "None"])
+    )
+    with pytest.raises(StorageError, match="enter URLs of run r1"):
+        catalog.enter_urls("r1", [url], step="s1", settled=entering)
+    # and the URL's outcome recorded meanwhile (another part of the run listed it too)
+    settled = UrlOutcome(run_id="r1", source="s", url=url, outcome=Outcome.DISALLOWED)
+    catalog.put_outcome(settled)
+    # When the part is tried again
+    catalog.enter_urls("r1", [url], step="s1", settled=entering)
+    # Then the URL counts as entered once, under the outcome it holds: the run is not finished
+    # with an uncounted URL, nor counted twice as settled
+    status = catalog.get_run("r1")
+    assert status is not None
+    assert (status.entered, status.settled) == (1, 1)
+    assert {kind: n for kind, n in status.outcomes.items() if n} == {"disallowed": 1}
+
+
 def _writes_of(catalog: DynamoCatalog, action: Callable[[], object]) -> int:
     """How many writes ``action`` makes when nothing fails (so that the crash points below are
     every write, not a number copied from the code)."""

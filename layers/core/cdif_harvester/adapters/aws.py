@@ -41,7 +41,7 @@ from cdif_harvester.adapters.dynamo_items import (
     state_body,
     state_of,
 )
-from cdif_harvester.adapters.dynamo_runs import DynamoRuns, DynamoSources
+from cdif_harvester.adapters.dynamo_runs import ENTRY_FIELDS, DynamoRuns, DynamoSources
 from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import parse_segment_ref, record_hash, url_hash
 from cdif_harvester.model import (
@@ -267,8 +267,9 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         """
         at = outcomes[-1].recorded_at or ""
         for _attempt in range(_SETTLE_TRIES):
-            held = self._held_outcomes(run_id, [outcome.url for outcome in outcomes])
-            items = [self._outcome_put(outcome, held.get(outcome.url)) for outcome in outcomes]
+            found = self._held_items(run_id, [outcome.url for outcome in outcomes])
+            items = [self._outcome_put(outcome, found.get(outcome.url)) for outcome in outcomes]
+            held = {url: str(item["outcome"]) for url, item in found.items()}
             counters = self._counter_move(
                 run_id, [(held.get(o.url), o.outcome.value) for o in outcomes], at
             )
@@ -294,11 +295,11 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             f"DynamoDB record outcomes of run {run_id} failed: the items kept changing"
         )
 
-    def _held_outcomes(self, run_id: str, urls: Sequence[str]) -> dict[str, str]:
-        """The outcome each URL's item of the run holds (``queued`` included), by URL."""
+    def _held_items(self, run_id: str, urls: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each URL's item of the run that holds an outcome (``queued`` included), by URL."""
         keys = [{"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"} for url in urls]
         return {
-            str(item["url"]): str(item["outcome"])
+            str(item["url"]): item
             for item in self._batch_get(keys)
             if "url" in item and "outcome" in item
         }
@@ -313,15 +314,22 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "body": outcome_body(outcome),
         }
 
-    def _outcome_put(self, outcome: UrlOutcome, held: str | None) -> dict[str, Any]:
-        """The transaction's Put of the run's item, conditional on the outcome it replaces."""
-        put: dict[str, Any] = {"TableName": self.table.name, "Item": self._outcome_item(outcome)}
+    def _outcome_put(self, outcome: UrlOutcome, held: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The transaction's Put of the run's item, conditional on the outcome it replaces.
+
+        What says how the URL entered (its step, and the chunk and slot whose count names it:
+        decision 0091) is kept: a retried entry must still find the URL it put, settled since
+        by another part of the run, and count it.
+        """
+        item = self._outcome_item(outcome)
+        put: dict[str, Any] = {"TableName": self.table.name, "Item": item}
         if held is None:
             put["ConditionExpression"] = "attribute_not_exists(pk)"
-        else:
-            put["ConditionExpression"] = "#o = :held"
-            put["ExpressionAttributeNames"] = {"#o": "outcome"}
-            put["ExpressionAttributeValues"] = {":held": held}
+            return {"Put": put}
+        item.update({name: held[name] for name in ENTRY_FIELDS if name in held})
+        put["ConditionExpression"] = "#o = :held"
+        put["ExpressionAttributeNames"] = {"#o": "outcome"}
+        put["ExpressionAttributeValues"] = {":held": str(held["outcome"])}
         return {"Put": put}
 
     def _counter_move(

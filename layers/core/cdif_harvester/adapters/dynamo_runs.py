@@ -52,8 +52,12 @@ from cdif_harvester.model import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
-__all__ = ["DynamoRuns", "DynamoSources"]
+__all__ = ["ENTRY_FIELDS", "DynamoRuns", "DynamoSources"]
 
+#: The fields of a run's URL item that say how it entered the run (its step, the chunk and
+#: slot an ``ENTER#`` marker counts, the outcome it entered with when settled at entry): kept
+#: when the item is settled (see DynamoCatalog.put_outcomes).
+ENTRY_FIELDS = ("step", "enter", "slot", "entered_as")
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
 _BATCH_TRIES = 8
@@ -235,7 +239,10 @@ class DynamoRuns:
             if old is None:
                 slots[url] = (digest, slot, entries[url])
             elif "enter" in old and "slot" in old:
-                slots[url] = (str(old["enter"]), int(old["slot"]), str(old.get("outcome")))
+                # (counted with the outcome it was put with: a later settling moved the
+                # counters from that one, whether or not this entry was counted yet)
+                entered_as = str(old.get("entered_as", QUEUED))
+                slots[url] = (str(old["enter"]), int(old["slot"]), entered_as)
         stamps = [outcomes[url].recorded_at for url in chunk if url in outcomes]
         counted = self._count_entries(
             run_id,
@@ -293,6 +300,7 @@ class DynamoRuns:
             }
             if url in outcomes:
                 item["body"] = outcome_body(outcomes[url])
+                item["entered_as"] = item["outcome"]
             items.append(item)
         if len(items) <= _SEQUENTIAL_PUTS:
             found = [self._put_new(item) for item in items]
