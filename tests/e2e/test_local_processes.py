@@ -352,7 +352,11 @@ def test_ctrl_c_stops_the_document_processes_with_the_run(tmp_path: Path) -> Non
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the harvest never reached the pages"
             time.sleep(0.05)
-        children = _children(process.pid)
+        # (the processes start beside the fetching: on a loaded machine, later than 3 pages)
+        while len(children := _children(process.pid)) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, f"the processes never started: {children}"
+            time.sleep(0.05)
         assert len(children) == 2
 
         process.send_signal(signal.SIGINT)
