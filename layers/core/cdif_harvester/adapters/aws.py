@@ -207,18 +207,19 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         self, outcome: UrlOutcome, *, state: UrlState | None = None
     ) -> RunStatus | None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome (with its
-        harvest ``state``, when given); move the run's counters in the same transaction as the
-        run's item (see :meth:`put_outcomes`)."""
+        harvest ``state``, when given); move the run's counters once (see
+        :meth:`put_outcomes`)."""
         return self.put_outcomes([outcome], states=() if state is None else (state,))
 
     def put_outcomes(
         self, outcomes: Sequence[UrlOutcome], *, states: Sequence[UrlState] = ()
     ) -> RunStatus | None:
-        """Record the outcomes of URLs of one run and move the run's counters: each chunk of
-        99 items goes in one transaction with the counters' move, each item conditional on the
-        outcome it replaces, so a retry after any crash moves the counters exactly once. Then
-        the URLs' latest outcomes, each with its URL's state of ``states`` in the same
-        UpdateItem (decision 0092); return the run's status (None when it is not tracked).
+        """Record the outcomes of URLs of one run and move the run's counters: each item is a
+        put conditional on the item it replaces, and each chunk of 99 moves the counters in one
+        small transaction with a marker naming the items it counts, so a retry after any crash
+        moves the counters exactly once (decision 0094). Then the URLs' latest outcomes, each
+        with its URL's state of ``states`` in the same UpdateItem (decision 0092); return the
+        run's status (None when it is not tracked).
 
         Raises StorageError when a write fails (a transaction cancelled by a conflict
         included), ValueError when a state's URL has no outcome.
@@ -229,12 +230,14 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 raise ValueError(f"no outcome to write the state of {next(iter(by_url))} with")
             return None
         run_id = outcomes[0].run_id
-        # One item per URL in a transaction: the last outcome given for a URL is the one kept.
+        # One item per URL in a chunk: the last outcome given for a URL is the one kept.
         latest = list({outcome.url: outcome for outcome in outcomes}.values())
         stray = by_url.keys() - {outcome.url for outcome in latest}
         if stray:
             raise ValueError(f"no outcome to write the state of {min(stray)} with")
-        step = _TRANSACTION_ITEMS - 1  # room for the run's counters
+        # (a chunk's items are slots of one marker; a count of items replaced before they
+        # were counted holds a marker for each chunk that wrote them, and the run)
+        step = _TRANSACTION_ITEMS - 1
         for start in range(0, len(latest), step):
             self._settle_outcomes(run_id, latest[start : start + step])
         self._write_latests(latest, by_url)

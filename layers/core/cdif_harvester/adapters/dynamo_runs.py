@@ -1,15 +1,17 @@
 """Harvest runs and the sources registry in the catalogue's DynamoDB table.
 
-Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps, its entry markers) and
+Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps, its entry and settling markers) and
 ``SOURCE#<source id>``. Run counters are top-level numbers changed with ``ADD``; what could make a
 run look finished too early is written in one transaction with the item that justifies it (a
-step's marker, the marker naming the URLs an entry counts: a URL is handed on only once counted),
-and :meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
+step's marker, the marker naming the URLs an entry counts: a URL is handed on only once counted;
+the marker naming the settled URLs a count moves), and :meth:`DynamoRuns.recount_run` repairs
+counters a crash left behind. SDK errors are mapped by
 :func:`~cdif_harvester.adapters.aws_errors.aws_errors` (to the retryable StorageError); a failed
 condition, the answer many of these writes ask for, is caught by name.
 
 See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md,
-docs/decisions/0042-one-aws-error-mapper.md and docs/decisions/0091-urls-enter-at-one-write-unit.md.
+docs/decisions/0042-one-aws-error-mapper.md, docs/decisions/0091-urls-enter-at-one-write-unit.md
+and docs/decisions/0094-settling-at-one-write-unit.md.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
 _BATCH_TRIES = 8
 _ENTER_CHUNK = _TRANSACTION_ITEMS - 1  # URLs per count: a marker each at most, and the run
-_ENTER_TRIES = 8  # counts of one chunk refused by markers written meanwhile, before giving up
+_COUNT_TRIES = 8  # counts refused by markers written meanwhile, before giving up
 _PUT_WORKERS = 8  # concurrent puts of one chunk (within botocore's 10 pooled connections)
 _SEQUENTIAL_PUTS = 16  # smaller chunks are put one by one: threads would cost more
 _DESERIALIZE = TypeDeserializer()
@@ -402,7 +404,7 @@ class DynamoRuns:
         marker is written once, and only after the markers before it were read.
         """
         unread = set(fresh)
-        for _attempt in range(_ENTER_TRIES):
+        for _attempt in range(_COUNT_TRIES):
             chains = {
                 name: (0, 0) if name in unread else self._marker_chain(run_id, prefix + name)
                 for name in {slot[0] for slot in slots.values()}
