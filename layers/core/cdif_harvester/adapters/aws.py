@@ -45,6 +45,7 @@ from cdif_harvester.adapters.dynamo_runs import (
     ENTRY_FIELDS,
     DynamoRuns,
     DynamoSources,
+    settle_slot,
     settle_uncounted,
 )
 from cdif_harvester.errors import StorageError
@@ -270,8 +271,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         """Write the run's items of ``outcomes`` (one chunk) and move the run's counters once.
 
         Each item is a plain put conditional on the item it replaces (read just before), naming
-        this chunk and its slot there (``settle``, ``sslot``) and the outcome it replaced
-        (``moved_from``); one small transaction then counts the chunk's moves with a
+        this chunk and its slot there (``settle``: ``<chunk>#<slot>``) and the outcome it
+        replaced (``was``); one small transaction then counts the chunk's moves with a
         ``SETTLE#`` marker naming the slots counted. An item replaced before its move was
         counted (a crash between a put and its count) is counted first: its move would be lost
         with it. A put refused (a redelivered job racing this one) is read again. See
@@ -286,7 +287,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             if uncounted:
                 self._count_slots(
                     run_id,
-                    {url: (str(i["settle"]), int(i["sslot"])) for url, i in uncounted.items()},
+                    {url: settle_slot(item) for url, item in uncounted.items()},
                     prefix="SETTLE#",
                     fresh=(),
                     adds=partial(_moves_of, uncounted),
@@ -302,8 +303,11 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                     if held["outcome"] == item["outcome"] and held.get("body") == item["body"]:
                         continue  # the item holds this outcome already: nothing to write
                     item.update({name: held[name] for name in ENTRY_FIELDS if name in held})
-                    item["moved_from"] = str(held["outcome"])
-                item.update(settle=digest, sslot=slot)
+                    if held["outcome"] != QUEUED:  # (left out for the usual one: 1 KB items)
+                        item["was"] = str(held["outcome"])
+                else:
+                    item["was"] = ""  # it enters the run as it settles
+                item["settle"] = f"{digest}#{slot}"
                 puts.append((item, *_replacing(held)))
             refused = [
                 old
@@ -312,8 +316,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 )
                 # (a put refused because it was made already, by a copy of this very try
                 # or by a retry of the call, holds this try's chunk and slot: put)
-                if old is not None
-                and (old.get("settle"), old.get("sslot")) != (digest, item["sslot"])
+                if old is not None and old.get("settle") != item["settle"]
             ]
             if refused:
                 continue  # an item changed since it was read: read again (what was put is
@@ -324,7 +327,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 # racing copy counted, whose marker then refuses this one)
                 self._count_slots(
                     run_id,
-                    {url: (digest, int(item["sslot"])) for url, item in moved.items()},
+                    {url: settle_slot(item) for url, item in moved.items()},
                     prefix="SETTLE#",
                     fresh=(digest,),
                     adds=partial(_moves_of, moved),
@@ -922,8 +925,8 @@ class _KeptSlot:
 def _move_of(item: Mapping[str, Any]) -> tuple[str | None, str]:
     """The move of a settled item: from the outcome it replaced (None: it entered the run
     with it) to its own."""
-    moved_from = item.get("moved_from")
-    return (None if moved_from is None else str(moved_from)), str(item["outcome"])
+    was = str(item.get("was", QUEUED))
+    return (was or None), str(item["outcome"])
 
 
 def _moves_of(items: Mapping[str, Mapping[str, Any]], urls: Sequence[str]) -> Counter[str]:
@@ -939,10 +942,7 @@ def _replacing(held: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
     if held is None:
         return "attribute_not_exists(pk)", {}
     if "settle" in held:
-        return "#settle = :settle AND #sslot = :sslot", {
-            ":settle": held["settle"],
-            ":sslot": held["sslot"],
-        }
+        return "#settle = :settle", {":settle": held["settle"]}
     return "#outcome = :outcome AND attribute_not_exists(#settle)", {":outcome": held["outcome"]}
 
 
@@ -961,7 +961,7 @@ def _settle_digest(
         if old is None:
             before = "-"
         elif "settle" in old:
-            before = f"{old['settle']}#{old['sslot']}"
+            before = str(old["settle"])
         else:
             before = f"={old['outcome']}"
         lines.append("\t".join([str(item["url"]), str(item["outcome"]), str(item["body"]), before]))

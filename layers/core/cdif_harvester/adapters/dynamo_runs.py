@@ -55,7 +55,7 @@ from cdif_harvester.model import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
-__all__ = ["ENTRY_FIELDS", "DynamoRuns", "DynamoSources", "settle_uncounted"]
+__all__ = ["ENTRY_FIELDS", "DynamoRuns", "DynamoSources", "settle_slot", "settle_uncounted"]
 
 #: The fields of a run's URL item that say how it entered the run (its step, the chunk and
 #: slot an ``ENTER#`` marker counts, the outcome it entered with when settled at entry): kept
@@ -703,7 +703,13 @@ def settle_uncounted(item: Mapping[str, Any]) -> bool:
     """Whether the run's URL ``item`` was written by a settling whose move a ``SETTLE#``
     marker may not count yet (an item that moved nothing needs no count; one without a slot
     was counted when written). See docs/decisions/0094-settling-at-one-write-unit.md."""
-    return "settle" in item and "sslot" in item and item.get("moved_from") != item["outcome"]
+    return "settle" in item and item.get("was", QUEUED) != item["outcome"]
+
+
+def settle_slot(item: Mapping[str, Any]) -> tuple[str, int]:
+    """The chunk and slot a settled item names (its ``settle``: ``<chunk>#<slot>``)."""
+    chunk, slot = str(item["settle"]).rsplit("#", 1)
+    return chunk, int(slot)
 
 
 def _entry_adds(entries: Sequence[str]) -> dict[str, int]:
