@@ -1,6 +1,7 @@
 """The DynamoDB catalogue's run accounting under injected faults (moto, faults through botocore's
 event hooks): a transaction cancelled by a conflict is a fault to retry, never an answer, and an
-outcome's write and its counters' move happen together or not at all."""
+outcome's move of the counters is counted exactly once whatever write fails, even when its item
+is replaced before it was counted."""
 
 from __future__ import annotations
 
