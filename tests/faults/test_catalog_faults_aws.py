@@ -1,6 +1,7 @@
 """The DynamoDB catalogue's run accounting under injected faults (moto, faults through botocore's
 event hooks): a transaction cancelled by a conflict is a fault to retry, never an answer, and an
-outcome's write and its counters' move happen together or not at all."""
+outcome's move of the counters is counted exactly once whatever write fails, even when its item
+is replaced before it was counted."""
 
 from __future__ import annotations
 
@@ -180,8 +181,25 @@ def _fault_at(n: int, *, after: bool) -> Callable[..., Any]:
     return hook
 
 
+_OUTCOME_WRITES = 3  # the run's item, the count, the URL's latest outcome
+
+
+def _outcome(outcome: Outcome, url: str = "http://h/a", run_id: str = "r1") -> UrlOutcome:
+    return UrlOutcome(run_id=run_id, source="s", url=url, outcome=outcome, recorded_at="t")
+
+
+def test_the_crash_points_of_an_outcome_are_every_write(stack: ProvisionedStack) -> None:
+    catalog = _catalog(stack)
+    _run(catalog, "clean")
+    catalog.enter_urls("clean", ["http://h/a"], step="s1")
+    writes = _writes_of(
+        catalog, lambda: catalog.put_outcome(_outcome(Outcome.RECORD, run_id="clean"))
+    )
+    assert writes == _OUTCOME_WRITES
+
+
 @pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
-@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("n", range(1, _OUTCOME_WRITES + 1))
 def test_an_outcome_and_its_count_survive_a_fault_at_any_write(
     stack: ProvisionedStack, n: int, after: bool
 ) -> None:
@@ -210,7 +228,8 @@ def test_an_outcome_and_its_count_survive_a_fault_at_any_write(
     assert latest is not None and latest.outcome == "record"
 
 
-_SETTLED_AT_ENTRY_WRITES = 9  # 4 puts, the count, the late URL's settling, 3 latest outcomes
+# 4 puts, the count, the late URL's settling (its put, its count), 3 latest outcomes
+_SETTLED_AT_ENTRY_WRITES = 10
 
 
 def _settled_at_entry(run_id: str) -> list[UrlOutcome]:
@@ -236,7 +255,7 @@ def test_the_crash_points_of_urls_settled_at_entry_are_every_write(
 
 
 @pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
-@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("n", range(1, _OUTCOME_WRITES + 1))
 def test_a_state_written_with_its_outcome_survives_a_fault_at_any_write(
     stack: ProvisionedStack, n: int, after: bool
 ) -> None:
@@ -406,3 +425,116 @@ def test_copies_of_a_part_racing_between_its_puts_and_its_count_count_each_url_o
     assert raced == {"fewer": urls[2:], "same": urls}
     status = catalog.get_run("r1")
     assert status is not None and (status.entered, status.settled) == (6, 0)
+
+
+def _settled_uncounted(catalog: DynamoCatalog, outcome: Outcome, run_id: str = "r1") -> None:
+    """Record ``outcome`` for http://h/a, crashing between the put of its run item and the
+    transaction counting it (a conflict cancels the count: nothing counted)."""
+    events = catalog.table.meta.client.meta.events
+    events.register(
+        "before-call.dynamodb.TransactWriteItems", _conflict_once(["TransactionConflict", "None"])
+    )
+    try:
+        with pytest.raises(StorageError, match=f"record outcomes of run {run_id}"):
+            catalog.put_outcome(_outcome(outcome, run_id=run_id))
+    finally:
+        events.unregister("before-call.dynamodb.TransactWriteItems")
+
+
+def _settled_counts(status: RunStatus | None) -> tuple[int, int, dict[str, int]]:
+    assert status is not None
+    outcomes = {kind: n for kind, n in status.outcomes.items() if n}
+    return status.entered, status.settled, outcomes
+
+
+@pytest.mark.parametrize("then", [Outcome.RECORD, Outcome.DISALLOWED], ids=["same", "other"])
+def test_an_outcome_put_but_not_counted_is_counted_by_the_next_settling(
+    stack: ProvisionedStack, then: Outcome
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    catalog.enter_urls("r1", ["http://h/a"], step="s1")
+    # Given a URL's record outcome put, whose count then failed (the job crashed)
+    _settled_uncounted(catalog, Outcome.RECORD)
+    assert _settled_counts(catalog.get_run("r1")) == (1, 0, {})
+    # When another job settles the URL (a retry, or another outcome for it) before the retry
+    status = catalog.put_outcome(_outcome(then))
+    # Then the move of the earlier write is counted too, once: the run is settled once, under
+    # the outcome the URL holds
+    assert _settled_counts(status) == (1, 1, {then.value: 1})
+    # and the crashed job's retry moves the counters from there, once
+    status = catalog.put_outcome(_outcome(Outcome.RECORD))
+    assert _settled_counts(status) == (1, 1, {"record": 1})
+    assert _settled_counts(catalog.put_outcome(_outcome(Outcome.RECORD))) == (1, 1, {"record": 1})
+
+
+_OVER_UNCOUNTED_WRITES = 4  # the earlier write's count, the run's item, its count, the latest
+
+
+def test_the_crash_points_of_settling_over_an_uncounted_outcome_are_every_write(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog, "clean")
+    catalog.enter_urls("clean", ["http://h/a"], step="s1")
+    _settled_uncounted(catalog, Outcome.RECORD, "clean")
+    writes = _writes_of(
+        catalog, lambda: catalog.put_outcome(_outcome(Outcome.DISALLOWED, run_id="clean"))
+    )
+    assert writes == _OVER_UNCOUNTED_WRITES
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-the-write", "after-the-write"])
+@pytest.mark.parametrize("n", range(1, _OVER_UNCOUNTED_WRITES + 1))
+def test_settling_over_an_uncounted_outcome_counts_both_once_whatever_write_fails(
+    stack: ProvisionedStack, n: int, after: bool
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    catalog.enter_urls("r1", ["http://h/a"], step="s1")
+    _settled_uncounted(catalog, Outcome.RECORD)  # put, never counted
+    hook = _fault_at(n, after=after)
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb", hook)
+    events.register("after-call.dynamodb", hook)
+    # When another outcome for the URL fails at the n-th write, and its job is retried
+    for _attempt in range(3):
+        try:
+            status = catalog.put_outcome(_outcome(Outcome.DISALLOWED))
+            break
+        except StorageError:
+            continue
+    # Then the run counts the URL once, settled under the outcome it holds
+    assert _settled_counts(status) == (1, 1, {"disallowed": 1})
+    latest = catalog.get_url("http://h/a")
+    assert latest is not None and latest.outcome == "disallowed"
+
+
+def test_a_settling_racing_between_a_put_and_its_count_counts_each_move_once(
+    stack: ProvisionedStack,
+) -> None:
+    catalog = _catalog(stack)
+    _run(catalog)
+    urls = ["http://h/a", "http://h/b"]
+    catalog.enter_urls("r1", urls, step="s1")
+    raced: dict[str, RunStatus | None] = {}
+
+    def race(**_: Any) -> None:
+        # Between this job's puts and its count: another job settles one of its URLs otherwise
+        # (it counts this job's uncounted write first), and a copy of this job runs to the end
+        if raced:
+            return
+        raced["other"] = None
+        raced["other"] = catalog.put_outcome(_outcome(Outcome.DISALLOWED, urls[0]))
+        raced["copy"] = catalog.put_outcomes([_outcome(Outcome.RECORD, url) for url in urls])
+
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb.TransactWriteItems", race)
+    status = catalog.put_outcomes([_outcome(Outcome.RECORD, url) for url in urls])
+    # Then every move is counted once: the other job counts the first write it replaced (the
+    # URL the job had not counted yet is still to count), the copy the rest, and the job
+    # itself nothing twice
+    assert _settled_counts(raced["other"]) == (2, 1, {"disallowed": 1})
+    assert _settled_counts(raced["copy"]) == (2, 2, {"record": 2})
+    assert _settled_counts(status) == (2, 2, {"record": 2})
+    assert {o.url: o.outcome for o in catalog.outcomes("r1")} == dict.fromkeys(urls, Outcome.RECORD)

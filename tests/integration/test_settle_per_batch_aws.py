@@ -49,19 +49,32 @@ def _sort_key(item: dict[str, Any]) -> Any:
     return value.get("S") if isinstance(value, dict) else value
 
 
+def _settled_by(put: dict[str, Any]) -> int:
+    """The outcomes a transaction's Put counts: the slots a ``SETTLE#`` marker names (the
+    outcomes' items are put on their own, each naming its chunk and slot: decision 0094)."""
+    item = put["Item"]
+    sort_key = str(_sort_key(item))
+    if not sort_key.startswith("SETTLE#"):
+        return 0
+    slots = item["slots"]
+    return bin(int(str(slots.get("S") if isinstance(slots, dict) else slots), 16)).count("1")
+
+
 @dataclass
 class RunSettles:
     """Counts the transactions that move a run's counters (an Update of its ``RUN`` item), and
     fails the first of them ``before`` moto sees it or ``after`` moto applied it, when asked."""
 
     fail: Literal["before", "after"] | None = None
-    transactions: list[int] = field(default_factory=list)  # the outcomes each one wrote
+    transactions: list[int] = field(default_factory=list)  # the outcomes each one counted
     fired: bool = False
 
     def params(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         items = params.get("TransactItems", [])
         if any(_sort_key(item["Update"]["Key"]) == "RUN" for item in items if "Update" in item):
-            self.transactions.append(sum(1 for item in items if "Put" in item))
+            self.transactions.append(
+                sum(_settled_by(item["Put"]) for item in items if "Put" in item)
+            )
             context["settles_run"] = True
 
     def before(self, model: Any, context: dict[str, Any], **_: Any) -> Any:
@@ -152,7 +165,7 @@ def test_a_batch_moves_its_runs_counters_once(notes_site: PublisherSite) -> None
         # When the resolver runs the batch
         response = _resolve(stack, messages)
 
-        # Then one transaction wrote every outcome and moved the run's counters
+        # Then one transaction counted every outcome and moved the run's counters
         assert response == {"batchItemFailures": []}
         assert settles.transactions == [PAGES]
         # and the counters and outcomes are exact: the run is finished
@@ -173,7 +186,7 @@ def test_a_failed_settling_fails_the_batch_and_its_redelivery_counts_once(
 ) -> None:
     settles = RunSettles()
     with _stack(settles) as stack:
-        # Given a batch of a run's URL jobs, and the write of their outcomes failing (before it
+        # Given a batch of a run's URL jobs, and the count of their outcomes failing (before it
         # is made, or after: made, but the caller sees an error)
         catalog, messages = _batch(stack, notes_site, settles)
         settles.fail = when
@@ -181,7 +194,7 @@ def test_a_failed_settling_fails_the_batch_and_its_redelivery_counts_once(
         # When the resolver runs the batch
         response = _resolve(stack, messages)
 
-        # Then every record whose outcome was in that write is reported failed
+        # Then every record whose outcome was in that count is reported failed
         assert settles.fired
         failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
         assert failed == {message["MessageId"] for message in messages}

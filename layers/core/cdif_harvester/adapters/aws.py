@@ -13,13 +13,16 @@ docs/decisions/0042-one-aws-error-mapper.md for the error mapping.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -27,10 +30,7 @@ from botocore.exceptions import ClientError
 
 from cdif_harvester.adapters.aws_errors import (
     CONDITION_FAILED,
-    CONDITION_FAILED_REASON,
-    TRANSACTION_CANCELED,
     aws_errors,
-    cancellation_codes,
 )
 from cdif_harvester.adapters.batch_sends import packs
 from cdif_harvester.adapters.dynamo_items import (
@@ -41,7 +41,13 @@ from cdif_harvester.adapters.dynamo_items import (
     state_body,
     state_of,
 )
-from cdif_harvester.adapters.dynamo_runs import ENTRY_FIELDS, DynamoRuns, DynamoSources
+from cdif_harvester.adapters.dynamo_runs import (
+    ENTRY_FIELDS,
+    DynamoRuns,
+    DynamoSources,
+    settle_slot,
+    settle_uncounted,
+)
 from cdif_harvester.errors import StorageError
 from cdif_harvester.keys import parse_segment_ref, record_hash, url_hash
 from cdif_harvester.model import (
@@ -202,18 +208,19 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         self, outcome: UrlOutcome, *, state: UrlState | None = None
     ) -> RunStatus | None:
         """Record the outcome of a URL in a run, and as the URL's latest outcome (with its
-        harvest ``state``, when given); move the run's counters in the same transaction as the
-        run's item (see :meth:`put_outcomes`)."""
+        harvest ``state``, when given); move the run's counters once (see
+        :meth:`put_outcomes`)."""
         return self.put_outcomes([outcome], states=() if state is None else (state,))
 
     def put_outcomes(
         self, outcomes: Sequence[UrlOutcome], *, states: Sequence[UrlState] = ()
     ) -> RunStatus | None:
-        """Record the outcomes of URLs of one run and move the run's counters: each chunk of
-        99 items goes in one transaction with the counters' move, each item conditional on the
-        outcome it replaces, so a retry after any crash moves the counters exactly once. Then
-        the URLs' latest outcomes, each with its URL's state of ``states`` in the same
-        UpdateItem (decision 0092); return the run's status (None when it is not tracked).
+        """Record the outcomes of URLs of one run and move the run's counters: each item is a
+        put conditional on the item it replaces, and each chunk of 99 moves the counters in one
+        small transaction with a marker naming the items it counts, so a retry after any crash
+        moves the counters exactly once (decision 0094). Then the URLs' latest outcomes, each
+        with its URL's state of ``states`` in the same UpdateItem (decision 0092); return the
+        run's status (None when it is not tracked).
 
         Raises StorageError when a write fails (a transaction cancelled by a conflict
         included), ValueError when a state's URL has no outcome.
@@ -224,12 +231,14 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 raise ValueError(f"no outcome to write the state of {next(iter(by_url))} with")
             return None
         run_id = outcomes[0].run_id
-        # One item per URL in a transaction: the last outcome given for a URL is the one kept.
+        # One item per URL in a chunk: the last outcome given for a URL is the one kept.
         latest = list({outcome.url: outcome for outcome in outcomes}.values())
         stray = by_url.keys() - {outcome.url for outcome in latest}
         if stray:
             raise ValueError(f"no outcome to write the state of {min(stray)} with")
-        step = _TRANSACTION_ITEMS - 1  # room for the run's counters
+        # (a chunk's items are slots of one marker; a count of items replaced before they
+        # were counted holds a marker for each chunk that wrote them, and the run)
+        step = _TRANSACTION_ITEMS - 1
         for start in range(0, len(latest), step):
             self._settle_outcomes(run_id, latest[start : start + step])
         self._write_latests(latest, by_url)
@@ -259,37 +268,72 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 self._write_latest(outcome, state)
 
     def _settle_outcomes(self, run_id: str, outcomes: Sequence[UrlOutcome]) -> None:
-        """Write the run's items of ``outcomes`` and move the run's counters in one transaction.
+        """Write the run's items of ``outcomes`` (one chunk) and move the run's counters once.
 
-        The move is computed from the items read just before; each item is written only if it
-        still holds what was read, so the move is exact even when a redelivered job runs at the
-        same time (a failed condition: read again and retry).
+        Each item is a plain put conditional on the item it replaces (read just before), naming
+        this chunk and its slot there (``settle``: ``<chunk>#<slot>``) and the outcome it
+        replaced (``was``); one small transaction then counts the chunk's moves with a
+        ``SETTLE#`` marker naming the slots counted. An item replaced before its move was
+        counted (a crash between a put and its count) is counted first: its move would be lost
+        with it. A put refused (a redelivered job racing this one) is read again. See
+        docs/decisions/0094-settling-at-one-write-unit.md.
         """
         at = outcomes[-1].recorded_at or ""
         for _attempt in range(_SETTLE_TRIES):
             found = self._held_items(run_id, [outcome.url for outcome in outcomes])
-            items = [self._outcome_put(outcome, found.get(outcome.url)) for outcome in outcomes]
-            held = {url: str(item["outcome"]) for url, item in found.items()}
-            counters = self._counter_move(
-                run_id, [(held.get(o.url), o.outcome.value) for o in outcomes], at
-            )
-            if counters is not None:
-                items.append(counters)
-            try:
-                with aws_errors(
-                    f"DynamoDB record outcomes of run {run_id}", passing={TRANSACTION_CANCELED}
-                ):
-                    self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-            except ClientError as exc:
-                # A failed condition is an answer: an item changed since it was read (read again)
-                # or the run is not tracked (write the items, nothing to count). A conflict is a
-                # fault: cancellation_codes raises StorageError.
-                codes = cancellation_codes(exc, f"DynamoDB record outcomes of run {run_id}")
-                if counters is not None and codes[-1] == CONDITION_FAILED_REASON:
-                    for outcome in outcomes:
-                        self._put(self._outcome_item(outcome))
-                    return
-                continue
+            # The held items whose move may not be counted yet: counted now, before any is
+            # replaced (an untracked run counts nothing).
+            uncounted = {url: item for url, item in found.items() if settle_uncounted(item)}
+            if uncounted:
+                self._count_slots(
+                    run_id,
+                    {url: settle_slot(item) for url, item in uncounted.items()},
+                    prefix="SETTLE#",
+                    fresh=(),
+                    adds=partial(_moves_of, uncounted),
+                    at=at,
+                    what=f"record outcomes of run {run_id}",
+                )
+            items = [self._outcome_item(outcome) for outcome in outcomes]
+            digest = _settle_digest(items, [found.get(outcome.url) for outcome in outcomes])
+            puts: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
+            for slot, item in enumerate(items):
+                held = found.get(str(item["url"]))
+                if held is not None:
+                    if held["outcome"] == item["outcome"] and held.get("body") == item["body"]:
+                        continue  # the item holds this outcome already: nothing to write
+                    item.update({name: held[name] for name in ENTRY_FIELDS if name in held})
+                    if held["outcome"] != QUEUED:  # (left out for the usual one: 1 KB items)
+                        item["was"] = str(held["outcome"])
+                else:
+                    item["was"] = ""  # it enters the run as it settles
+                item["settle"] = f"{digest}#{slot}"
+                puts.append((item, *_replacing(held)))
+            refused = [
+                old
+                for (item, _, _), old in zip(
+                    puts, self._put_all(puts, what="record outcome"), strict=True
+                )
+                # (a put refused because it was made already, by a copy of this very try
+                # or by a retry of the call, holds this try's chunk and slot: put)
+                if old is not None and old.get("settle") != item["settle"]
+            ]
+            if refused:
+                continue  # an item changed since it was read: read again (what was put is
+                # counted then, as held items not counted yet)
+            moved = {str(item["url"]): item for item, _, _ in puts if settle_uncounted(item)}
+            if moved:
+                # (this chunk's markers are not read first: they cannot exist yet, unless a
+                # racing copy counted, whose marker then refuses this one)
+                self._count_slots(
+                    run_id,
+                    {url: settle_slot(item) for url, item in moved.items()},
+                    prefix="SETTLE#",
+                    fresh=(digest,),
+                    adds=partial(_moves_of, moved),
+                    at=at,
+                    what=f"record outcomes of run {run_id}",
+                )
             return
         raise StorageError(
             f"DynamoDB record outcomes of run {run_id} failed: the items kept changing"
@@ -312,49 +356,6 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "url": outcome.url,
             "outcome": outcome.outcome.value,
             "body": outcome_body(outcome),
-        }
-
-    def _outcome_put(self, outcome: UrlOutcome, held: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The transaction's Put of the run's item, conditional on the outcome it replaces.
-
-        What says how the URL entered (its step, and the chunk and slot whose count names it:
-        decision 0091) is kept: a retried entry must still find the URL it put, settled since
-        by another part of the run, and count it.
-        """
-        item = self._outcome_item(outcome)
-        put: dict[str, Any] = {"TableName": self.table.name, "Item": item}
-        if held is None:
-            put["ConditionExpression"] = "attribute_not_exists(pk)"
-            return {"Put": put}
-        item.update({name: held[name] for name in ENTRY_FIELDS if name in held})
-        put["ConditionExpression"] = "#o = :held"
-        put["ExpressionAttributeNames"] = {"#o": "outcome"}
-        put["ExpressionAttributeValues"] = {":held": str(held["outcome"])}
-        return {"Put": put}
-
-    def _counter_move(
-        self, run_id: str, moves: Sequence[tuple[str | None, str]], at: str
-    ) -> dict[str, Any] | None:
-        """The transaction's Update of the run's counters for ``moves``; None when none move."""
-        adds = {
-            name if name in ("entered", "settled") else f"n_{name.replace('-', '_')}": n
-            for name, n in settle_moves(moves).items()
-        }
-        if not adds:
-            return None
-        values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
-        values[":at"] = at
-        return {
-            "Update": {
-                "TableName": self.table.name,
-                "Key": {"pk": f"RUN#{run_id}", "sk": "RUN"},
-                "UpdateExpression": "ADD "
-                + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
-                + " SET updated_at = :at",
-                "ConditionExpression": "attribute_exists(pk)",
-                "ExpressionAttributeNames": {f"#c{i}": name for i, name in enumerate(adds)},
-                "ExpressionAttributeValues": values,
-            }
         }
 
     def _latest_outcomes(self, urls: Sequence[str]) -> dict[str, str]:
@@ -919,6 +920,52 @@ class _KeptSlot:
     on_item: bool
     interval: float
     lease_until: float
+
+
+def _move_of(item: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The move of a settled item: from the outcome it replaced (None: it entered the run
+    with it) to its own."""
+    was = str(item.get("was", QUEUED))
+    return (was or None), str(item["outcome"])
+
+
+def _moves_of(items: Mapping[str, Mapping[str, Any]], urls: Sequence[str]) -> Counter[str]:
+    """How the run's counters move for the settled ``items`` of ``urls``."""
+    return settle_moves(_move_of(items[url]) for url in urls)
+
+
+def _replacing(held: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The condition of a put on the run's item ``held`` (read before) and its values: that
+    item is still the one there. An item written by a settling is that one write (its chunk
+    and slot, never written twice: see _settle_digest); one written at entry, or before
+    settlings named their slot, is the only one without a slot, and holds what was read."""
+    if held is None:
+        return "attribute_not_exists(pk)", {}
+    if "settle" in held:
+        return "#settle = :settle", {":settle": held["settle"]}
+    return "#outcome = :outcome AND attribute_not_exists(#settle)", {":outcome": held["outcome"]}
+
+
+def _settle_digest(
+    items: Sequence[Mapping[str, Any]], held: Sequence[Mapping[str, Any] | None]
+) -> str:
+    """The name of a settling chunk: each item put (URL, outcome, body) and the item it
+    replaces (by its own chunk and slot, or the outcome of an item without one).
+
+    Naming what is replaced makes every chunk's slot one write of one item: an item's writes
+    form a chain from its first put, so the same chunk cannot be put again after another
+    replaced it, and a marker that counted a slot never counts another write of it.
+    """
+    lines = []
+    for item, old in zip(items, held, strict=True):
+        if old is None:
+            before = "-"
+        elif "settle" in old:
+            before = str(old["settle"])
+        else:
+            before = f"={old['outcome']}"
+        lines.append("\t".join([str(item["url"]), str(item["outcome"]), str(item["body"]), before]))
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
 
 
 def _wait_of(now: float, held: float, next_at: float) -> Wait | None:

@@ -1,23 +1,26 @@
 """Harvest runs and the sources registry in the catalogue's DynamoDB table.
 
-Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps, its entry markers) and
+Items ``RUN#<run id>`` (the run, its URLs, its sitemap steps, its entry and settling markers) and
 ``SOURCE#<source id>``. Run counters are top-level numbers changed with ``ADD``; what could make a
 run look finished too early is written in one transaction with the item that justifies it (a
-step's marker, the marker naming the URLs an entry counts: a URL is handed on only once counted),
-and :meth:`DynamoRuns.recount_run` repairs counters a crash left behind. SDK errors are mapped by
+step's marker, the marker naming the URLs an entry counts: a URL is handed on only once counted;
+the marker naming the settled URLs a count moves), and :meth:`DynamoRuns.recount_run` repairs
+counters a crash left behind. SDK errors are mapped by
 :func:`~cdif_harvester.adapters.aws_errors.aws_errors` (to the retryable StorageError); a failed
 condition, the answer many of these writes ask for, is caught by name.
 
 See docs/decisions/0003-dynamodb-single-table.md, docs/decisions/0004-run-counting.md,
-docs/decisions/0042-one-aws-error-mapper.md and docs/decisions/0091-urls-enter-at-one-write-unit.md.
+docs/decisions/0042-one-aws-error-mapper.md, docs/decisions/0091-urls-enter-at-one-write-unit.md
+and docs/decisions/0094-settling-at-one-write-unit.md.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,7 +55,7 @@ from cdif_harvester.model import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
-__all__ = ["ENTRY_FIELDS", "DynamoRuns", "DynamoSources"]
+__all__ = ["ENTRY_FIELDS", "DynamoRuns", "DynamoSources", "settle_slot", "settle_uncounted"]
 
 #: The fields of a run's URL item that say how it entered the run (its step, the chunk and
 #: slot an ``ENTER#`` marker counts, the outcome it entered with when settled at entry): kept
@@ -62,7 +65,7 @@ _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
 _BATCH_TRIES = 8
 _ENTER_CHUNK = _TRANSACTION_ITEMS - 1  # URLs per count: a marker each at most, and the run
-_ENTER_TRIES = 8  # counts of one chunk refused by markers written meanwhile, before giving up
+_COUNT_TRIES = 8  # counts refused by markers written meanwhile, before giving up
 _PUT_WORKERS = 8  # concurrent puts of one chunk (within botocore's 10 pooled connections)
 _SEQUENTIAL_PUTS = 16  # smaller chunks are put one by one: threads would cost more
 _DESERIALIZE = TypeDeserializer()
@@ -250,7 +253,7 @@ class DynamoRuns:
             digest=digest,
             # an earlier try of this chunk put some of its items: it may have counted them
             retried=any(url in held and slots[url][0] == digest for url in slots),
-            at=stamps[-1] if stamps else None,
+            at=(stamps[-1] or None) if stamps else None,
         )
         if counted is None:
             return None
@@ -266,6 +269,10 @@ class DynamoRuns:
             elif old is None:
                 entered.mine.append(outcomes[url])
             elif ours and old.get("outcome") == QUEUED:
+                entered.late.append(outcomes[url])
+            elif old.get("outcome") == entries[url] and settle_uncounted(old):
+                # settled already by an earlier try that may have crashed before counting its
+                # move: settled again, which counts that move first (and writes what is left)
                 entered.late.append(outcomes[url])
             elif old.get("outcome") == entries[url]:
                 # settled already (by an earlier try, whose latest-outcome writes may not have
@@ -302,27 +309,47 @@ class DynamoRuns:
                 item["body"] = outcome_body(outcomes[url])
                 item["entered_as"] = item["outcome"]
             items.append(item)
-        if len(items) <= _SEQUENTIAL_PUTS:
-            found = [self._put_new(item) for item in items]
-        else:
-            with ThreadPoolExecutor(_PUT_WORKERS) as pool:
-                found = list(pool.map(self._put_new, items))
+        found = self._put_all(
+            [(item, "attribute_not_exists(pk)", {}) for item in items], what="enter"
+        )
         return {url: old for url, old in zip(chunk, found, strict=True) if old is not None}
 
-    def _put_new(self, item: dict[str, Any]) -> dict[str, Any] | None:
-        """Put ``item`` unless its key exists; None when it was put, else the item held (which
-        the refusal returns at no extra cost)."""
+    def _put_all(
+        self, puts: Sequence[tuple[dict[str, Any], str, Mapping[str, Any]]], *, what: str
+    ) -> list[dict[str, Any] | None]:
+        """Make each conditional put of ``puts`` (item, condition, its values); return for each
+        None when it was put, else the item held (which the refusal returns at no extra cost).
+
+        The puts of a large chunk go out a few at a time (the client is thread-safe).
+        """
+        if len(puts) <= _SEQUENTIAL_PUTS:
+            return [self._put_if(*put, what=what) for put in puts]
+        with ThreadPoolExecutor(_PUT_WORKERS) as pool:
+            return list(pool.map(lambda put: self._put_if(*put, what=what), puts))
+
+    def _put_if(
+        self, item: dict[str, Any], condition: str, values: Mapping[str, Any], *, what: str
+    ) -> dict[str, Any] | None:
+        """Put ``item`` if ``condition`` holds (``values``: its ``:name`` values, each
+        ``#name`` the attribute ``name``); None when it was put, else the item held."""
+        extra: dict[str, Any] = {}
+        if values:
+            extra["ExpressionAttributeValues"] = dict(values)
+        names = re.findall(r"#(\w+)", condition)
+        if names:
+            extra["ExpressionAttributeNames"] = {f"#{name}": name for name in names}
         try:
             with aws_errors(
-                f"DynamoDB enter {item['sk']} into {item['pk']}", passing={CONDITION_FAILED}
+                f"DynamoDB {what} {item['sk']} in {item['pk']}", passing={CONDITION_FAILED}
             ):
                 self.table.meta.client.put_item(
                     TableName=self.table.name,
                     Item=item,
-                    ConditionExpression="attribute_not_exists(pk)",
+                    ConditionExpression=condition,
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **extra,
                 )
-        except ClientError as exc:  # the condition failed: the URL is in the run already
+        except ClientError as exc:  # the condition failed: the item held is another
             old: Mapping[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
             # (in the wire format: the resource's deserialisation skips error answers)
             return {name: _DESERIALIZE.deserialize(value) for name, value in old.items()}
@@ -340,27 +367,56 @@ class DynamoRuns:
         """Count the URLs of ``slots`` (url -> chunk, slot, outcome put) no marker counts yet;
         return those counted here, None when the run is gone.
 
-        A chunk's markers ``ENTER#<chunk>#<n>`` (n = 0, 1, ...) each name the slots they
-        counted; the slots not named yet are counted in one transaction with the next marker of
-        each chunk concerned (``attribute_not_exists``) and the run's ``ADD``. A refused marker
-        (another try counted meanwhile) is read again. The markers of ``digest`` (this try's
-        chunk) are read only when ``retried``: slots all put by this try cannot be named yet
-        (unless a try racing this one named them: its marker then refuses this one's).
+        The markers of ``digest`` (this try's chunk) are read only when ``retried``: slots all
+        put by this try cannot be named yet (unless a try racing this one named them: its
+        marker then refuses this one's). See :meth:`_count_slots`.
         """
-        unread = set() if retried else {digest}
-        for _attempt in range(_ENTER_TRIES):
+        return self._count_slots(
+            run_id,
+            {url: (name, slot) for url, (name, slot, _) in slots.items()},
+            prefix="ENTER#",
+            fresh=() if retried else (digest,),
+            adds=lambda urls: _entry_adds([slots[url][2] for url in urls]),
+            at=at,
+            what=f"enter URLs of run {run_id}",
+        )
+
+    def _count_slots(
+        self,
+        run_id: str,
+        slots: Mapping[str, tuple[str, int]],
+        *,
+        prefix: str,
+        fresh: Collection[str],
+        adds: Callable[[Sequence[str]], Mapping[str, int]],
+        at: str | None,
+        what: str,
+    ) -> list[str] | None:
+        """Count the writes of ``slots`` (key -> chunk, slot in it) no marker counts yet; return
+        the keys counted here, None when the run is gone.
+
+        A chunk's markers ``<prefix><chunk>#<n>`` (n = 0, 1, ...) each name the slots they
+        counted (a bit mask); the slots not named yet are counted in one transaction with the
+        next marker of each chunk concerned (``attribute_not_exists``) and the run's ``ADD`` of
+        ``adds`` of their keys. A refused marker (another writer counted meanwhile) is read
+        again. The markers of the chunks in ``fresh`` are not read on the first try (none can
+        exist yet on the usual path: a refusal says otherwise). A slot is counted once: a
+        marker is written once, and only after the markers before it were read.
+        """
+        unread = set(fresh)
+        for _attempt in range(_COUNT_TRIES):
             chains = {
-                name: (0, 0) if name in unread else self._enter_chain(run_id, name)
+                name: (0, 0) if name in unread else self._marker_chain(run_id, prefix + name)
                 for name in {slot[0] for slot in slots.values()}
             }
             counting = [
-                url for url, (name, slot, _) in slots.items() if not chains[name][0] >> slot & 1
+                key for key, (name, slot) in slots.items() if not chains[name][0] >> slot & 1
             ]
             if not counting:
                 return []
             marks: dict[str, int] = {}
-            for url in counting:
-                name, slot, _ = slots[url]
+            for key in counting:
+                name, slot = slots[key]
                 marks[name] = marks.get(name, 0) | 1 << slot
             items: list[dict[str, Any]] = [
                 {
@@ -368,7 +424,7 @@ class DynamoRuns:
                         "TableName": self.table.name,
                         "Item": {
                             "pk": f"RUN#{run_id}",
-                            "sk": f"ENTER#{name}#{chains[name][1]}",
+                            "sk": f"{prefix}{name}#{chains[name][1]}",
                             "slots": format(mask, "x"),
                         },
                         "ConditionExpression": "attribute_not_exists(pk)",
@@ -376,45 +432,43 @@ class DynamoRuns:
                 }
                 for name, mask in marks.items()
             ]
-            items.append(self._entry_counts(run_id, [slots[url][2] for url in counting], at))
+            items.append(self._counter_update(run_id, adds(counting), at))
             try:
-                with aws_errors(
-                    f"DynamoDB enter URLs of run {run_id}", passing={TRANSACTION_CANCELED}
-                ):
+                with aws_errors(f"DynamoDB {what}", passing={TRANSACTION_CANCELED}):
                     self.table.meta.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
             except ClientError as exc:
                 # Cancelled: only failed conditions are answers (the run is gone, or a marker
                 # was written meanwhile: read again); a conflict with another transaction is a
                 # fault (StorageError, retried), never "counted".
-                codes = cancellation_codes(exc, f"DynamoDB enter URLs of run {run_id}")
+                codes = cancellation_codes(exc, f"DynamoDB {what}")
                 if codes[-1] == CONDITION_FAILED_REASON:
                     return None
                 unread.clear()
                 continue
             return counting
-        raise StorageError(f"DynamoDB enter URLs of run {run_id} failed: the markers kept changing")
+        raise StorageError(f"DynamoDB {what} failed: the markers kept changing")
 
-    def _enter_chain(self, run_id: str, name: str) -> tuple[int, int]:
-        """The slots the markers of chunk ``name`` counted (a bit mask), and their number."""
-        markers = self._run_items(run_id, f"ENTER#{name}#")
+    def _marker_chain(self, run_id: str, name: str) -> tuple[int, int]:
+        """The slots the markers ``<name>#<n>`` counted (a bit mask), and their number."""
+        markers = self._run_items(run_id, f"{name}#")
         mask = 0
         for marker in markers:
             mask |= int(str(marker["slots"]), 16)
         return mask, len(markers)
 
-    def _entry_counts(self, run_id: str, entries: Sequence[str], at: str | None) -> dict[str, Any]:
-        """The transaction's Update of the run's counters for URLs entering with ``entries``
-        (their outcomes as put: ``queued`` or settled at entry)."""
-        adds = {
-            name if name in ("entered", "settled") else f"n_{_attr(name)}": n
-            for name, n in settle_moves(
-                [(None, entry) for entry in entries if entry != QUEUED]
-            ).items()
+    def _counter_update(
+        self, run_id: str, adds: Mapping[str, int], at: str | None
+    ) -> dict[str, Any]:
+        """The transaction's Update of the run's counters (``entered``, ``settled``, an
+        outcome's count) by ``adds``, conditional on the run."""
+        adds = dict(adds) or {"settled": 0}  # (moves that cancel out: the update still checks)
+        names = {
+            f"#c{i}": name if name in ("entered", "settled") else f"n_{_attr(name)}"
+            for i, name in enumerate(adds)
         }
-        adds["entered"] = len(entries)  # the settled ones, and the queued ones
         values: dict[str, Any] = {f":c{i}": n for i, n in enumerate(adds.values())}
         expression = "ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(adds)))
-        if at:
+        if at is not None:
             expression += " SET updated_at = :at"
             values[":at"] = at
         return {
@@ -423,7 +477,7 @@ class DynamoRuns:
                 "Key": _run_key(run_id),
                 "UpdateExpression": expression,
                 "ConditionExpression": "attribute_exists(pk)",
-                "ExpressionAttributeNames": {f"#c{i}": name for i, name in enumerate(adds)},
+                "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
         }
@@ -643,6 +697,27 @@ class DynamoSources:
                 )
         except ClientError:  # the condition failed: another run (or none) holds it; leave it
             return
+
+
+def settle_uncounted(item: Mapping[str, Any]) -> bool:
+    """Whether the run's URL ``item`` was written by a settling whose move a ``SETTLE#``
+    marker may not count yet (an item that moved nothing needs no count; one without a slot
+    was counted when written). See docs/decisions/0094-settling-at-one-write-unit.md."""
+    return "settle" in item and item.get("was", QUEUED) != item["outcome"]
+
+
+def settle_slot(item: Mapping[str, Any]) -> tuple[str, int]:
+    """The chunk and slot a settled item names (its ``settle``: ``<chunk>#<slot>``)."""
+    chunk, slot = str(item["settle"]).rsplit("#", 1)
+    return chunk, int(slot)
+
+
+def _entry_adds(entries: Sequence[str]) -> dict[str, int]:
+    """How the run's counters move for URLs entering with ``entries`` (their outcomes as put:
+    ``queued`` or settled at entry)."""
+    adds = dict(settle_moves([(None, entry) for entry in entries if entry != QUEUED]))
+    adds["entered"] = len(entries)  # the settled ones, and the queued ones
+    return adds
 
 
 def _chunk_digest(step: str, entries: Mapping[str, str]) -> str:
