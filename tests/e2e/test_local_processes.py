@@ -139,17 +139,26 @@ def _kill_on(monkeypatch: pytest.MonkeyPatch, path: str, *, times: int) -> Calla
     submit = StagePool.submit
 
     def killing(pool: StagePool, task_id: int, task: bytes) -> None:
+        if path not in json.loads(json.loads(task)["job"])["url"] or len(killed) >= times:
+            submit(pool, task_id, task)
+            return
+        # Every process ready (one killed while starting would count as a broken installation)
+        # and stopped, so that the one sent the task cannot answer it before it is killed
+        deadline = time.monotonic() + 30
+        while set(pool.ready_pids()) != set(pool.pids()):
+            assert time.monotonic() < deadline, "the processes never got ready"
+            time.sleep(0.01)
+        stopped = pool.pids()
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
         submit(pool, task_id, task)
-        if path in json.loads(json.loads(task)["job"])["url"] and len(killed) < times:
-            pid = pool.pid_of(task_id)
-            assert pid is not None
-            # (once it is ready: one killed while starting would count as a broken installation)
-            deadline = time.monotonic() + 30
-            while pid not in pool.ready_pids():
-                assert time.monotonic() < deadline, "the process never got ready"
-                time.sleep(0.01)
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
+        target = pool.pid_of(task_id)
+        assert target is not None
+        os.kill(target, signal.SIGKILL)
+        killed.append(target)
+        for pid in stopped:
+            if pid != target:
+                os.kill(pid, signal.SIGCONT)
 
     monkeypatch.setattr(StagePool, "submit", killing)
     return lambda: killed
