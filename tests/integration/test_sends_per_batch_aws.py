@@ -22,7 +22,7 @@ from cdif_harvester.adapters.aws import DynamoCatalog, SqsQueue
 from cdif_harvester.contracts import DocumentJob, UrlJob, decode, encode
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.model import RunState, RunStatus
-from tests.support.aws import ProvisionedStack, mocked_stack, sqs_event
+from tests.support.aws import ProvisionedStack, mocked_stack, session_hooks, sqs_event
 from tests.support.pipeline import invoke, run_pipeline
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
@@ -80,23 +80,13 @@ class Sends:
 @contextmanager
 def _stack(sends: Sends) -> Iterator[ProvisionedStack]:
     """The stack in moto, ``sends`` on every SQS client the handlers build in it."""
-    with mocked_stack() as stack:
-        # (after the mock started: it replaces boto3's default session)
-        session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-        assert session is not None
-        events = session._session  # the botocore session whose emitter every new client copies
-        hooks = [
-            ("provide-client-params.sqs.SendMessageBatch", sends.params),
-            ("before-call.sqs.SendMessageBatch", sends.before),
-            ("after-call.sqs.SendMessageBatch", sends.after),
-        ]
-        for name, hook in hooks:
-            events.register(name, hook)
-        try:
-            yield stack
-        finally:
-            for name, hook in hooks:
-                events.unregister(name, hook)
+    hooks = [
+        ("provide-client-params.sqs.SendMessageBatch", sends.params),
+        ("before-call.sqs.SendMessageBatch", sends.before),
+        ("after-call.sqs.SendMessageBatch", sends.after),
+    ]
+    with mocked_stack() as stack, session_hooks(hooks):
+        yield stack
 
 
 def _urls(site: PublisherSite) -> list[str]:

@@ -8,7 +8,7 @@ write fails the batch's settled records, and their redelivery settles each exact
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.model import RunState, RunStatus
-from tests.support.aws import ProvisionedStack, mocked_stack, sqs_event
+from tests.support.aws import ProvisionedStack, mocked_stack, session_hooks, sqs_event
 from tests.support.pipeline import invoke
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
@@ -100,24 +100,14 @@ def _stack(counter: RunSettles) -> Iterator[ProvisionedStack]:
         yield stack
 
 
-@contextmanager
-def _watched(counter: RunSettles) -> Iterator[None]:
-    # (after the mock started: it replaces boto3's default session)
-    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-    assert session is not None
-    events = session._session  # the botocore session whose emitter every new client copies
-    hooks = [
-        ("provide-client-params.dynamodb.TransactWriteItems", counter.params),
-        ("before-call.dynamodb.TransactWriteItems", counter.before),
-        ("after-call.dynamodb.TransactWriteItems", counter.after),
-    ]
-    for name, hook in hooks:
-        events.register(name, hook)
-    try:
-        yield
-    finally:
-        for name, hook in hooks:
-            events.unregister(name, hook)
+def _watched(counter: RunSettles) -> AbstractContextManager[None]:
+    return session_hooks(
+        [
+            ("provide-client-params.dynamodb.TransactWriteItems", counter.params),
+            ("before-call.dynamodb.TransactWriteItems", counter.before),
+            ("after-call.dynamodb.TransactWriteItems", counter.after),
+        ]
+    )
 
 
 def _batch(

@@ -22,7 +22,7 @@ from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import IndexJob, decode_staged, encode, encode_staged
 from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, UrlState
 from tests.support import pipeline
-from tests.support.aws import ProvisionedStack, mocked_stack
+from tests.support.aws import ProvisionedStack, mocked_stack, session_hooks
 
 pytestmark = [pytest.mark.aws]
 
@@ -79,20 +79,12 @@ def either_stack(request: pytest.FixtureRequest) -> Iterator[ProvisionedStack]:
 def _watched() -> Iterator[Writes]:
     """:class:`Writes` on every DynamoDB client the handlers build (in a started stack)."""
     seen = Writes()
-    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-    assert session is not None
-    events = session._session  # the botocore session whose emitter every new client copies
     hooks = [
         ("provide-client-params.dynamodb", seen.params),
         ("after-call.dynamodb.TransactWriteItems", seen.after),
     ]
-    for name, hook in hooks:
-        events.register(name, hook)
-    try:
+    with session_hooks(hooks):
         yield seen
-    finally:
-        for name, hook in hooks:
-            events.unregister(name, hook)
 
 
 @pytest.fixture

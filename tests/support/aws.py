@@ -4,9 +4,10 @@ reading of a catalogue entry's record or report from the stack's bucket."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import boto3
 
@@ -98,3 +99,20 @@ def read_stored(stack: ProvisionedStack, ref: str) -> bytes:
     ranged for a segment reference)."""
     client = boto3.client("s3", region_name=stack.region)
     return S3ObjectStore(client, stack.bucket_name).get(ref)
+
+
+@contextmanager
+def session_hooks(hooks: Sequence[tuple[str, Callable[..., Any]]]) -> Iterator[None]:
+    """Register ``hooks`` (botocore event name, handler) on boto3's default session for the
+    ``with`` block: every client built meanwhile (the handlers' own) copies them. Call it once
+    a moto mock has started, as the mock replaces the default session."""
+    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
+    assert session is not None
+    events = session._session  # the botocore session whose emitter every new client copies
+    for name, hook in hooks:
+        events.register(name, hook)
+    try:
+        yield
+    finally:
+        for name, hook in hooks:
+            events.unregister(name, hook)
