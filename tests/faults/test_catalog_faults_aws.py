@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 import pytest
@@ -19,6 +19,8 @@ from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.errors import StorageError
 from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, UrlState
 from tests.support.aws import ProvisionedStack
+
+_T = TypeVar("_T")
 
 pytestmark = pytest.mark.aws
 
@@ -155,6 +157,24 @@ def _writes_of(catalog: DynamoCatalog, action: Callable[[], object]) -> int:
     return count["writes"]
 
 
+def _fail_write(catalog: DynamoCatalog, n: int, *, after: bool) -> None:
+    """Fail the catalogue's ``n``-th write from now on (see :func:`_fault_at`)."""
+    hook = _fault_at(n, after=after)
+    events = catalog.table.meta.client.meta.events
+    events.register("before-call.dynamodb", hook)
+    events.register("after-call.dynamodb", hook)
+
+
+def _until_it_goes(action: Callable[[], _T]) -> _T:
+    """Retry ``action`` after each StorageError, as SQS redelivers a job, up to three tries."""
+    for _attempt in range(3):
+        try:
+            return action()
+        except StorageError:
+            continue
+    raise AssertionError("still failing after three tries")
+
+
 def _fault_at(n: int, *, after: bool) -> Callable[..., Any]:
     """A hook on every call that fails the ``n``-th write (1-based), before it reaches the table
     or after it was applied (the caller sees an error for a write that happened)."""
@@ -206,20 +226,12 @@ def test_an_outcome_and_its_count_survive_a_fault_at_any_write(
     catalog = _catalog(stack)
     _run(catalog)
     catalog.enter_urls("r1", ["http://h/a"], step="s1")
-    hook = _fault_at(n, after=after)
-    events = catalog.table.meta.client.meta.events
-    events.register("before-call.dynamodb", hook)
-    events.register("after-call.dynamodb", hook)
+    _fail_write(catalog, n, after=after)
     outcome = UrlOutcome(
         run_id="r1", source="s", url="http://h/a", outcome=Outcome.RECORD, recorded_at="t"
     )
     # When recording the outcome fails at the n-th write, and the job is retried until it goes
-    for _attempt in range(3):
-        try:
-            status = catalog.put_outcome(outcome)
-            break
-        except StorageError:
-            continue
+    status = _until_it_goes(lambda: catalog.put_outcome(outcome))
     # Then the run is settled exactly once, and the URL's latest outcome is the record
     assert status is not None
     assert (status.entered, status.settled, status.outcomes["record"]) == (1, 1, 1)
@@ -266,20 +278,12 @@ def test_a_state_written_with_its_outcome_survives_a_fault_at_any_write(
     catalog.put_outcome(earlier, state=UrlState(url=url, source="s", harvest_run="r0"))
     _run(catalog)
     catalog.enter_urls("r1", [url], step="s1")
-    hook = _fault_at(n, after=after)
-    events = catalog.table.meta.client.meta.events
-    events.register("before-call.dynamodb", hook)
-    events.register("after-call.dynamodb", hook)
+    _fail_write(catalog, n, after=after)
     outcome = replace(earlier, run_id="r1")
     state = UrlState(url=url, source="s", fingerprint="f", record_ids=("x",), harvest_run="r1")
     # When this run's record outcome and state fail at the n-th write (the run's transaction,
     # the URL's item), and the job is retried until it goes
-    for _attempt in range(3):
-        try:
-            status = catalog.put_outcome(outcome, state=state)
-            break
-        except StorageError:
-            continue
+    status = _until_it_goes(lambda: catalog.put_outcome(outcome, state=state))
     # Then the run is settled exactly once, and the URL holds this run's state and outcome
     assert status is not None
     assert (status.entered, status.settled, status.outcomes["record"]) == (1, 1, 1)
@@ -295,19 +299,13 @@ def test_urls_settled_at_entry_count_once_whatever_write_fails(
     _run(catalog)
     catalog.enter_urls("r1", ["http://h/late"], step="s1")  # entered queued by an earlier try
     settled = _settled_at_entry("r1")
-    hook = _fault_at(n, after=after)
-    events = catalog.table.meta.client.meta.events
-    events.register("before-call.dynamodb", hook)
-    events.register("after-call.dynamodb", hook)
+    _fail_write(catalog, n, after=after)
     # When entering URLs, some settled by their lastmod, fails at the n-th write (a URL's put,
     # the entry's count, the late URL's settling, the URLs' latest outcomes), and the job is
     # retried
-    for _attempt in range(3):
-        try:
-            handed = catalog.enter_urls("r1", ["http://h/q"], step="s1", settled=settled)
-            break
-        except StorageError:
-            continue
+    handed = _until_it_goes(
+        lambda: catalog.enter_urls("r1", ["http://h/q"], step="s1", settled=settled)
+    )
     # Then every URL counts once, the queued one is handed on, and each settled URL's latest
     # outcome is written
     assert handed == ["http://h/q"]
@@ -336,18 +334,10 @@ def test_urls_enter_once_whatever_write_fails(stack: ProvisionedStack, n: int, a
     catalog = _catalog(stack)
     _run(catalog)
     catalog.enter_urls("r1", _ENTRY_URLS[:1], step="s0")  # one of them listed by another part
-    hook = _fault_at(n, after=after)
-    events = catalog.table.meta.client.meta.events
-    events.register("before-call.dynamodb", hook)
-    events.register("after-call.dynamodb", hook)
+    _fail_write(catalog, n, after=after)
     # When entering URLs fails at the n-th write (a URL's put, or the count after them), and
     # the job is retried until it goes
-    for _attempt in range(3):
-        try:
-            handed = catalog.enter_urls("r1", _ENTRY_URLS, step="s1")
-            break
-        except StorageError:
-            continue
+    handed = _until_it_goes(lambda: catalog.enter_urls("r1", _ENTRY_URLS, step="s1"))
     # Then the URLs the other part entered is left to it, the others are handed on, and every
     # URL counts once
     assert handed == _ENTRY_URLS[1:]
@@ -493,17 +483,9 @@ def test_settling_over_an_uncounted_outcome_counts_both_once_whatever_write_fail
     _run(catalog)
     catalog.enter_urls("r1", ["http://h/a"], step="s1")
     _settled_uncounted(catalog, Outcome.RECORD)  # put, never counted
-    hook = _fault_at(n, after=after)
-    events = catalog.table.meta.client.meta.events
-    events.register("before-call.dynamodb", hook)
-    events.register("after-call.dynamodb", hook)
+    _fail_write(catalog, n, after=after)
     # When another outcome for the URL fails at the n-th write, and its job is retried
-    for _attempt in range(3):
-        try:
-            status = catalog.put_outcome(_outcome(Outcome.DISALLOWED))
-            break
-        except StorageError:
-            continue
+    status = _until_it_goes(lambda: catalog.put_outcome(_outcome(Outcome.DISALLOWED)))
     # Then the run counts the URL once, settled under the outcome it holds
     assert _settled_counts(status) == (1, 1, {"disallowed": 1})
     latest = catalog.get_url("http://h/a")
