@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ import reharvest_bench  # noqa: E402
 from cost_model import CallCounter, Prices, Usage, price  # noqa: E402
 
 INTAKE_EVENT = REPO / "infrastructure/events/intake-post-harvest.json"
+SCHEDULER_EVENT = REPO / "infrastructure/events/scheduler.json"
 PLATFORM_LOG_BYTES = 300  # START, END and REPORT lines Lambda writes per invocation (modelled)
 
 
@@ -80,6 +82,8 @@ class Harvest:
     batches: Counter[str] = field(default_factory=Counter)
     cpu_seconds: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    #: the part of ``usage`` the scheduler tick that closed the run spent
+    closing: Usage | None = None
 
 
 class Bench:
@@ -112,16 +116,14 @@ class Bench:
 
     def harvest(self, name: str, site_url: str, pages: int) -> Harvest:
         """POST /harvests for the site, then drain every queue; returns what it cost."""
-        from tests.support.aws import sqs_event
-        from tests.support.lambda_driver import FakeLambdaContext, Route, gather
-        from tests.support.pipeline import STAGE_FUNCTIONS, function_environment, handler_of
+        from tests.support.lambda_driver import FakeLambdaContext
+        from tests.support.pipeline import function_environment, handler_of
 
         before = self.counter.tally.copy()
         logs_before = self.logs.bytes
         invocations = 0
         gb_seconds = 0.0
         batches: Counter[str] = Counter()
-        delivery_requests = 0  # the event source mappings' ReceiveMessage and DeleteMessageBatch
         cpu: Counter[str] = Counter()
         started = time.perf_counter()
 
@@ -146,6 +148,45 @@ class Bench:
         assert response["statusCode"] == 202, response
         run_id = json.loads(response["body"])["run_id"]
 
+        delivery_requests = self._drain(call, batches)
+        # The run is finished: the next scheduler tick closes it (withdrawals, the Signmap of
+        # each source with new records, the run's summary and publisher report). Part of what
+        # a harvest costs, shown apart as well.
+        drained = self.counter.tally.copy()
+        logs_drained, invocations_drained, gb_drained = self.logs.bytes, invocations, gb_seconds
+        with function_environment(self.stack, "SchedulerFunction", **self.env):
+            tick = call("SchedulerFunction", json.loads(SCHEDULER_EVENT.read_text("utf-8")))
+        assert run_id in tick.get("closed", []), tick
+        seconds = time.perf_counter() - started
+        usage = Usage(
+            tally=self.counter.tally.minus(before),
+            lambda_requests=invocations,
+            gb_seconds=gb_seconds,
+            log_bytes=self.logs.bytes - logs_before + PLATFORM_LOG_BYTES * invocations,
+            sqs_delivery_requests=delivery_requests,
+        )
+        closing = Usage(
+            tally=self.counter.tally.minus(drained),
+            lambda_requests=invocations - invocations_drained,
+            gb_seconds=gb_seconds - gb_drained,
+            log_bytes=self.logs.bytes - logs_drained + PLATFORM_LOG_BYTES,
+            sqs_delivery_requests=0,
+        )
+        return Harvest(
+            name, pages, self._records(run_id), usage, batches, cpu, seconds, closing=closing
+        )
+
+    def _drain(
+        self, call: Callable[[str, dict[str, Any]], dict[str, Any]], batches: Counter[str]
+    ) -> int:
+        """Deliver every queue's messages to its function, in batches as the template's event
+        source mappings gather them, until all are empty; return the mappings' SQS requests
+        (ReceiveMessage and DeleteMessageBatch)."""
+        from tests.support.aws import sqs_event
+        from tests.support.lambda_driver import Route, gather
+        from tests.support.pipeline import STAGE_FUNCTIONS, function_environment
+
+        delivery_requests = 0
         busy = True
         while busy:
             busy = False
@@ -178,17 +219,7 @@ class Bench:
                         # cost per queue, not per record)
                         delivery_requests += batch.receives + -(-len(batch.messages) // 10)
                         batch = gather(self.sqs, route)
-        seconds = time.perf_counter() - started
-        tally = self.counter.tally.minus(before)
-        log_bytes = self.logs.bytes - logs_before + PLATFORM_LOG_BYTES * invocations
-        usage = Usage(
-            tally=tally,
-            lambda_requests=invocations,
-            gb_seconds=gb_seconds,
-            log_bytes=log_bytes,
-            sqs_delivery_requests=delivery_requests,
-        )
-        return Harvest(name, pages, self._records(run_id), usage, batches, cpu, seconds)
+        return delivery_requests
 
     def _records(self, run_id: str) -> int:
         import boto3
@@ -326,6 +357,26 @@ def report(harvests: list[Harvest], prices: Prices) -> str:
         "| **total** | "
         + " | ".join(f"**{sum(per_million(h, prices).values()):.2f}**" for h in harvests)
         + " |"
+    )
+    lines += [
+        "",
+        "Of which closing the run (the scheduler tick after the queues drained), dollars per "
+        "million records:",
+        "",
+        "| line item | " + " | ".join(f"{h.pages} {h.name}" for h in harvests) + " |",
+        "| --- |" + " ---: |" * len(harvests),
+    ]
+    closings = [
+        {k: v * 1e6 / h.pages for k, v in price(h.closing, prices).items()} if h.closing else {}
+        for h in harvests
+    ]
+    for item in items:
+        if any(closing.get(item) for closing in closings):
+            lines.append(
+                f"| {item} | " + " | ".join(f"{c.get(item, 0.0):.2f}" for c in closings) + " |"
+            )
+    lines.append(
+        "| **closing** | " + " | ".join(f"**{sum(c.values()):.2f}**" for c in closings) + " |"
     )
     biggest = max(harvests, key=lambda h: (h.name == "first", h.pages))
     n = biggest.pages

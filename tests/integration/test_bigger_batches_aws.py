@@ -20,6 +20,7 @@ from botocore.awsrequest import AWSResponse
 from cdif_harvester import aws_runtime
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import IndexJob, decode, decode_staged, encode, encode_staged
+from cdif_harvester.keys import segment_signposts_key
 from cdif_harvester.model import RunState, RunStatus
 from tests.support.aws import ProvisionedStack, load_template, mocked_stack, session_hooks
 from tests.support.lambda_driver import Route, gather, pump
@@ -176,7 +177,8 @@ def test_a_batch_of_25_index_jobs_is_one_invocation_one_segment_and_each_outcome
     assert stats.batches == {INDEXER: 1}
     assert stats.messages == {INDEXER: JOBS}
     assert stats.failures == []
-    assert len(put) == 1 and put[0].startswith(f"segments/{SOURCE}/"), put
+    assert len(put) == 2 and put[0].startswith(f"segments/{SOURCE}/"), put  # noqa: PLR2004
+    assert put[1] == segment_signposts_key(put[0])  # (decision 0098)
     # And every URL's outcome is recorded once, and counted once
     _settled_once(catalog)
 

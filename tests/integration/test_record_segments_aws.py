@@ -20,7 +20,7 @@ import pytest
 from cdif_harvester import aws_runtime
 from cdif_harvester.contracts import IndexJob, decode_staged, encode, encode_staged
 from cdif_harvester.demo.server import PublisherSite
-from cdif_harvester.keys import parse_segment_ref
+from cdif_harvester.keys import parse_segment_ref, segment_signposts_key
 from cdif_harvester.model import CatalogEntry
 from cdif_harvester.stages.crosswalk import build_source_signmap
 from tests.support import pipeline
@@ -188,9 +188,11 @@ def test_a_batch_of_ten_jobs_is_one_segment_and_each_record_one_read_and_one_ran
     event = _sqs_event(stack, [encode(job) for job in jobs])
     result = pipeline.invoke(stack, "IndexerFunction", event, **SEGMENTS)
     assert result == {"batchItemFailures": []}
-    # Then its records and reports were written with one PUT, of a segment
+    # Then its records and reports were written with one PUT, of a segment, and what the
+    # Signmap lists of them with another, beside it
     puts = [params["Key"] for name, params in calls if name == "s3.PutObject"]
-    assert len(puts) == 1 and puts[0].startswith("segments/pub.example.org/")
+    assert len(puts) == 2 and puts[0].startswith("segments/pub.example.org/")  # noqa: PLR2004
+    assert puts[1] == segment_signposts_key(puts[0])
     # And each record's report is served at one catalogue read and one ranged GET
     entries = _entries(stack, "pub.example.org")
     per_job = len(decode_staged(STAGED.read_bytes()).records)

@@ -12,8 +12,14 @@ import pytest
 
 from cdif_harvester.adapters.local import DirectoryObjectStore, MemoryObjectStore
 from cdif_harvester.contracts import IndexJob, decode_staged, encode_staged
-from cdif_harvester.keys import parse_segment_ref, segment_key, segment_ref
+from cdif_harvester.keys import (
+    parse_segment_ref,
+    segment_key,
+    segment_ref,
+    segment_signposts_key,
+)
 from cdif_harvester.model import Outcome
+from cdif_harvester.stages.crosswalk import build_source_signmap
 from cdif_harvester.stages.finish import withdraw_vanished
 from cdif_harvester.stages.index import StagedObjectMissing, index_records
 from cdif_harvester.stages.records import record_versions
@@ -67,8 +73,12 @@ def test_a_batch_is_one_segment_per_source_and_each_entry_names_its_ranges(
     wiring = _segmented(_wiring(tmp_path))
     jobs = _jobs(["a.example", "b.example", "a.example"])
     stage = index_batch(wiring, jobs)
-    segments = sorted(wiring.store.list("segments/"))
+    segments = sorted(key for key in wiring.store.list("segments/") if key.endswith(".seg"))
     assert [key.split("/")[1] for key in segments] == ["a.example", "b.example"]
+    # (beside each, what the Signmap lists of its valid records: nothing else is written)
+    assert sorted(wiring.store.list("segments/")) == sorted(
+        [*segments, *(segment_signposts_key(key) for key in segments)]
+    )
     for job in jobs:
         outcome = stage(wiring, job)
         assert outcome.outcome is Outcome.RECORD
@@ -119,7 +129,7 @@ def test_a_job_that_cannot_be_planned_runs_alone_and_meets_its_error(tmp_path: P
         staged_key="staging/r1/gone.json",
     )  # fmt: skip
     stage = index_batch(wiring, [gone, good])
-    assert len(list(wiring.store.list("segments/"))) == 1
+    assert len([k for k in wiring.store.list("segments/") if k.endswith(".seg")]) == 1
     with pytest.raises(StagedObjectMissing):
         stage(wiring, gone)
     assert stage(wiring, good).outcome is Outcome.RECORD
@@ -176,3 +186,56 @@ def test_a_withdrawn_record_in_a_segment_is_marked_in_its_entry_and_no_object_is
         entry = wiring.catalog.get_record(ref.record_id)
         assert entry is not None and entry.withdrawn_at
     assert {key: wiring.store.get(key) for key in wiring.store.list("")} == segments
+
+
+class _CountedStore(DirectoryObjectStore):
+    """The directory store, counting reads; ``hide_signposts`` hides segments' signposts (as a
+    segment written before them has none)."""
+
+    def __init__(self, root: Path, *, hide_signposts: bool = False) -> None:
+        super().__init__(root)
+        self.hide_signposts = hide_signposts
+        self.reads: list[str] = []
+
+    def get(self, key: str) -> bytes:
+        self.reads.append(key)
+        if self.hide_signposts and key.endswith(".signposts.json"):
+            raise KeyError(key)
+        return super().get(key)
+
+
+def test_the_signmap_reads_one_object_per_segment_and_lists_what_each_record_gives(
+    tmp_path: Path,
+) -> None:
+    # Given two batches of a source's valid records indexed into segments
+    wiring = _segmented(_wiring(tmp_path))
+    jobs = _jobs(["a.example"] * 6)
+    for batch in (jobs[:4], jobs[4:]):
+        stage = index_batch(wiring, batch)
+        for job in batch:
+            stage(wiring, job)
+    entries = [e for e in wiring.catalog.records("a.example") if e.valid]
+    assert len(entries) >= len(jobs)
+    segments = sorted(key for key in wiring.store.list("segments/") if key.endswith(".seg"))
+    assert len(segments) == 2  # noqa: PLR2004
+
+    # When the Signmap is built with the segments' signposts, and again without them
+    root = tmp_path / "store"
+    with_signposts = replace(wiring, store=_CountedStore(root))
+    key = build_source_signmap(with_signposts, "a.example")
+    listed = with_signposts.store.get(key)
+    without = replace(wiring, store=_CountedStore(root, hide_signposts=True))
+    (root / key).unlink()
+    assert build_source_signmap(without, "a.example") == key
+    read_each = without.store.get(key)
+
+    # Then both list the same, which is not nothing
+    assert listed == read_each
+    assert b"<url>" in listed and b"<rs:ln " in listed
+    # And the first read one object per segment (and the Signmap it replaces), not the records
+    assert isinstance(with_signposts.store, _CountedStore)
+    assert isinstance(without.store, _CountedStore)
+    assert sorted(with_signposts.store.reads[:-2]) == sorted(
+        segment_signposts_key(segment) for segment in segments
+    )
+    assert len(without.store.reads) >= 2 * len(entries)

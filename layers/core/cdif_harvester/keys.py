@@ -36,6 +36,7 @@ __all__ = [
     "record_report_key",
     "segment_key",
     "segment_ref",
+    "segment_signposts_key",
     "sitemap_part_key",
     "signmap_key",
     "site_discovery_key",
@@ -200,6 +201,12 @@ def segment_key(source: str, day: str, name: str) -> str:
     """Key of one segment of ``source`` written on ``day`` (``YYYY-MM-DD``), named ``name``
     (a fresh UUID: a segment is never written twice)."""
     return f"segments/{source}/{day}/{name}.seg"
+
+
+def segment_signposts_key(key: str) -> str:
+    """Key of the Signposting of the valid records of the segment ``key``, written beside it:
+    what a source's Signmap reads instead of each record and report (decision 0098)."""
+    return key.removesuffix(".seg") + ".signposts.json"
 
 
 def segment_ref(key: str, offset: int, length: int) -> str:

@@ -49,25 +49,31 @@ from cdif_harvester.errors import PermanentError
 from cdif_harvester.keys import (
     VIEW_NAMES,
     parse_normalised_record_key,
+    parse_segment_ref,
     record_hash,
     record_report_key,
+    segment_signposts_key,
     signmap_key,
     view_keys,
 )
-from cdif_harvester.model import CatalogEntry, TypedLink
+from cdif_harvester.model import CatalogEntry, TypedLink, plain
 from cdif_harvester.ports import ObjectStore
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
     "VIEW_MEDIA_TYPES",
+    "Signposts",
     "NotARecordKey",
     "UnknownView",
     "build_source_signmap",
     "build_views",
     "keys_from_s3_event",
     "note_record",
+    "read_signposts",
+    "record_signposts",
     "record_view",
     "signmap_part_key",
+    "signposts_body",
     "stored_record_view",
 ]
 
@@ -135,6 +141,55 @@ def _signposts(
         invented=invented,
     )
     return context, links, invented
+
+
+#: What a Signmap lists of one record: its landing page, its lastmod and its links.
+Signposts = tuple[str | None, str | None, tuple[TypedLink, ...]]
+
+
+def record_signposts(report: Mapping[str, Any], record: Mapping[str, Any]) -> Signposts:
+    """What a Signmap lists of a valid record, from the record and its report."""
+    context, links, _ = _signposts(report, record)
+    return context, _lastmod(record), tuple(links)
+
+
+def signposts_body(signposts: Mapping[str, Signposts]) -> bytes:
+    """The JSON of a segment's signposts object: each record's :data:`Signposts`, by record
+    hash (links as objects of their set fields)."""
+    data = {
+        rhash: [context, lastmod, [_link_data(link) for link in links]]
+        for rhash, (context, lastmod, links) in signposts.items()
+    }
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def read_signposts(body: bytes) -> dict[str, Signposts]:
+    """The signposts :func:`signposts_body` wrote, by record hash. Raises ValueError when the
+    body is not such an object."""
+    data = json.loads(body)
+    if not isinstance(data, dict):
+        raise ValueError("a segment's signposts are a JSON object")
+    found: dict[str, Signposts] = {}
+    for rhash, (context, lastmod, links) in data.items():
+        found[rhash] = (context, lastmod, tuple(TypedLink(**link) for link in links))
+    return found
+
+
+def _link_data(link: TypedLink) -> dict[str, Any]:
+    # (the fields left at their defaults are left out: a link is about 100 bytes, not 300)
+    return {
+        name: value
+        for name, value in plain(link).items()
+        if value != _LINK_DEFAULTS.get(name, _NO_DEFAULT)
+    }
+
+
+_NO_DEFAULT = object()
+_LINK_DEFAULTS = {
+    field.name: field.default
+    for field in dataclasses.fields(TypedLink)
+    if field.default is not dataclasses.MISSING
+}
 
 
 def _put_if_changed(wiring: Wiring, key: str, body: bytes, content_type: str) -> bool:
@@ -290,13 +345,14 @@ class _LandingPages:
     def __exit__(self, *exc: object) -> None:
         self._db.close()
 
-    def add(self, loc: str, lastmod: str | None, links: Sequence[TypedLink]) -> None:
-        """Note one record of the landing page ``loc``."""
+    def add(self, loc: str, lastmod: str | None, links: Sequence[TypedLink], seq: int) -> None:
+        """Note one record of the landing page ``loc``, ``seq`` its place among the records
+        (the records of a page merge their links in that order, whatever the reading order)."""
         # pickle: our own values, read back by this object only, never from elsewhere.
         item = pickle.dumps((lastmod, tuple(links)))
         self._db.execute(
-            "INSERT INTO page (loc, item) VALUES (?, ?)",
-            (loc.encode("utf-8", "surrogatepass"), item),
+            "INSERT INTO page (seq, loc, item) VALUES (?, ?, ?)",
+            (seq, loc.encode("utf-8", "surrogatepass"), item),
         )
 
     def entries(self) -> Iterator[SitemapEntry]:
@@ -333,25 +389,42 @@ def build_source_signmap(
 ) -> str:
     """Write the Signmap of every valid record of ``source``; return its key.
 
-    Reads the report and the record of each valid entry of the source in the catalogue, by
-    the keys the entry holds (``records/`` and ``reports/``, or ranges of a segment; a report
-    without its record is skipped), and writes :func:`~cdif_harvester.keys.signmap_key`: a
-    ``<urlset>``, or, beyond ``max_urls`` entries or ``max_bytes`` (the sitemaps.org limits by
-    default), a sitemap index of ``signmap-NNNNN.xml`` parts (see the module docstring).
-    Reports and records are read by up to ``readers`` threads at once. Unchanged objects are
-    not written again. Raises StorageError when the store fails.
+    Takes each valid entry of the source in the catalogue: from the signposts object of its
+    record's segment (one read per segment, decision 0098), else by reading its report and
+    record by the keys the entry holds (``records/`` and ``reports/``, or ranges of a segment
+    written before those objects; a report without its record is skipped). Writes
+    :func:`~cdif_harvester.keys.signmap_key`: a ``<urlset>``, or, beyond ``max_urls`` entries or
+    ``max_bytes`` (the sitemaps.org limits by default), a sitemap index of
+    ``signmap-NNNNN.xml`` parts (see the module docstring). Objects are read by up to
+    ``readers`` threads at once. Unchanged objects are not written again. Raises StorageError
+    when the store fails.
     """
     # (in the order of the record hashes, as the reports were listed before the entries were
-    # read: records that share a landing page merge their links in the same order)
+    # read: records that share a landing page merge their links in that order, their place in
+    # it given to each however it is read)
     # (only the keys are held, not the entries: a large source's Signmap stays small in memory)
     catalogued = sorted(
         (record_hash(entry.record_id), entry.report_key, entry.record_key)
         for entry in wiring.catalog.records(source)
         if entry.valid and not entry.withdrawn_at and entry.record_key is not None
     )
+    by_segment: dict[str, list[int]] = {}  # signposts object -> places of its records
+    unread: list[int] = []  # places of the records read one by one
+    for seq, (_, _, record_key) in enumerate(catalogued):
+        segment = parse_segment_ref(record_key or "")
+        if segment is None:
+            unread.append(seq)
+        else:
+            by_segment.setdefault(segment_signposts_key(segment[0]), []).append(seq)
 
-    def read(keys: tuple[str, str, str | None]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        _, report_key, record_key = keys
+    def read_segment(key: str) -> dict[str, Signposts]:
+        try:
+            return read_signposts(wiring.store.get(key))
+        except (KeyError, ValueError, TypeError):  # none (older segments), or unreadable
+            return {}
+
+    def read(seq: int) -> Signposts | None:
+        _, report_key, record_key = catalogued[seq]
         try:
             report = json.loads(wiring.store.get(report_key))
             if not isinstance(report, dict) or not report.get("valid"):
@@ -361,21 +434,29 @@ def build_source_signmap(
             record = json.loads(wiring.store.get(record_key or ""))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
-        return (report, record) if isinstance(record, dict) else None
+        return record_signposts(report, record) if isinstance(record, dict) else None
 
-    # Two reads per record: on S3 the time is in the round trips, so they run side by side
-    # (in key order all the same, so the result does not depend on timing), a window of keys
-    # at a time so that the readers never run far ahead of what is written down. The landing
-    # pages are grouped on disk (_LandingPages), not in a dict of every record's links.
+    # On S3 the time is in the round trips, so reads run side by side (in key order all the
+    # same, so the result does not depend on timing), a window of keys at a time so that the
+    # readers never run far ahead of what is written down. The landing pages are grouped on
+    # disk (_LandingPages), not in a dict of every record's links.
     with _LandingPages() as pages, ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
-        for start in range(0, len(catalogued), _READ_WINDOW):
-            for pair in pool.map(read, catalogued[start : start + _READ_WINDOW]):
-                if pair is None:
-                    continue
-                report, record = pair
-                context, links, _ = _signposts(report, record)
-                if context:
-                    pages.add(context, _lastmod(record), links)
+        segments = sorted(by_segment)
+        for start in range(0, len(segments), _READ_WINDOW):
+            window = segments[start : start + _READ_WINDOW]
+            for key, found in zip(window, pool.map(read_segment, window), strict=True):
+                for seq in by_segment[key]:
+                    signposts = found.get(catalogued[seq][0])
+                    if signposts is None:
+                        unread.append(seq)  # not in its segment's signposts: read it
+                    elif signposts[0]:
+                        pages.add(signposts[0], signposts[1], signposts[2], seq)
+        unread.sort()
+        for start in range(0, len(unread), _READ_WINDOW):
+            places = unread[start : start + _READ_WINDOW]
+            for seq, signposts in zip(places, pool.map(read, places), strict=True):
+                if signposts is not None and signposts[0]:
+                    pages.add(signposts[0], signposts[1], signposts[2], seq)
         parts = render_signmap(pages.entries(), max_urls=max_urls, max_bytes=max_bytes)
     target = signmap_key(source)
     if len(parts) == 1:

@@ -6,18 +6,21 @@ One S3 PUT is $5 per million; a record and its report were two. With ``record_se
 batch first (:func:`~cdif_harvester.stages.index.plan_index`: reads only), writes what they
 would write as one immutable segment per source, ``segments/<source>/<day>/<uuid>.seg``, then
 lets each job write its catalogue entries, whose record and report keys are references
-``<segment>#<offset>-<length>`` that the object stores read with one ranged GET. A job whose
+``<segment>#<offset>-<length>`` that the object stores read with one ranged GET. Beside each
+segment, what the source's Signmap lists of its valid records (decision 0098). A job whose
 planning fails runs alone, as without segments. See docs/decisions/0086-record-segments.md.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 
 from cdif_harvester.contracts import IndexJob
-from cdif_harvester.keys import segment_key, segment_ref
+from cdif_harvester.keys import record_hash, segment_key, segment_ref, segment_signposts_key
 from cdif_harvester.model import UrlOutcome
+from cdif_harvester.stages.crosswalk import Signposts, record_signposts, signposts_body
 from cdif_harvester.stages.index import IndexPlan, apply_index, index_records, plan_index
 from cdif_harvester.wiring import Wiring
 
@@ -49,7 +52,32 @@ def write_segments(wiring: Wiring, plans: Sequence[IndexPlan]) -> list[dict[str,
                 offset += len(body)
         if parts:
             wiring.store.put(key, b"".join(parts), content_type=SEGMENT_MEDIA_TYPE)
+            signposts = _signposts_of([plan for plan in plans if plan.job.source == source])
+            if signposts:
+                wiring.store.put(
+                    segment_signposts_key(key),
+                    signposts_body(signposts),
+                    content_type="application/json",
+                )
     return placed
+
+
+def _signposts_of(plans: Sequence[IndexPlan]) -> dict[str, Signposts]:
+    """What the source's Signmap lists of each valid record ``plans`` write, by record hash:
+    written beside the segment, so that the Signmap reads one object per segment, not each
+    record and report (decision 0098)."""
+    found: dict[str, Signposts] = {}
+    for plan in plans:
+        for planned in plan.records:
+            item = planned.item
+            if planned.held is not None or not planned.valid or item.record is None:
+                continue
+            try:
+                report = json.loads(planned.report)
+                found[record_hash(item.record_id)] = record_signposts(report, item.record)
+            except Exception:  # noqa: BLE001, S112 - the Signmap reads this record itself then
+                continue
+    return found
 
 
 def index_batch(wiring: Wiring, jobs: Sequence[IndexJob]) -> IndexStage:
