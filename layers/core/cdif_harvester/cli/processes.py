@@ -75,10 +75,23 @@ def default_processes() -> int:
 
 def task_message(task_id: int, job_message: str, held: HeldBlocks | None) -> bytes:
     """The task of reading the documents of the job ``job_message`` (its queue message)."""
-    data: dict[str, Any] = {"id": task_id, "job": job_message}
+    data: dict[str, Any] = {"id": task_id}
     if held is not None:
         data["held"] = {"blocks": list(held.blocks), "sd_dates": list(held.sd_dates)}
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _frame(data, job_message.encode("utf-8"))
+
+
+def _frame(head: dict[str, Any], payload: bytes = b"") -> bytes:
+    """A task or an answer: its head (JSON, on one line), a newline, then its payload as it
+    is (a message with a document inside: not escaped again within the head's JSON)."""
+    return json.dumps(head, separators=(",", ":")).encode("ascii") + b"\n" + payload
+
+
+def _unframe(raw: bytes) -> tuple[dict[str, Any], bytes]:
+    """The head and the payload of a frame :func:`_frame` made."""
+    head, _, payload = raw.partition(b"\n")
+    data: dict[str, Any] = json.loads(head)
+    return data, payload
 
 
 @dataclass(frozen=True)
@@ -106,15 +119,15 @@ def error_of(data: dict[str, Any]) -> HarvestError:
 
 
 def _answer_of(raw: bytes) -> Answer:
-    data = json.loads(raw)
+    data, payload = _unframe(raw)
     task_id = int(data["id"])
     if "error" in data:
         return Answer(task_id, error=error_of(data["error"]))
-    if "index" in data:
-        return Answer(task_id, index=str(data["index"]))
+    if data.get("index"):
+        return Answer(task_id, index=payload.decode("utf-8"))
     if "unchanged" in data:
         return Answer(task_id, extraction=Extraction(unchanged=str(data["unchanged"])))
-    return Answer(task_id, extraction=Extraction(staged=decode_staged(data["staged"])))
+    return Answer(task_id, extraction=Extraction(staged=decode_staged(payload)))
 
 
 @dataclass
@@ -311,10 +324,10 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
 
 def _answer(wiring: Any, raw: bytes) -> bytes:
     """Read one task's documents; the answer's bytes."""
-    data = json.loads(raw)
+    data, payload = _unframe(raw)
     head = {"id": data["id"]}
     try:
-        job = decode(data["job"], DocumentJob)
+        job = decode(payload, DocumentJob)
         held = data.get("held")
         extraction = read_documents(
             wiring,
@@ -323,15 +336,13 @@ def _answer(wiring: Any, raw: bytes) -> bytes:
         )
         if extraction.staged is not None and extraction.staged.records:
             _, message = hand_over(wiring, job, extraction.staged)
-            return json.dumps({**head, "index": message}).encode("utf-8")
+            return _frame({**head, "index": True}, message.encode("utf-8"))
     except Exception as exc:  # noqa: BLE001 - every error goes back with its verdict
-        return json.dumps({**head, "error": _error_data(exc)}).encode("utf-8")
+        return _frame({**head, "error": _error_data(exc)})
     if extraction.unchanged is not None:
-        return json.dumps({**head, "unchanged": extraction.unchanged}).encode("utf-8")
+        return _frame({**head, "unchanged": extraction.unchanged})
     assert extraction.staged is not None
-    # (the hand-over's own encoding, set in the answer as it is: no second escaping)
-    opening = json.dumps(head)[:-1].encode("utf-8")
-    return opening + b',"staged":' + encode_staged(extraction.staged) + b"}"
+    return _frame(head, encode_staged(extraction.staged))
 
 
 def _error_data(exc: Exception) -> dict[str, Any]:
