@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import pickle
 import queue
 import signal
 import struct
@@ -30,9 +31,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import cdif_harvester
-from cdif_harvester.contracts import DocumentJob, decode, decode_staged, encode_staged
+from cdif_harvester.contracts import DocumentJob, IndexJob, decode, decode_staged, encode_staged
 from cdif_harvester.errors import HarvestError, PermanentError, RetryableError
 from cdif_harvester.stages.extract import Extraction, HeldBlocks, hand_over, read_documents
+from cdif_harvester.stages.index import PreparedIndex, prepare_index
 from cdif_harvester.stages.jobs import verdict
 
 __all__ = [
@@ -96,12 +98,14 @@ def _unframe(raw: bytes) -> tuple[dict[str, Any], bytes]:
 
 @dataclass(frozen=True)
 class Answer:
-    """A task's answer: ``index``, the message of the index job to send, or ``extraction``
-    (no records, or unchanged), or ``error`` (the verdict on what it raised), or ``lost`` (its
-    process died: ``blamed`` when it was the task running, else it never started)."""
+    """A task's answer: ``index``, the message of the index job to send (with ``prepared``,
+    the part of its work that needs no catalogue, done), or ``extraction`` (no records, or
+    unchanged), or ``error`` (the verdict on what it raised), or ``lost`` (its process died:
+    ``blamed`` when it was the task running, else it never started)."""
 
     task_id: int
     index: str | None = None
+    prepared: PreparedIndex | None = None
     extraction: Extraction | None = None
     error: HarvestError | None = None
     lost: bool = False
@@ -123,8 +127,11 @@ def _answer_of(raw: bytes) -> Answer:
     task_id = int(data["id"])
     if "error" in data:
         return Answer(task_id, error=error_of(data["error"]))
-    if data.get("index"):
-        return Answer(task_id, index=payload.decode("utf-8"))
+    if "index" in data:
+        # (the message, then the prepared work pickled: from our own process, not a stranger)
+        size = int(data["index"])
+        prepared = pickle.loads(payload[size:]) if len(payload) > size else None  # noqa: S301
+        return Answer(task_id, index=payload[:size].decode("utf-8"), prepared=prepared)
     if "unchanged" in data:
         return Answer(task_id, extraction=Extraction(unchanged=str(data["unchanged"])))
     return Answer(task_id, extraction=Extraction(staged=decode_staged(payload)))
@@ -335,14 +342,24 @@ def _answer(wiring: Any, raw: bytes) -> bytes:
             None if held is None else HeldBlocks(tuple(held["blocks"]), tuple(held["sd_dates"])),
         )
         if extraction.staged is not None and extraction.staged.records:
-            _, message = hand_over(wiring, job, extraction.staged)
-            return _frame({**head, "index": True}, message.encode("utf-8"))
+            index_job, message = hand_over(wiring, job, extraction.staged)
+            encoded = message.encode("utf-8")
+            return _frame({**head, "index": len(encoded)}, encoded + _prepared(wiring, index_job))
     except Exception as exc:  # noqa: BLE001 - every error goes back with its verdict
         return _frame({**head, "error": _error_data(exc)})
     if extraction.unchanged is not None:
         return _frame({**head, "unchanged": extraction.unchanged})
     assert extraction.staged is not None
     return _frame(head, encode_staged(extraction.staged))
+
+
+def _prepared(wiring: Any, job: IndexJob) -> bytes:
+    """The index job's work that needs no catalogue, done here and pickled (nothing when it
+    fails: the runner's indexer then does it all, and meets the error itself)."""
+    try:
+        return pickle.dumps(prepare_index(wiring, job), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - (see above)
+        return b""
 
 
 def _error_data(exc: Exception) -> dict[str, Any]:
