@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.cli import processes
+from cdif_harvester.cli import processes, runner
 from cdif_harvester.cli.main import main
 from cdif_harvester.cli.processes import StagePool
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.errors import RetryableError
 from tests.support.httpserver import LocalHTTPServer
 
 pytestmark = pytest.mark.network
@@ -195,6 +196,67 @@ def test_a_harvest_in_processes_ends_as_in_one_byte_for_byte(
     }
     # the large record's hand-over went by the staging area, which the run then removed
     assert not (out / "staging").exists()
+
+
+def test_index_jobs_are_done_with_the_work_their_process_prepared(
+    served: PublisherSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+) -> None:
+    outcomes, records, _ = reference
+    calls: dict[str, list[str]] = {"prepared": [], "whole": []}
+    prepared, whole = runner.index_prepared, runner.index_records
+
+    def noting_prepared(wiring: Any, work: Any) -> Any:
+        calls["prepared"].append(work.job.url)
+        return prepared(wiring, work)
+
+    def noting_whole(wiring: Any, job: Any) -> Any:
+        calls["whole"].append(job.url)
+        return whole(wiring, job)
+
+    monkeypatch.setattr(runner, "index_prepared", noting_prepared)
+    monkeypatch.setattr(runner, "index_records", noting_whole)
+    out = tmp_path / "out"
+    _harvest(served, out, 2)
+
+    with_records = {url for url, line in outcomes.items() if line["records"]}
+    assert sorted(calls["prepared"]) == sorted(with_records)  # (the large one's staged too)
+    assert calls["whole"] == []
+    assert _outcomes(out) == outcomes
+    assert _files(out, "records") == records
+
+
+def test_a_prepared_index_job_that_fails_is_tried_again_from_its_message(
+    served: PublisherSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+) -> None:
+    outcomes, records, _ = reference
+    whole_for: list[str] = []
+    prepared, whole = runner.index_prepared, runner.index_records
+
+    def failing_once(wiring: Any, work: Any) -> Any:
+        if work.job.url == served.url(TWO):
+            raise RetryableError("the disk is busy", reason="busy")
+        return prepared(wiring, work)
+
+    def noting_whole(wiring: Any, job: Any) -> Any:
+        whole_for.append(job.url)
+        return whole(wiring, job)
+
+    monkeypatch.setattr(runner, "index_prepared", failing_once)
+    monkeypatch.setattr(runner, "index_records", noting_whole)
+    out = tmp_path / "out"
+    said = io.StringIO()
+    _harvest(served, out, 2, jitter=lambda low, high: 0.0, progress=said)
+
+    assert whole_for == [served.url(TWO)]  # (its second attempt: the message decoded)
+    assert f"retrying {served.url(TWO)}" in said.getvalue()
+    assert _outcomes(out) == outcomes
+    assert _files(out, "records") == records
 
 
 def test_shacl_runs_in_the_processes_as_in_one(served: PublisherSite, tmp_path: Path) -> None:

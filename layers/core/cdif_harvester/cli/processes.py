@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import cdif_harvester
-from cdif_harvester.contracts import DocumentJob, IndexJob, decode, decode_staged, encode_staged
+from cdif_harvester.contracts import (
+    DocumentJob,
+    IndexJob,
+    StagedRecords,
+    decode,
+    decode_staged,
+    encode_staged,
+)
 from cdif_harvester.errors import HarvestError, PermanentError, RetryableError
 from cdif_harvester.stages.extract import Extraction, HeldBlocks, hand_over, read_documents
 from cdif_harvester.stages.index import PreparedIndex, prepare_index
@@ -344,7 +351,8 @@ def _answer(wiring: Any, raw: bytes) -> bytes:
         if extraction.staged is not None and extraction.staged.records:
             index_job, message = hand_over(wiring, job, extraction.staged)
             encoded = message.encode("utf-8")
-            return _frame({**head, "index": len(encoded)}, encoded + _prepared(wiring, index_job))
+            prepared = _prepared(wiring, index_job, extraction.staged)
+            return _frame({**head, "index": len(encoded)}, encoded + prepared)
     except Exception as exc:  # noqa: BLE001 - every error goes back with its verdict
         return _frame({**head, "error": _error_data(exc)})
     if extraction.unchanged is not None:
@@ -353,11 +361,13 @@ def _answer(wiring: Any, raw: bytes) -> bytes:
     return _frame(head, encode_staged(extraction.staged))
 
 
-def _prepared(wiring: Any, job: IndexJob) -> bytes:
-    """The index job's work that needs no catalogue, done here and pickled (nothing when it
-    fails: the runner's indexer then does it all, and meets the error itself)."""
+def _prepared(wiring: Any, job: IndexJob, staged: StagedRecords) -> bytes:
+    """The work of ``job`` (handing ``staged`` over) that needs no catalogue, done here and
+    pickled (nothing when it fails: the runner's indexer then does it all, and meets the error
+    itself). ``staged`` as made, not read back from the message: they are the same values."""
     try:
-        return pickle.dumps(prepare_index(wiring, job), protocol=pickle.HIGHEST_PROTOCOL)
+        prepared = prepare_index(wiring, job, staged)
+        return pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - (see above)
         return b""
 

@@ -111,10 +111,13 @@ class PreparedIndex:
     records: tuple[PreparedRecord, ...]
 
 
-def prepare_index(wiring: Wiring, job: IndexJob) -> PreparedIndex:
-    """Read ``job``'s hand-over and make what indexing it writes, reading no catalogue and
-    writing nothing (see :func:`index_prepared`). Raises as :func:`load_staged` does."""
-    staged = load_staged(wiring, job)
+def prepare_index(
+    wiring: Wiring, job: IndexJob, staged: StagedRecords | None = None
+) -> PreparedIndex:
+    """Make what indexing ``job`` writes, reading no catalogue and writing nothing (see
+    :func:`index_prepared`), from ``staged``, the hand-over ``job`` carries when the caller
+    holds it already, or else from the hand-over read. Raises as :func:`load_staged` does."""
+    staged = load_staged(wiring, job) if staged is None else staged
     now = wiring.clock.now().isoformat(timespec="seconds")
     made = tuple(_prepare_one(job, staged, item, now) for item in staged.records)
     return PreparedIndex(job=job, staged=staged, now=now, records=made)
