@@ -147,8 +147,17 @@ def record_links(record: Mapping[str, Any], *, invented: Collection[str] = ()) -
     Never raises.
     """
     bindings = prefixes(record)
-    index = node_index(record)
     links: list[TypedLink] = []
+    # The record's nodes by id, indexed only when a bare reference asks for one: walking the
+    # whole record was most of the cost of a record's links, and most records have none.
+    index: dict[str, Mapping[str, Any]] | None = None
+
+    def resolved(value: Any) -> Any:
+        nonlocal index
+        if isinstance(value, Mapping) and set(value) == {"@id"}:
+            index = node_index(record) if index is None else index
+            return resolve_node(value, index, bindings)
+        return value
 
     def add(
         href: str | None,
@@ -190,18 +199,18 @@ def record_links(record: Mapping[str, Any], *, invented: Collection[str] = ()) -
         elif (iri := absolute_iri(value, bindings)) and is_web_iri(iri):
             add(iri, "type")
     for value in as_list(record.get("schema:additionalType")):
-        add(_type_iri(resolve_node(value, index, bindings), bindings), "type")
+        add(_type_iri(resolved(value), bindings), "type")
     for value in as_list(record.get("schema:license")):
-        add(iri_of(text(resolve_node(value, index, bindings)), bindings), "license")
+        add(iri_of(text(resolved(value)), bindings), "license")
     for related in as_list(record.get("schema:relatedLink")):
-        role = resolve_node(related, index, bindings)
+        role = resolved(related)
         if not isinstance(role, Mapping):
             continue
         rel = _RELATED.get(_link_relationship(role.get("schema:linkRelationship")).lower())
         if rel is None:
             continue
         for given in as_list(role.get("schema:target")):
-            target = resolve_node(given, index, bindings)
+            target = resolved(given)
             if isinstance(target, Mapping):
                 media = _media_type(target.get("schema:encodingFormat")) or _media_type(
                     target.get("schema:contentType")
