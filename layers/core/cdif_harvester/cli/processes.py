@@ -3,12 +3,13 @@
 Each process is ``python -m cdif_harvester.cli.processes`` with pipes for stdin and stdout. A
 task is a document job's message (the contract's own JSON) with what the held harvest says of
 its blocks; the answer is the index job's message (its staged object written when too large
-for it), the extractor's hand-over when no record was found (``encode_staged``), the reason the
-blocks are unchanged, or the error's verdict. Nothing else crosses: each process reads the output
-directory with its own object store and never the catalogue, which the runner alone writes.
-A process that dies loses its tasks to the runner (:meth:`StagePool.answers`), never silently.
+for it) with the part of that job's work that needs no catalogue (``prepare_index``), the
+extractor's hand-over when no record was found (``encode_staged``), the reason the blocks are
+unchanged, or the error's verdict. Nothing else crosses: each process reads the output directory
+with its own object store and never the catalogue, which the runner alone writes. A process
+that dies loses its tasks to the runner (:meth:`StagePool.answers`), never silently.
 
-See docs/decisions/0090-local-stages-in-processes.md.
+See docs/decisions/0090-local-stages-in-processes.md and 0095-index-work-prepared-in-processes.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ The stages that fetch run on a pool of ``workers`` threads spread across hosts, 
 through one in-memory host gate; with ``processes`` above 1 the extractor reads documents in
 that many other processes (:mod:`cdif_harvester.cli.processes`), this one writing what they find.
 
-See docs/decisions/0010-local-runner.md and docs/decisions/0090-local-stages-in-processes.md.
+See docs/decisions/0010-local-runner.md, 0090-local-stages-in-processes.md and
+0095-index-work-prepared-in-processes.md.
 """
 
 from __future__ import annotations
