@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from cdif_harvester.cli import processes
+from cdif_harvester.cli import processes, runner
 from cdif_harvester.cli.main import main
 from cdif_harvester.cli.processes import StagePool
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
+from cdif_harvester.errors import RetryableError
 from tests.support.httpserver import LocalHTTPServer
 
 pytestmark = pytest.mark.network
@@ -131,6 +132,13 @@ def tasks(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     return sent
 
 
+def _job_of(task: bytes) -> dict[str, Any]:
+    """The document job a task carries: a task is its head's JSON on one line, then the job's
+    message as the queue holds it."""
+    job: dict[str, Any] = json.loads(task.partition(b"\n")[2])
+    return job
+
+
 def _kill_on(monkeypatch: pytest.MonkeyPatch, path: str, *, times: int) -> Callable[[], list[int]]:
     """Kill the process a task reading ``path`` is sent to, the first ``times`` times; one task
     per process at a time, so it is the task running there. Returns the killed ones' ids."""
@@ -139,7 +147,7 @@ def _kill_on(monkeypatch: pytest.MonkeyPatch, path: str, *, times: int) -> Calla
     submit = StagePool.submit
 
     def killing(pool: StagePool, task_id: int, task: bytes) -> None:
-        if path not in json.loads(json.loads(task)["job"])["url"] or len(killed) >= times:
+        if path not in _job_of(task)["url"] or len(killed) >= times:
             submit(pool, task_id, task)
             return
         # Every process ready (one killed while starting would count as a broken installation)
@@ -190,6 +198,67 @@ def test_a_harvest_in_processes_ends_as_in_one_byte_for_byte(
     assert not (out / "staging").exists()
 
 
+def test_index_jobs_are_done_with_the_work_their_process_prepared(
+    served: PublisherSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+) -> None:
+    outcomes, records, _ = reference
+    calls: dict[str, list[str]] = {"prepared": [], "whole": []}
+    prepared, whole = runner.index_prepared, runner.index_records
+
+    def noting_prepared(wiring: Any, work: Any) -> Any:
+        calls["prepared"].append(work.job.url)
+        return prepared(wiring, work)
+
+    def noting_whole(wiring: Any, job: Any) -> Any:
+        calls["whole"].append(job.url)
+        return whole(wiring, job)
+
+    monkeypatch.setattr(runner, "index_prepared", noting_prepared)
+    monkeypatch.setattr(runner, "index_records", noting_whole)
+    out = tmp_path / "out"
+    _harvest(served, out, 2)
+
+    with_records = {url for url, line in outcomes.items() if line["records"]}
+    assert sorted(calls["prepared"]) == sorted(with_records)  # (the large one's staged too)
+    assert calls["whole"] == []
+    assert _outcomes(out) == outcomes
+    assert _files(out, "records") == records
+
+
+def test_a_prepared_index_job_that_fails_is_tried_again_from_its_message(
+    served: PublisherSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reference: tuple[dict[str, dict[str, Any]], dict[str, bytes], dict[str, bytes]],
+) -> None:
+    outcomes, records, _ = reference
+    whole_for: list[str] = []
+    prepared, whole = runner.index_prepared, runner.index_records
+
+    def failing_once(wiring: Any, work: Any) -> Any:
+        if work.job.url == served.url(TWO):
+            raise RetryableError("the disk is busy", reason="busy")
+        return prepared(wiring, work)
+
+    def noting_whole(wiring: Any, job: Any) -> Any:
+        whole_for.append(job.url)
+        return whole(wiring, job)
+
+    monkeypatch.setattr(runner, "index_prepared", failing_once)
+    monkeypatch.setattr(runner, "index_records", noting_whole)
+    out = tmp_path / "out"
+    said = io.StringIO()
+    _harvest(served, out, 2, jitter=lambda low, high: 0.0, progress=said)
+
+    assert whole_for == [served.url(TWO)]  # (its second attempt: the message decoded)
+    assert f"retrying {served.url(TWO)}" in said.getvalue()
+    assert _outcomes(out) == outcomes
+    assert _files(out, "records") == records
+
+
 def test_shacl_runs_in_the_processes_as_in_one(served: PublisherSite, tmp_path: Path) -> None:
     pytest.importorskip("pyshacl")
     for count in (1, 2):
@@ -223,8 +292,10 @@ def test_an_unchanged_page_is_found_unchanged_in_processes_as_in_one(
     assert one[two_url]["outcome"] == "unchanged"
     assert "JSON-LD blocks are the same" in one[two_url]["reason"]
     # it was read in a process, which was told the blocks held
-    again = [json.loads(task) for task in tasks[sent:]]
-    assert [t.get("held") is not None for t in again if TWO in t["job"]] == [True]
+    again = [task for task in tasks[sent:] if TWO in _job_of(task)["url"]]
+    assert [json.loads(task.partition(b"\n")[0]).get("held") is not None for task in again] == [
+        True
+    ]
 
 
 def test_a_killed_process_loses_no_url(

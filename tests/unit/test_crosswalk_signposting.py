@@ -215,6 +215,32 @@ def test_related_links_of_other_kinds_and_bare_ids_give_nothing() -> None:
     assert record_links(record) == []
 
 
+def test_bare_references_are_read_as_the_nodes_they_name() -> None:
+    # (the nodes by id are indexed only when a reference asks for one)
+    role = "https://x.example/roles/1"
+    target = "https://x.example/targets/1"
+    record = _record(
+        {
+            "schema:relatedLink": [{"@id": role}],
+            "schema:hasPart": [
+                {
+                    "@id": role,
+                    "schema:linkRelationship": "hasPart",
+                    "schema:target": {"@id": target},
+                },
+                {
+                    "@id": target,
+                    "schema:url": "https://x.example/files/x.csv",
+                    "schema:encodingFormat": ["text/csv"],
+                },
+            ],
+        }
+    )
+    assert _tuples(record_links(record)) == [
+        ("item", "https://x.example/files/x.csv", "text/csv", None, None)
+    ]
+
+
 # --- merging with what the resolver saw -----------------------------------------------------
 
 

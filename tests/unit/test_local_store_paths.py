@@ -3,6 +3,8 @@ the folder a prefix names."""
 
 from __future__ import annotations
 
+import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,33 @@ def test_a_listing_walks_only_the_prefixs_folder(
     ]
     assert list(store.list("nothing/here/")) == []
     assert walked == [tmp_path.resolve() / "runs" / "r1", tmp_path.resolve() / "runs"]
+
+
+def test_a_write_makes_its_folder_only_when_it_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DirectoryObjectStore(tmp_path)
+    made: list[Path] = []
+    mkdir = Path.mkdir
+    depth = [0]
+
+    def noting(self: Path, *args: object, **kwargs: object) -> None:
+        if not depth[0]:  # (not the calls it makes for the parents)
+            made.append(self)
+        depth[0] += 1
+        try:
+            mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            depth[0] -= 1
+
+    monkeypatch.setattr(Path, "mkdir", noting)
+    store.put("records/s/a.jsonld", b"1")
+    store.put("records/s/b.jsonld", b"2")  # (into a folder that is there: nothing to make)
+    assert made == [tmp_path.resolve() / "records" / "s"]
+    shutil.rmtree(tmp_path / "records")  # (removed between two writes: made again)
+    store.put("records/s/a.jsonld", b"3")
+    assert store.get("records/s/a.jsonld") == b"3"
+    assert len(made) == 2
+    # written as tempfile.mkstemp made them: the owner's alone, no temporary file left
+    assert stat.S_IMODE((tmp_path / "records/s/a.jsonld").stat().st_mode) == 0o600
+    assert sorted(p.name for p in (tmp_path / "records/s").iterdir()) == ["a.jsonld"]

@@ -9,10 +9,10 @@ a check of one document, which keeps nothing and fetches nothing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -65,13 +65,40 @@ class SystemClock:
         return datetime.now(UTC)
 
 
+# Temporary files are created new, never followed through a link, never inherited.
+_CREATE_NEW = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_TEMPORARY_NAMES = itertools.count()
+
+
+def _temporary(folder: str) -> tuple[str, int]:
+    """A new file in ``folder`` to write an object into before it is renamed into place, as
+    ``tempfile.mkstemp`` makes one (readable by its owner only), its name unique across threads
+    and processes. Raises FileNotFoundError when the folder is not there."""
+    while True:
+        name = f"{folder}/.tmp-{os.getpid()}-{next(_TEMPORARY_NAMES)}"
+        try:
+            return name, os.open(name, _CREATE_NEW, 0o600)
+        except FileExistsError:  # (left by a killed process that had the same id): the next
+            continue
+
+
 class DirectoryObjectStore:
     """An object store in a directory: key ``a/b/c.json`` is the file ``<root>/a/b/c.json``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._root_text = str(self.root)
 
     def _path(self, key: str) -> Path:
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
         # Keys come from our own key layout, but refuse anything that would leave the root. The
         # check is on the key's text, not Path.resolve(): resolving (a system call per part of
         # the path) took a sixth of a local harvest's time. No part of the store is a symbolic
@@ -79,7 +106,7 @@ class DirectoryObjectStore:
         parts = key.split("/")
         if not key or key.startswith("/") or "\0" in key or ".." in parts or "." in parts:
             raise StorageError(f"object key escapes the store: {key!r}", reason="bad-key")
-        return self.root / key
+        return f"{self._root_text}/{key}"
 
     def put(
         self,
@@ -94,14 +121,20 @@ class DirectoryObjectStore:
         Safe from several threads at once: each write has its own temporary file, and the last
         rename wins, as the last PUT does on S3.
         """
-        path = self._path(key)
+        path = self._file(key)
+        folder = path.rpartition("/")[0]
         tmp: str | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            # The folder is made only when the file cannot be created without it: most writes
+            # go into one that is there, and asking first costs a system call each time.
+            try:
+                tmp, fd = _temporary(folder)
+            except FileNotFoundError:
+                Path(folder).mkdir(parents=True, exist_ok=True)
+                tmp, fd = _temporary(folder)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(body)
-            Path(tmp).replace(path)
+            os.replace(tmp, path)  # noqa: PTH105 - (text paths: no Path made per write)
         except OSError as exc:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)

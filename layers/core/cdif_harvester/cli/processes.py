@@ -3,12 +3,13 @@
 Each process is ``python -m cdif_harvester.cli.processes`` with pipes for stdin and stdout. A
 task is a document job's message (the contract's own JSON) with what the held harvest says of
 its blocks; the answer is the index job's message (its staged object written when too large
-for it), the extractor's hand-over when no record was found (``encode_staged``), the reason the
-blocks are unchanged, or the error's verdict. Nothing else crosses: each process reads the output
-directory with its own object store and never the catalogue, which the runner alone writes.
-A process that dies loses its tasks to the runner (:meth:`StagePool.answers`), never silently.
+for it) with the part of that job's work that needs no catalogue (``prepare_index``), the
+extractor's hand-over when no record was found (``encode_staged``), the reason the blocks are
+unchanged, or the error's verdict. Nothing else crosses: each process reads the output directory
+with its own object store and never the catalogue, which the runner alone writes. A process
+that dies loses its tasks to the runner (:meth:`StagePool.answers`), never silently.
 
-See docs/decisions/0090-local-stages-in-processes.md.
+See docs/decisions/0090-local-stages-in-processes.md and 0095-index-work-prepared-in-processes.md.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import pickle
 import queue
 import signal
 import struct
@@ -30,9 +32,17 @@ from pathlib import Path
 from typing import IO, Any
 
 import cdif_harvester
-from cdif_harvester.contracts import DocumentJob, decode, decode_staged, encode_staged
+from cdif_harvester.contracts import (
+    DocumentJob,
+    IndexJob,
+    StagedRecords,
+    decode,
+    decode_staged,
+    encode_staged,
+)
 from cdif_harvester.errors import HarvestError, PermanentError, RetryableError
 from cdif_harvester.stages.extract import Extraction, HeldBlocks, hand_over, read_documents
+from cdif_harvester.stages.index import PreparedIndex, prepare_index
 from cdif_harvester.stages.jobs import verdict
 
 __all__ = [
@@ -75,20 +85,35 @@ def default_processes() -> int:
 
 def task_message(task_id: int, job_message: str, held: HeldBlocks | None) -> bytes:
     """The task of reading the documents of the job ``job_message`` (its queue message)."""
-    data: dict[str, Any] = {"id": task_id, "job": job_message}
+    data: dict[str, Any] = {"id": task_id}
     if held is not None:
         data["held"] = {"blocks": list(held.blocks), "sd_dates": list(held.sd_dates)}
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _frame(data, job_message.encode("utf-8"))
+
+
+def _frame(head: dict[str, Any], payload: bytes = b"") -> bytes:
+    """A task or an answer: its head (JSON, on one line), a newline, then its payload as it
+    is (a message with a document inside: not escaped again within the head's JSON)."""
+    return json.dumps(head, separators=(",", ":")).encode("ascii") + b"\n" + payload
+
+
+def _unframe(raw: bytes) -> tuple[dict[str, Any], bytes]:
+    """The head and the payload of a frame :func:`_frame` made."""
+    head, _, payload = raw.partition(b"\n")
+    data: dict[str, Any] = json.loads(head)
+    return data, payload
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A task's answer: ``index``, the message of the index job to send, or ``extraction``
-    (no records, or unchanged), or ``error`` (the verdict on what it raised), or ``lost`` (its
-    process died: ``blamed`` when it was the task running, else it never started)."""
+    """A task's answer: ``index``, the message of the index job to send (with ``prepared``,
+    the part of its work that needs no catalogue, done), or ``extraction`` (no records, or
+    unchanged), or ``error`` (the verdict on what it raised), or ``lost`` (its process died:
+    ``blamed`` when it was the task running, else it never started)."""
 
     task_id: int
     index: str | None = None
+    prepared: PreparedIndex | None = None
     extraction: Extraction | None = None
     error: HarvestError | None = None
     lost: bool = False
@@ -106,15 +131,18 @@ def error_of(data: dict[str, Any]) -> HarvestError:
 
 
 def _answer_of(raw: bytes) -> Answer:
-    data = json.loads(raw)
+    data, payload = _unframe(raw)
     task_id = int(data["id"])
     if "error" in data:
         return Answer(task_id, error=error_of(data["error"]))
     if "index" in data:
-        return Answer(task_id, index=str(data["index"]))
+        # (the message, then the prepared work pickled: from our own process, not a stranger)
+        size = int(data["index"])
+        prepared = pickle.loads(payload[size:]) if len(payload) > size else None  # noqa: S301
+        return Answer(task_id, index=payload[:size].decode("utf-8"), prepared=prepared)
     if "unchanged" in data:
         return Answer(task_id, extraction=Extraction(unchanged=str(data["unchanged"])))
-    return Answer(task_id, extraction=Extraction(staged=decode_staged(data["staged"])))
+    return Answer(task_id, extraction=Extraction(staged=decode_staged(payload)))
 
 
 @dataclass
@@ -311,10 +339,10 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
 
 def _answer(wiring: Any, raw: bytes) -> bytes:
     """Read one task's documents; the answer's bytes."""
-    data = json.loads(raw)
+    data, payload = _unframe(raw)
     head = {"id": data["id"]}
     try:
-        job = decode(data["job"], DocumentJob)
+        job = decode(payload, DocumentJob)
         held = data.get("held")
         extraction = read_documents(
             wiring,
@@ -322,16 +350,27 @@ def _answer(wiring: Any, raw: bytes) -> bytes:
             None if held is None else HeldBlocks(tuple(held["blocks"]), tuple(held["sd_dates"])),
         )
         if extraction.staged is not None and extraction.staged.records:
-            _, message = hand_over(wiring, job, extraction.staged)
-            return json.dumps({**head, "index": message}).encode("utf-8")
+            index_job, message = hand_over(wiring, job, extraction.staged)
+            encoded = message.encode("utf-8")
+            prepared = _prepared(wiring, index_job, extraction.staged)
+            return _frame({**head, "index": len(encoded)}, encoded + prepared)
     except Exception as exc:  # noqa: BLE001 - every error goes back with its verdict
-        return json.dumps({**head, "error": _error_data(exc)}).encode("utf-8")
+        return _frame({**head, "error": _error_data(exc)})
     if extraction.unchanged is not None:
-        return json.dumps({**head, "unchanged": extraction.unchanged}).encode("utf-8")
+        return _frame({**head, "unchanged": extraction.unchanged})
     assert extraction.staged is not None
-    # (the hand-over's own encoding, set in the answer as it is: no second escaping)
-    opening = json.dumps(head)[:-1].encode("utf-8")
-    return opening + b',"staged":' + encode_staged(extraction.staged) + b"}"
+    return _frame(head, encode_staged(extraction.staged))
+
+
+def _prepared(wiring: Any, job: IndexJob, staged: StagedRecords) -> bytes:
+    """The work of ``job`` (handing ``staged`` over) that needs no catalogue, done here and
+    pickled (nothing when it fails: the runner's indexer then does it all, and meets the error
+    itself). ``staged`` as made, not read back from the message: they are the same values."""
+    try:
+        prepared = prepare_index(wiring, job, staged)
+        return pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - (see above)
+        return b""
 
 
 def _error_data(exc: Exception) -> dict[str, Any]:

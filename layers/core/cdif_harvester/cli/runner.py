@@ -11,7 +11,8 @@ The stages that fetch run on a pool of ``workers`` threads spread across hosts, 
 through one in-memory host gate; with ``processes`` above 1 the extractor reads documents in
 that many other processes (:mod:`cdif_harvester.cli.processes`), this one writing what they find.
 
-See docs/decisions/0010-local-runner.md and docs/decisions/0090-local-stages-in-processes.md.
+See docs/decisions/0010-local-runner.md, 0090-local-stages-in-processes.md and
+0095-index-work-prepared-in-processes.md.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from cdif_harvester.stages.finish import (
     held_records,
     run_files_prefix,
 )
-from cdif_harvester.stages.index import index_records
+from cdif_harvester.stages.index import PreparedIndex, index_prepared, index_records
 from cdif_harvester.stages.intake import new_run_id, start_run
 from cdif_harvester.stages.jobs import Jitter, give_up, retry_delay, run_job, verdict
 from cdif_harvester.stages.resolve import resolve_url
@@ -296,6 +297,9 @@ class LocalHarvester:
         # (as here without them), so that their files' writes overlap this thread's work.
         self._indexer: ThreadPoolExecutor | None = None
         self._indexing: dict[Future[Any], _Work] = {}
+        # What the processes did ahead of the index jobs they sent (by the job's message, as
+        # the index queue holds it): only the catalogue's part is left to do here.
+        self._prepared: dict[str, PreparedIndex] = {}
         self._task_ids = 0
         # Set when a fetch job or a process's answer comes back: what a pause waits for.
         self._wake = threading.Event()
@@ -311,6 +315,7 @@ class LocalHarvester:
             self._indexer.shutdown(wait=False, cancel_futures=True)
             self._indexer = None
             self._indexing.clear()
+            self._prepared.clear()
         if self._pool is not None:
             self._pool.terminate()
             self._pool = None
@@ -560,8 +565,14 @@ class LocalHarvester:
                 self._attempts.pop(work.body, None)
         # Two at most: one running, one waiting, so that the thread does not wait for this one.
         while len(self._indexing) < 2 and (body := self.queue.receive(INDEX_QUEUE)) is not None:
-            work = self._decode(body, IndexJob, index_records)
-            future = indexer.submit(run_job, self.wiring, work.job, index_records, scoped=False)
+            prepared = self._prepared.pop(body, None)
+            if prepared is None:  # (a job retried, or one a process could not prepare)
+                work = self._decode(body, IndexJob, index_records)
+                stage: Stage = index_records
+            else:  # no decoding, no digests, no JSON to write: done in the process
+                work = _Work(body, prepared.job, IndexJob, index_records, host="")
+                stage = _index_prepared(prepared)
+            future = indexer.submit(run_job, self.wiring, work.job, stage, scoped=False)
             future.add_done_callback(lambda _: self._wake.set())
             self._indexing[future] = work
             moved = True
@@ -598,6 +609,8 @@ class LocalHarvester:
             self._failed_reading(work, answer.error)
             return
         if answer.index is not None:  # records found: on to the indexer
+            if answer.prepared is not None:
+                self._prepared[answer.index] = answer.prepared
             self.queue.send(INDEX_QUEUE, [answer.index])
             self._attempts.pop(work.body, None)
             return
@@ -843,6 +856,15 @@ class LocalHarvester:
     def _say(self, text: str) -> None:
         if self.progress is not None:
             print(text, file=self.progress, flush=True)
+
+
+def _index_prepared(prepared: PreparedIndex) -> Stage:
+    """The index stage for the job ``prepared`` was made for, with that work done."""
+
+    def stage(wiring: Wiring, _job: IndexJob) -> Any:
+        return index_prepared(wiring, prepared)
+
+    return stage
 
 
 def _reason_of(exc: Exception) -> str:

@@ -57,11 +57,15 @@ from cdif_harvester.wiring import Wiring
 __all__ = [
     "IndexPlan",
     "PlannedRecord",
+    "PreparedIndex",
+    "PreparedRecord",
     "StagedObjectMissing",
     "apply_index",
+    "index_prepared",
     "index_records",
     "load_staged",
     "plan_index",
+    "prepare_index",
 ]
 
 
@@ -82,6 +86,50 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     results = [
         _apply_one(wiring, job, _plan_one(wiring, job, staged, item, now), None, now)
         for item in staged.records
+    ]
+    return _conclude(wiring, job, staged, now, results)
+
+
+@dataclass(frozen=True)
+class PreparedRecord:
+    """What indexing one record writes unless the catalogue holds it: made from the hand-over
+    alone (its digest, its report's and its record's bytes)."""
+
+    digest: str
+    report: bytes
+    record: bytes | None
+
+
+@dataclass(frozen=True)
+class PreparedIndex:
+    """An index job's work that needs no catalogue, done ahead of it (in another process): the
+    hand-over read, the time it is indexed at, and each record's :class:`PreparedRecord`."""
+
+    job: IndexJob
+    staged: StagedRecords
+    now: str
+    records: tuple[PreparedRecord, ...]
+
+
+def prepare_index(
+    wiring: Wiring, job: IndexJob, staged: StagedRecords | None = None
+) -> PreparedIndex:
+    """Make what indexing ``job`` writes, reading no catalogue and writing nothing (see
+    :func:`index_prepared`), from ``staged``, the hand-over ``job`` carries when the caller
+    holds it already, or else from the hand-over read. Raises as :func:`load_staged` does."""
+    staged = load_staged(wiring, job) if staged is None else staged
+    now = wiring.clock.now().isoformat(timespec="seconds")
+    made = tuple(_prepare_one(job, staged, item, now) for item in staged.records)
+    return PreparedIndex(job=job, staged=staged, now=now, records=made)
+
+
+def index_prepared(wiring: Wiring, prepared: PreparedIndex) -> UrlOutcome:
+    """Index ``prepared.job`` as :func:`index_records` does, with the work ``prepared`` did
+    ahead: only the catalogue's reads and writes, and the objects' writes, are left."""
+    job, staged, now = prepared.job, prepared.staged, prepared.now
+    results = [
+        _apply_one(wiring, job, _plan_one(wiring, job, staged, item, now, made=made), None, now)
+        for item, made in zip(staged.records, prepared.records, strict=True)
     ]
     return _conclude(wiring, job, staged, now, results)
 
@@ -199,17 +247,50 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
     )
 
 
-def _plan_one(
-    wiring: Wiring, job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str
-) -> PlannedRecord:
-    """Decide what indexing one record writes: nothing when it is unchanged, else its report
-    and record (their bytes made now)."""
+def _prepare_one(
+    job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str
+) -> PreparedRecord:
+    """One record's digest and bytes, whatever the catalogue holds."""
     links = _links_read(staged)
+    report, record = _bytes_of(job, staged, item, links, now)
+    return PreparedRecord(digest=_digest_of(staged, item, links), report=report, record=record)
+
+
+def _digest_of(staged: StagedRecords, item: StagedRecord, links: list[dict[str, Any]]) -> str:
+    """The digest a record's version is known by (see :func:`record_digest`)."""
     # The resolver's warnings count with the verdict (a new reason rewrites the report); a
     # document without any hashes as before.
     said = _document_warnings(item, staged)
     authority: Any = [item.authority, *said] if said else item.authority
-    digest = record_digest(item.record, _verdict(item.report), links, authority)
+    return record_digest(item.record, _verdict(item.report), links, authority)
+
+
+def _bytes_of(
+    job: IndexJob, staged: StagedRecords, item: StagedRecord, links: Any, now: str
+) -> tuple[bytes, bytes | None]:
+    """A record's report and record as written (None for a record not normalised)."""
+    report = _report(job, staged, item, links, now)
+    return (
+        json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
+        None
+        if item.record is None
+        else json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8"),
+    )
+
+
+def _plan_one(  # noqa: PLR0913 - the job, its hand-over, the record, and what was made ahead
+    wiring: Wiring,
+    job: IndexJob,
+    staged: StagedRecords,
+    item: StagedRecord,
+    now: str,
+    *,
+    made: PreparedRecord | None = None,
+) -> PlannedRecord:
+    """Decide what indexing one record writes: nothing when it is unchanged, else its report
+    and record (their bytes made now, unless ``made`` ahead)."""
+    links = _links_read(staged)
+    digest = made.digest if made is not None else _digest_of(staged, item, links)
     valid = item.report.valid and item.record is not None
     # Asked even when not incremental: one read per record, whatever the settings.
     before = wiring.catalog.get_record(item.record_id)
@@ -225,14 +306,10 @@ def _plan_one(
     )
     if planned.held is not None:
         return planned
-    report = _report(job, staged, item, links, now)
-    return replace(
-        planned,
-        report=json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
-        record=None
-        if item.record is None
-        else json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8"),
+    report, record = (
+        (made.report, made.record) if made is not None else _bytes_of(job, staged, item, links, now)
     )
+    return replace(planned, report=report, record=record)
 
 
 def _apply_one(

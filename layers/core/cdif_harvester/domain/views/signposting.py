@@ -64,6 +64,8 @@ _SIGNPOSTING_SCHEMA = "https://schema.org/"
 _CDIF_PROFILE_PREFIX = ("https://w3id.org/cdif/core/", "https://w3id.org/cdif/discovery/")
 _RELATED = {"haspart": "item", "ispartof": "collection"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# A link's ``type`` and ``profile`` as compared (:func:`link_identity`, its fourth and fifth).
+_Attributes = tuple[Any, ...]
 # What a URI reference may not hold as is: white space, controls, non-ASCII, < > ".
 _NOT_URI = re.compile(r'[^\x21-\x7e]|[<>"]')
 _MEDIA_TYPE = re.compile(
@@ -145,8 +147,17 @@ def record_links(record: Mapping[str, Any], *, invented: Collection[str] = ()) -
     Never raises.
     """
     bindings = prefixes(record)
-    index = node_index(record)
     links: list[TypedLink] = []
+    # The record's nodes by id, indexed only when a bare reference asks for one: walking the
+    # whole record was most of the cost of a record's links, and most records have none.
+    index: dict[str, Mapping[str, Any]] | None = None
+
+    def resolved(value: Any) -> Any:
+        nonlocal index
+        if isinstance(value, Mapping) and set(value) == {"@id"}:
+            index = node_index(record) if index is None else index
+            return resolve_node(value, index, bindings)
+        return value
 
     def add(
         href: str | None,
@@ -188,18 +199,18 @@ def record_links(record: Mapping[str, Any], *, invented: Collection[str] = ()) -
         elif (iri := absolute_iri(value, bindings)) and is_web_iri(iri):
             add(iri, "type")
     for value in as_list(record.get("schema:additionalType")):
-        add(_type_iri(resolve_node(value, index, bindings), bindings), "type")
+        add(_type_iri(resolved(value), bindings), "type")
     for value in as_list(record.get("schema:license")):
-        add(iri_of(text(resolve_node(value, index, bindings)), bindings), "license")
+        add(iri_of(text(resolved(value)), bindings), "license")
     for related in as_list(record.get("schema:relatedLink")):
-        role = resolve_node(related, index, bindings)
+        role = resolved(related)
         if not isinstance(role, Mapping):
             continue
         rel = _RELATED.get(_link_relationship(role.get("schema:linkRelationship")).lower())
         if rel is None:
             continue
         for given in as_list(role.get("schema:target")):
-            target = resolve_node(given, index, bindings)
+            target = resolved(given)
             if isinstance(target, Mapping):
                 media = _media_type(target.get("schema:encodingFormat")) or _media_type(
                     target.get("schema:contentType")
@@ -237,10 +248,10 @@ def _fill(first: TypedLink, later: TypedLink) -> TypedLink:
     )
 
 
-def _says_less(link: TypedLink, other: TypedLink) -> bool:
-    """Whether ``other`` says all ``link`` says (its ``type``, if any, and each profile URI) and
-    more: then ``link`` adds nothing to a view that holds ``other``."""
-    mine, theirs = link_identity(link)[3:5], link_identity(other)[3:5]
+def _says_less(mine: _Attributes, theirs: _Attributes) -> bool:
+    """Whether a link with the attributes ``theirs`` says all one with ``mine`` says (its
+    ``type``, if any, and each profile URI) and more: then the first adds nothing to a view
+    that holds the second."""
     return (
         mine != theirs
         and (mine[0] is None or mine[0] == theirs[0])
@@ -253,23 +264,26 @@ def _dedupe(links: Iterable[TypedLink]) -> list[TypedLink]:
     ``profile`` make one link (decision 0065). A link another one of the same relation, target
     and anchor says more than (its type and profiles, and more) gives way to it: the fuller
     link takes the earlier place."""
+    # Each link's place and attributes worked out once: the comparisons below ask for them
+    # again for every pair of links at one place (a URL's normal form is not cheap).
     merged: dict[tuple[Any, ...], TypedLink] = {}
     for link in links:
-        key = (link.rel, _same(link.href), _same(link.anchor), link_identity(link)[3:5])
+        place = (link.rel, _same(link.href), _same(link.anchor))
+        key = (*place, link_identity(link)[3:5])
         first = merged.get(key)
         merged[key] = link if first is None else _fill(first, link)
-    by_place: dict[tuple[str, str | None, str | None], list[TypedLink]] = {}
-    for link in merged.values():
-        by_place.setdefault((link.rel, _same(link.href), _same(link.anchor)), []).append(link)
+    by_place: dict[tuple[Any, ...], list[tuple[TypedLink, _Attributes]]] = {}
+    for key, link in merged.items():
+        by_place.setdefault(key[:3], []).append((link, key[3]))
     kept: list[TypedLink] = []
     placed: set[int] = set()
-    for link in merged.values():
-        same_place = by_place[(link.rel, _same(link.href), _same(link.anchor))]
-        fuller = next((other for other in same_place if _says_less(link, other)), link)
+    for key, link in merged.items():
+        same_place = by_place[key[:3]]
+        fuller, attributes = link, key[3]
         while (
-            fuller_still := next((other for other in same_place if _says_less(fuller, other)), None)
+            fuller_still := next((o for o in same_place if _says_less(attributes, o[1])), None)
         ) is not None:
-            fuller = fuller_still
+            fuller, attributes = fuller_still
         if id(fuller) not in placed:
             placed.add(id(fuller))
             kept.append(fuller)
