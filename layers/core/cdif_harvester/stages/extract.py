@@ -106,7 +106,10 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     :func:`read_documents` touches no catalogue and writes nothing, :func:`settle_extraction`
     writes what it found.
     """
-    held = comparable_state(wiring, job.url, job.run_id)
+    if job.state_read:  # (the resolver read the state: not read again)
+        held = _comparable(job.state, job.run_id) if wiring.settings.incremental else None
+    else:
+        held = comparable_state(wiring, job.url, job.run_id)
     return settle_extraction(wiring, job, read_documents(wiring, job, held), held)
 
 
@@ -133,7 +136,11 @@ def comparable_state(wiring: Wiring, url: str, run_id: str) -> UrlState | None:
     (incremental, an earlier harvest that held records and was not withdrawn); else None."""
     if not wiring.settings.incremental:
         return None
-    held = wiring.catalog.get_url(url)
+    return _comparable(wiring.catalog.get_url(url), run_id)
+
+
+def _comparable(held: UrlState | None, run_id: str) -> UrlState | None:
+    """``held`` when the blocks read in run ``run_id`` may be compared with it, else None."""
     # (what this run wrote is not an earlier harvest: a retried job ends as its first attempt)
     if held is None or not held.record_ids or held.withdrawn_at or held.harvest_run == run_id:
         return None
@@ -249,7 +256,7 @@ def settle_extraction(
             # (as the resolver does for a page without metadata: asked conditionally next time)
             keep_validators(
                 wiring,
-                wiring.catalog.get_url(job.url),
+                job.state if job.state_read else wiring.catalog.get_url(job.url),
                 url=job.url,
                 source=job.source,
                 validators=job.validators,

@@ -868,6 +868,10 @@ class _Resolver:
             sitemap=self.job.sitemap,
             lastmod=self.job.lastmod,
             validators=validators,
+            # The state read above travels with the job: the extractor compares against it
+            # without reading the URL's item again (nothing here wrote it since).
+            state=self.state,
+            state_read=self.wiring.settings.incremental,
         )
         document_job, message = self._fitted(document_job)
         self.wiring.queue.send(DOCUMENT_QUEUE, [message])
@@ -893,6 +897,9 @@ class _Resolver:
         while (message := _message(job := replace(job, documents=tuple(documents)))) is None:
             inline = [i for i, ref in enumerate(documents) if ref.body is not None]
             if not inline:
+                if job.state_read:  # the extractor can read the state itself
+                    job = replace(job, state=None, state_read=False)
+                    continue
                 return job, encode(job)  # too many links or notes: encode() says so
             largest = max(inline, key=lambda i: len(documents[i].body or ""))
             documents[largest] = self._staged(documents[largest])
