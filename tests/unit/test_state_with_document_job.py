@@ -14,7 +14,7 @@ from cdif_harvester.adapters.local import (
     SqliteCatalog,
     SystemClock,
 )
-from cdif_harvester.contracts import DocumentJob, UrlJob, decode, encode
+from cdif_harvester.contracts import DocumentJob, IndexJob, UrlJob, decode, encode
 from cdif_harvester.model import Outcome, UrlOutcome, UrlState
 from cdif_harvester.stages.extract import extract_documents
 from cdif_harvester.stages.resolve import resolve_url
@@ -27,7 +27,6 @@ PAGE = b"""<html><head>
 <script type="application/ld+json">{"@context": "https://schema.org", "@type": "Dataset",
   "@id": "https://doi.org/10.5072/x", "name": "X"}</script>
 </head></html>"""
-NOTHING = b'<html><head><script type=\'application/ld+json\'>{"@type": "WebSite"}</script>'
 
 
 class CountingCatalog(SqliteCatalog):
@@ -46,9 +45,7 @@ def _wiring(tmp_path: Path) -> tuple[Wiring, CountingCatalog]:
         store=DirectoryObjectStore(tmp_path),
         catalog=catalog,
         queue=InProcessQueue(),
-        fetcher=TableFetcher(
-            {f"{BASE}/p.html": (200, HTML, PAGE), f"{BASE}/none.html": (200, HTML, NOTHING)}
-        ),
+        fetcher=TableFetcher({f"{BASE}/p.html": (200, HTML, PAGE)}),
         clock=SystemClock(),
     )
     return wiring, catalog
@@ -75,11 +72,9 @@ def test_the_resolver_sends_the_state_it_read_with_the_document_job(tmp_path: Pa
     assert isinstance(job, DocumentJob) and (job.state, job.state_read) == (None, False)
 
 
-def test_the_extractor_compares_with_the_state_of_its_job_without_reading_it(
-    tmp_path: Path,
-) -> None:
-    # Given the blocks an earlier harvest (run r0) held for the URL, as a job's state only
-    wiring, catalog = _wiring(tmp_path)
+def _earlier_harvest(wiring: Wiring) -> tuple[DocumentJob, UrlState]:
+    """A document job of the URL, and a state of an earlier harvest (run r0) holding the
+    blocks that job reads (not written to the catalogue)."""
     first = resolve_url(wiring, UrlJob(run_id="r0", source="s", url=f"{BASE}/p.html"))
     assert isinstance(first, DocumentJob)
     staged = json.loads(extract_documents(wiring, first).staged)  # type: ignore[union-attr]
@@ -91,38 +86,44 @@ def test_the_extractor_compares_with_the_state_of_its_job_without_reading_it(
         record_ids=("x",),
         harvest_run="r0",
     )
-    job = replace(first, run_id="r1", state=held, state_read=True)
+    return first, held
+
+
+def test_the_extractor_hands_records_on_without_reading_the_state(tmp_path: Path) -> None:
+    # Given a job whose state (from the resolver) holds other blocks than its documents'
+    wiring, catalog = _wiring(tmp_path)
+    first, held = _earlier_harvest(wiring)
+    other = replace(held, blocks=("0" * 64,))
+    job = replace(first, run_id="r1", state=other, state_read=True)
     reads = catalog.url_reads
 
-    # When the extractor runs the job of a later run
+    # When the extractor runs it
     result = extract_documents(wiring, job)
 
-    # Then its blocks are found those of the held harvest, and no state was read
-    assert isinstance(result, UrlOutcome) and result.outcome is Outcome.UNCHANGED
+    # Then its records are handed on, and no state was read
+    assert isinstance(result, IndexJob)
     assert catalog.url_reads == reads
-    # and the state written is the job's, with the new documents' fingerprint
+    # And a job that says nothing of its state (an older message) has it read
+    extract_documents(wiring, replace(job, state=None, state_read=False))
+    assert catalog.url_reads == reads + 1
+
+
+def test_an_unchanged_url_is_judged_on_the_state_it_has_when_written(tmp_path: Path) -> None:
+    # Given a job whose state (from the resolver) holds the blocks its documents hold
+    wiring, catalog = _wiring(tmp_path)
+    first, held = _earlier_harvest(wiring)
+    job = replace(first, run_id="r1", state=held, state_read=True)
+
+    # When the catalogue holds that state too, the URL is unchanged: its state rewritten with
+    # the new documents' fingerprint
+    catalog.put_url(held)
+    result = extract_documents(wiring, job)
+    assert isinstance(result, UrlOutcome) and result.outcome is Outcome.UNCHANGED
     written = catalog.get_url(first.url)
     assert written is not None and written.record_ids == ("x",)
     assert written.fingerprint not in (None, "old")
 
-    # And a job that says nothing of its state (an older message) has it read
-    extract_documents(wiring, replace(job, state=None, state_read=False))
-    assert catalog.url_reads == reads + 2
-
-
-def test_a_url_without_records_keeps_its_validators_from_the_state_of_its_job(
-    tmp_path: Path,
-) -> None:
-    # Given a page without a Dataset, handed on with its state (none yet)
-    wiring, catalog = _wiring(tmp_path)
-    job = resolve_url(wiring, UrlJob(run_id="r1", source="s", url=f"{BASE}/p.html"))
-    assert isinstance(job, DocumentJob) and job.state_read
-    reads = catalog.url_reads
-    documents = tuple(replace(ref, body=NOTHING.decode()) for ref in job.documents)
-
-    # When the extractor finds no record in it
-    result = extract_documents(wiring, replace(job, documents=documents))
-
-    # Then the URL ends without metadata, and its state was not read again
-    assert isinstance(result, UrlOutcome) and result.outcome is Outcome.NO_METADATA
-    assert catalog.url_reads == reads
+    # And when another harvest changed the state since the resolver read it (other blocks),
+    # the documents are compared with that one: their records are handed on
+    catalog.put_url(replace(held, blocks=("0" * 64,), harvest_run="r2"))
+    assert isinstance(extract_documents(wiring, job), IndexJob)

@@ -106,11 +106,21 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     :func:`read_documents` touches no catalogue and writes nothing, :func:`settle_extraction`
     writes what it found.
     """
-    if job.state_read:  # (the resolver read the state: not read again)
-        held = _comparable(job.state, job.run_id) if wiring.settings.incremental else None
-    else:
+    if not job.state_read:
         held = comparable_state(wiring, job.url, job.run_id)
-    return settle_extraction(wiring, job, read_documents(wiring, job, held), held)
+        return settle_extraction(wiring, job, read_documents(wiring, job, held), held)
+    # The state the resolver read came with the job: the blocks are compared with it, and a
+    # URL with records (the usual case) is handed on without reading it again.
+    held = _comparable(job.state, job.run_id) if wiring.settings.incremental else None
+    extraction = read_documents(wiring, job, held)
+    if extraction.unchanged is not None:
+        # An unchanged URL's state is rewritten from the one held (its new fingerprint): that
+        # is read as it is now, as it always was, and when it changed since the resolver read
+        # it (another run harvested the URL meanwhile) the blocks are compared with it instead.
+        now = comparable_state(wiring, job.url, job.run_id)
+        if now != held:
+            held, extraction = now, read_documents(wiring, job, now)
+    return settle_extraction(wiring, job, extraction, held)
 
 
 @dataclass(frozen=True)
@@ -256,7 +266,7 @@ def settle_extraction(
             # (as the resolver does for a page without metadata: asked conditionally next time)
             keep_validators(
                 wiring,
-                job.state if job.state_read else wiring.catalog.get_url(job.url),
+                wiring.catalog.get_url(job.url),
                 url=job.url,
                 source=job.source,
                 validators=job.validators,
