@@ -5,10 +5,12 @@ handlers): which catalogue items each stage reads for a batch of a first harvest
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -19,10 +21,11 @@ from cdif_harvester.contracts import DocumentJob, UrlJob, decode, encode
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.model import Outcome, RunState, RunStatus
 from tests.support.aws import ProvisionedStack, mocked_stack, session_hooks, sqs_event
-from tests.support.pipeline import invoke
+from tests.support.pipeline import invoke, run_pipeline
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
 
+EVENTS = Path(__file__).resolve().parents[2] / "infrastructure" / "events"
 RUN_ID = "20261125T120000Z-reads"
 PAGES = 10  # one SQS batch of each stage (the template's batch size)
 ENV = {"ALLOW_LOOPBACK": "true", "IDEMPOTENCY_TABLE": ""}
@@ -36,7 +39,14 @@ def datasets_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Publishe
     for number in range(PAGES):
         text = page.replace("toda.ctd.2021", f"toda.ctd.2021.{number}")
         (root / f"ctd-{number}.html").write_text(text)
-    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\nSitemap: {{BASE}}/sitemap.xml\n")
+    listed = "".join(
+        f"<url><loc>{{{{BASE}}}}/ctd-{number}.html</loc><lastmod>2025-01-16</lastmod></url>"
+        for number in range(PAGES)
+    )
+    (root / "sitemap.xml").write_text(
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{listed}</urlset>'
+    )
     with PublisherSite(root) as served:
         yield served
 
@@ -161,3 +171,36 @@ def test_the_extractor_reads_no_url_state_the_resolver_sent_with_the_job(
         assert run is not None
         assert (run.entered, run.settled, run.state) == (PAGES, PAGES, RunState.FINISHED)
         assert {o.outcome for o in catalog.outcomes(RUN_ID)} == {Outcome.RECORD}
+
+
+def test_a_first_harvest_reads_each_url_state_twice_and_each_record_entry_at_half_price(
+    datasets_site: PublisherSite,
+) -> None:
+    with _counted() as (stack, reads):
+        # Given a site of PAGES pages, one dataset each, listed with their lastmod
+        event = json.loads((EVENTS / "intake-post-harvest.json").read_text(encoding="utf-8"))
+        event["body"] = json.dumps({"url": datasets_site.url("/robots.txt")})
+        operator = event["requestContext"]["identity"]["apiKeyId"]
+
+        # When it is harvested for the first time, every stage in its turn
+        response = invoke(stack, "IntakeFunction", event, OPERATOR_API_KEY_IDS=operator)
+        assert response["statusCode"] == 202
+        run_id = json.loads(response["body"])["run_id"]
+        stats = run_pipeline(boto3.client("sqs", region_name=stack.region), stack, **ENV)
+        assert stats.failures == []
+
+        # Then every URL ends with its record
+        catalog = DynamoCatalog(
+            boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+        )
+        run = catalog.get_run(run_id)
+        assert run is not None and run.state is RunState.FINISHED
+        assert [o.outcome for o in catalog.outcomes(run_id)] == [Outcome.RECORD] * PAGES
+        read = reads.take()
+        # and each URL's LATEST item was read twice: by the expander, whether its lastmod is
+        # news (eventually consistent), and by the resolver (strongly); not by the extractor
+        latest = {kind: n for kind, n in read.items() if " LATEST " in kind}
+        assert latest == {"BatchGetItem LATEST eventual": PAGES, "GetItem LATEST strong": PAGES}
+        # and each record's entry once, by the indexer, eventually consistent
+        entries = {kind: n for kind, n in read.items() if " RECORD " in kind}
+        assert entries == {"GetItem RECORD eventual": PAGES}

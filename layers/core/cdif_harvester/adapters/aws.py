@@ -183,6 +183,12 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         found = self._get({"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"})
         return entry_of(found) if found else None
 
+    def peek_record(self, record_id: str) -> CatalogEntry | None:
+        """:meth:`get_record`, eventually consistent (half the read units)."""
+        key = {"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"}
+        found = self._get(key, consistent=False)
+        return entry_of(found) if found else None
+
     def records(
         self,
         source: str,
@@ -422,9 +428,14 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"})
         return state_of(found) if found else None
 
-    def get_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
-        """Return what is known about each of ``urls``, by URL (consistent BatchGetItem reads,
-        100 keys a call; keys DynamoDB leaves unprocessed are asked again)."""
+    def peek_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
+        """:meth:`get_urls`, eventually consistent (half the read units)."""
+        return self.get_urls(urls, consistent=False)
+
+    def get_urls(self, urls: Sequence[str], *, consistent: bool = True) -> dict[str, UrlState]:
+        """Return what is known about each of ``urls``, by URL (consistent BatchGetItem reads
+        unless not ``consistent``, 100 keys a call; keys DynamoDB leaves unprocessed are asked
+        again)."""
         found: dict[str, UrlState] = {}
         unique = list(dict.fromkeys(urls))
         for start in range(0, len(unique), _BATCH_GET):
@@ -432,7 +443,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 {"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}
                 for url in unique[start : start + _BATCH_GET]
             ]
-            for item in self._batch_get(keys):
+            for item in self._batch_get(keys, consistent=consistent):
                 if "url" in item:
                     found[str(item["url"])] = state_of(item)
         return found
@@ -481,9 +492,9 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         kept = [s for s in states.values() if outcome is None or s.outcome == outcome]
         return sorted(kept, key=lambda s: s.url)
 
-    def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
+    def _get(self, key: dict[str, str], *, consistent: bool = True) -> dict[str, Any] | None:
         with aws_errors(f"DynamoDB get {key['pk']}"):
-            item = self.table.get_item(Key=key, ConsistentRead=True)
+            item = self.table.get_item(Key=key, ConsistentRead=consistent)
         return item.get("Item")
 
     def _update(
