@@ -245,6 +245,10 @@ class EventualReads(Protocol):
     :class:`CatalogIndex`: for reads where such a value is harmless, as each caller says. A
     catalogue without it is read by the :class:`CatalogIndex` methods."""
 
+    def peek_url(self, url: str) -> UrlState | None:
+        """:meth:`CatalogIndex.get_url`, eventually consistent."""
+        ...
+
     def peek_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
         """:meth:`CatalogIndex.get_urls`, eventually consistent."""
         ...

@@ -428,6 +428,11 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"})
         return state_of(found) if found else None
 
+    def peek_url(self, url: str) -> UrlState | None:
+        """:meth:`get_url`, eventually consistent (half the read units)."""
+        found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}, consistent=False)
+        return state_of(found) if found else None
+
     def peek_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
         """:meth:`get_urls`, eventually consistent (half the read units)."""
         return self.get_urls(urls, consistent=False)
