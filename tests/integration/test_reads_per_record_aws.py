@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import DocumentJob, UrlJob, decode, encode
@@ -204,3 +205,58 @@ def test_a_first_harvest_reads_each_url_state_twice_and_each_record_entry_at_hal
         # and each record's entry once, by the indexer, eventually consistent
         entries = {kind: n for kind, n in read.items() if " RECORD " in kind}
         assert entries == {"GetItem RECORD eventual": PAGES}
+        # and each URL's item of the run once, by the settling of its outcome, eventually
+        # consistent (every put made on it is conditional on what was read)
+        items = {kind: n for kind, n in read.items() if " URL " in kind}
+        assert items == {"BatchGetItem URL eventual": PAGES}
+
+
+@dataclass
+class Stale:
+    """Answers every eventually consistent BatchGetItem of a run's URL items as if none were
+    visible yet (what a read of items written a moment ago may give), counting them."""
+
+    answered: int = 0
+
+    def before(self, params: dict[str, Any], model: Any, **_: Any) -> Any:
+        asked = params.get("body") or b""
+        request = json.loads(asked) if isinstance(asked, (bytes, str)) and asked else {}
+        tables = request.get("RequestItems", {})
+        stale = {
+            table: []
+            for table, keys in tables.items()
+            if not keys.get("ConsistentRead")
+            and all(_plain(key["sk"]).startswith("URL#") for key in keys["Keys"])
+        }
+        if not stale or len(stale) != len(tables):
+            return None
+        self.answered += 1
+        http = AWSResponse("https://dynamodb.us-east-1.amazonaws.com/", 200, {}, None)
+        return http, {"Responses": stale, "UnprocessedKeys": {}}
+
+
+def test_outcomes_settled_on_run_items_read_stale_are_read_again_and_counted_once(
+    datasets_site: PublisherSite,
+) -> None:
+    with _counted() as (stack, reads):
+        # Given a first harvest whose records wait for the indexer
+        catalog = _first_harvest(stack, datasets_site)
+        _run_stage(stack, "UrlResolverFunction")
+        _run_stage(stack, "ExtractorFunction")
+        reads.take()
+
+        # When the indexer settles them, its first reads of the run's URL items finding none
+        # (written a moment ago, not visible yet to an eventually consistent read)
+        stale = Stale()
+        with session_hooks([("before-call.dynamodb.BatchGetItem", stale.before)]):
+            _run_stage(stack, "IndexerFunction")
+
+        # Then the puts made on them were refused, the items read again strongly, and every
+        # URL settled with its record, counted once
+        assert stale.answered >= 1
+        assert reads.take()["BatchGetItem URL strong"] == PAGES
+        run = catalog.get_run(RUN_ID)
+        assert run is not None
+        assert (run.entered, run.settled, run.state) == (PAGES, PAGES, RunState.FINISHED)
+        assert {kind: n for kind, n in run.outcomes.items() if n} == {"record": PAGES}
+        assert sorted(o.outcome for o in catalog.outcomes(RUN_ID)) == [Outcome.RECORD] * PAGES

@@ -285,8 +285,12 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         docs/decisions/0094-settling-at-one-write-unit.md.
         """
         at = outcomes[-1].recorded_at or ""
-        for _attempt in range(_SETTLE_TRIES):
-            found = self._held_items(run_id, [outcome.url for outcome in outcomes])
+        for attempt in range(_SETTLE_TRIES):
+            # Read eventually consistent first (half the price): every write below is
+            # conditional on the item read, so an item read stale is refused and read again,
+            # strongly, as one a racing job changed is.
+            urls = [outcome.url for outcome in outcomes]
+            found = self._held_items(run_id, urls, consistent=attempt > 0)
             # The held items whose move may not be counted yet: counted now, before any is
             # replaced (an untracked run counts nothing).
             uncounted = {url: item for url, item in found.items() if settle_uncounted(item)}
@@ -345,12 +349,14 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             f"DynamoDB record outcomes of run {run_id} failed: the items kept changing"
         )
 
-    def _held_items(self, run_id: str, urls: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def _held_items(
+        self, run_id: str, urls: Sequence[str], *, consistent: bool = True
+    ) -> dict[str, dict[str, Any]]:
         """Each URL's item of the run that holds an outcome (``queued`` included), by URL."""
         keys = [{"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"} for url in urls]
         return {
             str(item["url"]): item
-            for item in self._batch_get(keys)
+            for item in self._batch_get(keys, consistent=consistent)
             if "url" in item and "outcome" in item
         }
 
