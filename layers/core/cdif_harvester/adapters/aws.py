@@ -741,7 +741,13 @@ class DynamoHostGate:
             return wait
         if kept.interval > 0 or kept.lease_until - now < self.renew_within:
             return self._start_within(slot, kept, now)
-        item = self._read(slot.host)
+        # Eventually consistent (half the price): the lease keeps the slot this gate's, and a
+        # hold or a Crawl-delay another worker wrote a moment ago may be missed by this start
+        # as it is by a start already made when it was written. A read that does not show
+        # this gate's token may be older than its own write of the slot: read again, strongly.
+        item = self._read(slot.host, consistent=False)
+        if not _holds_slot(item, slot):
+            item = self._read(slot.host)
         if not _holds_slot(item, slot):
             self._forget(key)
             return None
@@ -927,9 +933,9 @@ class DynamoHostGate:
         except ClientError:  # the condition failed: a longer hold, a later start, another lease
             return
 
-    def _read(self, host: str) -> dict[str, Any]:
+    def _read(self, host: str, *, consistent: bool = True) -> dict[str, Any]:
         with aws_errors(f"DynamoDB gate of {host}"):
-            found = self.table.get_item(Key=self._key(host), ConsistentRead=True)
+            found = self.table.get_item(Key=self._key(host), ConsistentRead=consistent)
         return dict(found.get("Item", {}))
 
 
