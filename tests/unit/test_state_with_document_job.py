@@ -127,3 +127,23 @@ def test_an_unchanged_url_is_judged_on_the_state_it_has_when_written(tmp_path: P
     # the documents are compared with that one: their records are handed on
     catalog.put_url(replace(held, blocks=("0" * 64,), harvest_run="r2"))
     assert isinstance(extract_documents(wiring, job), IndexJob)
+
+
+def test_a_message_that_cannot_fit_with_the_state_goes_without_it(tmp_path: Path) -> None:
+    from cdif_harvester.contracts import MAX_MESSAGE_BYTES
+    from cdif_harvester.stages.resolve import _Resolver
+
+    # Given a document job (no document body left to stage) that fits only without its state
+    wiring, _catalog = _wiring(tmp_path)
+    state = UrlState(url=f"{BASE}/p.html", source="s", fingerprint="f" * 64, record_ids=("x",))
+    bare = DocumentJob(run_id="r1", source="s", url=f"{BASE}/p.html", pattern="p", documents=())
+    room = MAX_MESSAGE_BYTES - len(encode(replace(bare, notes=("",))).encode()) - 10
+    job = replace(bare, notes=("n" * room,), state=state, state_read=True)
+    assert len(encode(replace(job, state=None, state_read=False)).encode()) <= MAX_MESSAGE_BYTES
+
+    # When the resolver fits it to a message
+    fitted, message = _Resolver(wiring, UrlJob(run_id="r1", source="s", url=job.url))._fitted(job)
+
+    # Then it goes without the state, saying so: the extractor reads the state itself
+    assert (fitted.state, fitted.state_read) == (None, False)
+    assert decode(message, DocumentJob) == fitted

@@ -632,10 +632,10 @@ class DynamoHostGate:
     condition fails DynamoDB returns the item as it is (ReturnValuesOnConditionCheckFailure), which
     says either how long to wait or which slot is free, and the next attempt tries that slot.
     A slot kept between requests (:meth:`reuse`) starts each further request with one
-    consistent read, or with one conditional write when the host has a crawl delay or the lease
-    has less than ``renew_within`` seconds (one fetch's deadline) left; see
-    docs/decisions/0088-host-gate-per-batch.md. Times are wall-clock seconds: Lambda hosts keep
-    their clocks synchronised far below the delays at stake.
+    eventually consistent read, or with one conditional write when the host has a crawl delay or
+    the lease has less than ``renew_within`` seconds (one fetch's deadline) left; see
+    docs/decisions/0088-host-gate-per-batch.md and 0097. Times are wall-clock seconds: Lambda
+    hosts keep their clocks synchronised far below the delays at stake.
     """
 
     def __init__(
@@ -726,8 +726,9 @@ class DynamoHostGate:
         are known here: a wait they impose costs no call. Otherwise, on a host with a crawl
         delay, or when the lease would not outlast one more fetch, one conditional write
         records the start (``last_at``, ``next_at``, for every worker) and renews the lease
-        (under a new token); on any other host one consistent read checks that the slot is
-        still this gate's and that no other worker has held the host or moved its next start.
+        (under a new token); on any other host one eventually consistent read (strongly
+        again when it does not show the slot's token) checks that the slot is still this
+        gate's and that no other worker has held the host or moved its next start.
         """
         now = self._clock()
         key = (slot.host, slot.index, slot.token)
