@@ -503,7 +503,7 @@ class Usage:
     lambda_requests: int  # handler invocations
     gb_seconds: float  # sum over invocations of configured GB x measured CPU seconds
     log_bytes: int  # bytes written to stdout/stderr by the handlers (CloudWatch Logs)
-    sqs_delivery_requests: int = 0  # Lambda's event source mapping: receive + delete per batch
+    sqs_delivery_requests: int = 0  # the event source mappings' ReceiveMessage + DeleteMessageBatch
 
 
 def price(usage: Usage, prices: Prices = Prices()) -> dict[str, float]:

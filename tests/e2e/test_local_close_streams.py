@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.ports import CatalogIndex
+from cdif_harvester.stages.finish import STATE_CHUNK
 
 PAGES = 150
 GONE = 40  # pages the second sitemap no longer lists
@@ -86,8 +87,9 @@ class _Tracking:
     def outcomes(self, run_id: str) -> Iterator[Any]:
         return self.outcomes_alive.track(self._inner.outcomes(run_id))
 
-    def urls(self, source: str, **kwargs: Any) -> Iterator[Any]:
-        return self.urls_alive.track(self._inner.urls(source, **kwargs))
+    def get_urls(self, urls: Any) -> dict[str, Any]:
+        states = self._inner.get_urls(urls)
+        return dict(zip(states, self.urls_alive.track(states.values()), strict=True))
 
     def records(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         return self.records_alive.track(self._inner.records(*args, **kwargs))
@@ -115,13 +117,14 @@ def test_closing_a_run_holds_a_few_outcomes_states_and_entries_at_once(tmp_path:
             in_catalogue = [o.url for o in harvester.catalog.outcomes(second.run_id)]
     # Closing the run held a few outcomes, URL states and entries at a time...
     assert tracking.outcomes_alive.most <= FEW
-    assert tracking.urls_alive.most <= FEW
+    assert tracking.urls_alive.most <= STATE_CHUNK + FEW
     assert tracking.records_alive.most <= REPORTS_READ + FEW
     # ...while its work covered every one of them.
     assert second.urls == PAGES - GONE  # the pages listed
     assert len(second.withdrawn) == GONE
     assert tracking.outcomes_alive.handed >= second.urls
-    assert tracking.urls_alive.handed >= PAGES
+    # (the states read are those of the URLs the run had no outcome for: the gone ones)
+    assert tracking.urls_alive.handed == GONE
     assert tracking.records_alive.handed >= PAGES
     # outcomes.jsonl: one line per URL of the run, in the catalogue's order (by URL), the same
     # file in the output folder and in the run's folder.

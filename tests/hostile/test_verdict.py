@@ -204,7 +204,9 @@ def _redelivering(sqs: Any, route: Route) -> Route:
                 )
         return answer
 
-    return Route(route.queue_url, route.queue_arn, handler, name=route.name)
+    return Route(
+        route.queue_url, route.queue_arn, handler, name=route.name, batch_size=route.batch_size
+    )
 
 
 def test_a_page_of_json_ld_100000_deep_costs_little_locally() -> None:

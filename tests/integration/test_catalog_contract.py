@@ -196,6 +196,10 @@ def test_urls_by_source_and_outcome(catalog: Any) -> None:
     catalog.put_outcome(_outcome("https://a.org/1", Outcome.UNCHANGED, run_id="run-2"))
     assert [s.url for s in catalog.urls("a.org", outcome="record")] == ["https://a.org/3"]
     assert [s.url for s in catalog.urls("b.org")] == ["https://b.org/1"]
+    # the URLs alone, in the same order
+    assert list(catalog.source_urls("a.org")) == [s.url for s in catalog.urls("a.org")]
+    assert list(catalog.source_urls("b.org")) == ["https://b.org/1"]
+    assert list(catalog.source_urls("c.org")) == []
 
 
 def test_url_states_are_read_in_batches(catalog: Any) -> None:

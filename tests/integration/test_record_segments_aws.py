@@ -33,7 +33,7 @@ EVENTS = REPO / "infrastructure" / "events"
 STAGED = REPO / "tests" / "unit" / "golden" / "staged" / "v1.staged.json"
 SEGMENTS = {"RECORD_SEGMENTS": "true"}
 RECORDS = 5  # the demo site's records
-BATCH = 10  # the indexer's batch size in template.yaml
+BATCH = 10  # a batch of ten jobs (the indexer takes up to IndexerBatchSize, decision 0096)
 
 Call = tuple[str, dict[str, Any]]  # (service.operation, parameters)
 

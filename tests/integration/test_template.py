@@ -322,9 +322,36 @@ def test_every_sqs_consumer_reports_batch_item_failures() -> None:
     for function in consumers:
         for event in sqs_events(function):
             assert "ReportBatchItemFailures" in event.get("FunctionResponseTypes", []), function
-            # the expander takes one sitemap at a time (a part of a big sitemap is heavy work)
-            expected = 1 if function == "SitemapExpanderFunction" else 10
-            assert event.get("BatchSize") == expected, function
+
+
+def test_batch_sizes_are_what_sqs_allows_and_what_each_stage_can_finish_in_time() -> None:
+    """docs/decisions/0096-bigger-batches.md."""
+    for function in [f for f in FUNCTIONS if sqs_events(f)]:
+        timeout = function_setting(function, "Timeout")
+        for event in sqs_events(function):
+            least, most = number_range(event["BatchSize"])
+            window = event.get("MaximumBatchingWindowInSeconds", 0)
+            assert 1 <= least <= most <= 10_000, function  # noqa: PLR2004
+            # AWS refuses a batch of more than 10 without a batching window
+            assert most <= 10 or window >= 1, function  # noqa: PLR2004
+            if function == "SitemapExpanderFunction":  # one sitemap (part) at a time
+                assert most == 1
+            elif function == "UrlResolverFunction":  # each job may wait on a publisher
+                assert most <= 10  # noqa: PLR2004
+            elif function != "CrosswalkFunction":  # (which only acknowledges notifications)
+                # at least a second per job at the largest batch an operator may choose
+                assert timeout / most >= 1, function
+
+
+def number_range(value: Any) -> tuple[int, int]:
+    """The smallest and largest value a Number property may take: itself, or the bounds of the
+    parameter it refers to."""
+    if isinstance(value, dict):
+        spec = TEMPLATE["Parameters"][value["Ref"]]
+        assert spec["Type"] == "Number"
+        assert spec["MinValue"] <= spec["Default"] <= spec["MaxValue"]
+        return int(spec["MinValue"]), int(spec["MaxValue"])
+    return int(value), int(value)
 
 
 def test_every_work_queue_feeds_exactly_its_stage() -> None:

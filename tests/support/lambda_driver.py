@@ -2,11 +2,15 @@
 
 Messages are received from the queues, wrapped in the SQS event Lambda would build, passed to the
 handler, and deleted unless the handler reported them in ``batchItemFailures`` — exactly the
-ReportBatchItemFailures contract.
+ReportBatchItemFailures contract. A batch is gathered as the event source mapping gathers it:
+ReceiveMessage (at most 10 messages a call) again and again until the route's batch size is
+reached, the queue has nothing visible (its batching window spent) or the event would pass
+Lambda's 6 MB payload limit.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,14 +36,32 @@ class FakeLambdaContext:
         return 300_000
 
 
+#: What one ReceiveMessage call returns at most (the SQS API's limit).
+RECEIVE_LIMIT = 10
+#: The event source mapping's batch size when a route names none (the template's old default).
+DEFAULT_BATCH_SIZE = 10
+#: Lambda's limit on a synchronous invocation's payload: the mapping stops a batch short of it.
+PAYLOAD_LIMIT = 6 * 1024 * 1024
+
+
 @dataclass
 class Route:
-    """One event source mapping: a queue and the handler it feeds."""
+    """One event source mapping: a queue, the handler it feeds, and its batch size."""
 
     queue_url: str
     queue_arn: str
     handler: Handler
     name: str = ""
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+
+@dataclass
+class Gathered:
+    """One batch as the event source mapping gathers it: its messages, and the ReceiveMessage
+    calls that returned some (what the mapping pays for, beside its empty polls)."""
+
+    messages: list[dict[str, Any]]
+    receives: int
 
 
 @dataclass
@@ -51,16 +73,42 @@ class PumpStats:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
+def gather(sqs: Any, route: Route) -> Gathered:
+    """Up to ``route.batch_size`` messages of the route's queue, with every attribute, as the
+    event source mapping gathers them: ten per ReceiveMessage, until the batch is full, the
+    queue has nothing visible, or one more message would take the event past
+    :data:`PAYLOAD_LIMIT` (that message is made visible again, for the next batch)."""
+    messages: list[dict[str, Any]] = []
+    receives = 0
+    size = 0
+    while len(messages) < route.batch_size:
+        received: list[dict[str, Any]] = sqs.receive_message(
+            QueueUrl=route.queue_url,
+            MaxNumberOfMessages=min(RECEIVE_LIMIT, route.batch_size - len(messages)),
+            WaitTimeSeconds=0,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not received:
+            break
+        receives += 1
+        for index, message in enumerate(received):
+            size += len(json.dumps(message))
+            if messages and size > PAYLOAD_LIMIT:
+                for left in received[index:]:
+                    sqs.change_message_visibility(
+                        QueueUrl=route.queue_url,
+                        ReceiptHandle=left["ReceiptHandle"],
+                        VisibilityTimeout=0,
+                    )
+                return Gathered(messages, receives)
+            messages.append(message)
+    return Gathered(messages, receives)
+
+
 def receive_batch(sqs: Any, route: Route) -> list[dict[str, Any]]:
-    """Up to 10 messages of the route's queue, with every attribute, as Lambda receives them."""
-    messages: list[dict[str, Any]] = sqs.receive_message(
-        QueueUrl=route.queue_url,
-        MaxNumberOfMessages=10,
-        WaitTimeSeconds=0,
-        AttributeNames=["All"],
-        MessageAttributeNames=["All"],
-    ).get("Messages", [])
-    return messages
+    """The messages of one batch of the route's queue (:func:`gather`)."""
+    return gather(sqs, route).messages
 
 
 def pump(sqs: Any, routes: list[Route], *, max_rounds: int = 500) -> PumpStats:

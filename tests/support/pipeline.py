@@ -63,7 +63,8 @@ def invoke(
 
 
 def routes(stack: ProvisionedStack, **overrides: str) -> list[Route]:
-    """One route per SQS-fed stage: its queue and its handler in its own environment."""
+    """One route per SQS-fed stage: its queue, its handler in its own environment, and the batch
+    size of its event source mapping in the template."""
     result = []
     for function in STAGE_FUNCTIONS:
         source = stack.sqs_event_sources[function]
@@ -72,7 +73,15 @@ def routes(stack: ProvisionedStack, **overrides: str) -> list[Route]:
             return invoke(stack, _function, event, **overrides)
 
         handler: Handler = run
-        result.append(Route(source.queue_url, source.queue_arn, handler, name=function))
+        result.append(
+            Route(
+                source.queue_url,
+                source.queue_arn,
+                handler,
+                name=function,
+                batch_size=source.batch_size,
+            )
+        )
     return result
 
 

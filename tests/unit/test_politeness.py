@@ -444,6 +444,50 @@ def test_a_resumed_job_deferred_again_keeps_every_answer(tmp_path: Path) -> None
     assert len(bodies) == 2
 
 
+class _CountingStore(DirectoryObjectStore):
+    """A directory store that counts its writes."""
+
+    puts = 0
+
+    def put(self, key: str, body: bytes, **kwargs: Any) -> None:
+        self.puts += 1
+        super().put(key, body, **kwargs)
+
+
+def test_a_job_deferred_before_any_new_answer_writes_no_journal(tmp_path: Path) -> None:
+    # Given a host that must wait, and a job whose first request is deferred
+    clock = FakeClock()
+    inner = FakeFetcher(clock)
+    gate = MemoryHostGate(monotonic=clock.monotonic)
+    gate.set_interval(A, 2.0)
+    store = _CountingStore(tmp_path)
+    fetcher = _gated(inner, clock, gate, mode="defer", journal_store=store, jitter=lambda w: 0.0)
+    wiring = _wiring(tmp_path, fetcher)
+    fetcher.fetch(f"{A}/other")  # another job's request: the host's next start is 2 s away
+    job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
+    key = journal_key("run-1", job_key(two_requests, job))
+
+    # When it is deferred before its host answered it anything, nothing is written
+    with pytest.raises(Deferred):
+        run_job(wiring, job, two_requests)
+    assert store.puts == 0
+    assert not store.exists(key)
+
+    # Then it gets its HEAD answered and is deferred: the answer is kept (body and index)
+    clock.now += 2.0
+    with pytest.raises(Deferred):
+        run_job(wiring, job, two_requests, resume=True)
+    assert store.puts == 2
+
+    # And resumed, it replays the HEAD and is deferred again at once: nothing new to write
+    with pytest.raises(Deferred):
+        run_job(wiring, job, two_requests, resume=True)
+    assert store.puts == 2
+    clock.now += 2.0
+    assert run_job(wiring, job, two_requests, resume=True) == [200, 200]
+    assert [m for m, u, _ in inner.asked if u == f"{A}/page"] == ["HEAD", "GET"]
+
+
 def test_without_resume_a_job_asks_afresh_and_a_sleeping_fetcher_keeps_no_journal(
     tmp_path: Path,
 ) -> None:

@@ -37,8 +37,8 @@ class _Reversed:
     def __init__(self, inner: CatalogIndex) -> None:
         self._inner = inner
 
-    def urls(self, source: str, **kwargs: Any) -> Iterator[UrlState]:
-        return reversed(list(self._inner.urls(source, **kwargs)))
+    def source_urls(self, source: str) -> Iterator[str]:
+        return reversed(list(self._inner.source_urls(source)))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

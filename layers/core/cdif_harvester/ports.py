@@ -163,6 +163,11 @@ class CatalogIndex(Protocol):
         when given), ordered by URL."""
         ...
 
+    def source_urls(self, source: str) -> Iterable[str]:
+        """Yield every URL of ``source``, ordered by URL: the listing of :meth:`urls` without
+        the states (which cost a read each on DynamoDB)."""
+        ...
+
     def records(
         self,
         source: str,

@@ -503,6 +503,15 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         kept = [s for s in states.values() if outcome is None or s.outcome == outcome]
         return sorted(kept, key=lambda s: s.url)
 
+    def source_urls(self, source: str) -> list[str]:
+        """Every URL of ``source``, ordered by URL: read from ``gsi1`` alone (its entries
+        project the URL), with no read of the items themselves."""
+        items = self._query_index(
+            "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+            {":pk": f"SOURCE#{source}", ":prefix": "URL#"},
+        )
+        return sorted({str(item["url"]) for item in items if "url" in item})
+
     def _get(self, key: dict[str, str], *, consistent: bool = True) -> dict[str, Any] | None:
         with aws_errors(f"DynamoDB get {key['pk']}"):
             item = self.table.get_item(Key=key, ConsistentRead=consistent)

@@ -573,6 +573,11 @@ class SqliteCatalog:
         for row in self._stream(sql, params, "url"):
             yield _url_state(row)
 
+    def source_urls(self, source: str) -> Iterator[str]:
+        """Yield every URL of ``source``, ordered by URL (a page at a time)."""
+        for row in self._stream("SELECT url FROM urls WHERE source = ?", (source,), "url"):
+            yield str(row[0])
+
     # Runs -------------------------------------------------------------------------------
 
     def start_run(self, run: RunStatus) -> None:

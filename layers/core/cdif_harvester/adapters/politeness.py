@@ -250,7 +250,11 @@ class FetchJournal:
         self._entries.append(_Entry(request=request, response=response, meta=meta))
 
     def save(self) -> None:
-        """Write the bodies not yet stored, then the index. Raises StorageError."""
+        """Write the bodies not yet stored, then the index; nothing when this try got no answer
+        from a host (the journal saved before, if any, holds every answer replayed: two S3
+        writes saved on each job deferred before its first request). Raises StorageError."""
+        if all(entry.response is None for entry in self._entries):
+            return
         for entry in self._entries:
             digest = entry.meta["body"]
             if entry.response is not None and digest not in self._stored:

@@ -332,6 +332,8 @@ class SqsEventSource:
     queue_arn: str
     batch_size: int
     report_batch_item_failures: bool
+    #: ``MaximumBatchingWindowInSeconds``: how long the mapping may gather a batch (0: none).
+    batching_window: int = 0
 
 
 @dataclass(frozen=True)
@@ -726,6 +728,7 @@ def provision(
                 batch_size=int(event_props.get("BatchSize", 10)),
                 report_batch_item_failures="ReportBatchItemFailures"
                 in event_props.get("FunctionResponseTypes", []),
+                batching_window=int(event_props.get("MaximumBatchingWindowInSeconds", 0)),
             )
 
     return ProvisionedStack(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import io
+import itertools
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -411,37 +412,51 @@ _GONE_CHUNK = 500
 def _without_outcome(
     wiring: Wiring, run_id: str, sources: Sequence[str], *, in_order: bool
 ) -> Iterator[UrlState]:
-    """The URLs of ``sources`` the run has no outcome for, in URL order.
+    """The states of the URLs of ``sources`` the run has no outcome for, in URL order.
 
     The sources' URLs (each source's in URL order, merged) are walked beside the run's
     outcomes (in URL order too, as the catalogue yields them, ``in_order`` says whether it
     did): neither is held. Were the outcomes not in URL order, their URLs are held instead.
+    Only the URLs without an outcome have their state read, :data:`STATE_CHUNK` at a time: on
+    DynamoDB a state is a read unit, and a run usually has an outcome for nearly every URL.
     Raises StorageError when the catalogue yields a source's URLs out of order (withdrawing
     by a wrong walk would withdraw what the run did read).
     """
-    states = heapq.merge(*(wiring.catalog.urls(source) for source in sources), key=_url_of)
+    listed = heapq.merge(*(wiring.catalog.source_urls(source) for source in sources))
+    missing = _missing(wiring, run_id, listed, in_order=in_order)
+    while chunk := list(itertools.islice(missing, STATE_CHUNK)):
+        states = wiring.catalog.get_urls(chunk)
+        yield from (states[url] for url in chunk if url in states)
+
+
+#: URLs whose states closing a run reads at once (the most a DynamoDB BatchGetItem takes).
+STATE_CHUNK = 100
+
+
+def _missing(
+    wiring: Wiring, run_id: str, listed: Iterator[str], *, in_order: bool
+) -> Iterator[str]:
+    """The URLs of ``listed`` (in URL order) the run has no outcome for, each once."""
     if not in_order:
         read = {o.url for o in wiring.catalog.outcomes(run_id)}
-        yield from (state for state in states if state.url not in read)
+        yield from (url for url, _ in itertools.groupby(listed) if url not in read)
         return
     outcomes = (o.url for o in wiring.catalog.outcomes(run_id))
     next_url: str | None = next(outcomes, None)
     last = ""
-    for state in states:
-        if state.url < last:
+    for url in listed:
+        if url < last:
             raise StorageError(
-                f"the catalogue listed {state.url} after {last}: not in URL order",
+                f"the catalogue listed {url} after {last}: not in URL order",
                 reason="catalogue-order",
             )
-        last = state.url
-        while next_url is not None and next_url < state.url:
+        if url == last:
+            continue  # (listed by two sources: one state, walked once)
+        last = url
+        while next_url is not None and next_url < url:
             next_url = next(outcomes, None)
-        if next_url != state.url:
-            yield state
-
-
-def _url_of(state: UrlState) -> str:
-    return state.url
+        if next_url != url:
+            yield url
 
 
 def _withdraw(wiring: Wiring, state: UrlState, now: str) -> None:
