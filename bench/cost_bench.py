@@ -400,6 +400,9 @@ def report(harvests: list[Harvest], prices: Prices) -> str:
     lines += ["", "| DynamoDB write units, by call and item kind | per record |", "| --- | ---: |"]
     for kind, units in sorted(t.wru_by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"| {_short(kind)} | {units / n:.2f} |")
+    lines += ["", "| DynamoDB read units, by call and item kind | per record |", "| --- | ---: |"]
+    for kind, units in sorted(t.rru_by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"| {_short(kind)} | {units / n:.2f} |")
     lines += ["", "| largest item written, by kind | bytes |", "| --- | ---: |"]
     for kind, size in sorted(t.largest_items.items(), key=lambda kv: -kv[1]):
         lines.append(f"| {_short(kind)} | {size} |")

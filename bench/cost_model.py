@@ -138,6 +138,9 @@ class Tally:
     largest_items: dict[str, int] = field(default_factory=dict)  # item kind -> bytes
     #: "Operation table:kind" -> write units (the index writes under "table/gsiN:kind")
     wru_by_kind: Counter[str] = field(default_factory=Counter)
+    #: "Operation table:kind" -> read units (queries of an index under "table/gsiN:kind"; a
+    #: query's kind is that of the first item it returned)
+    rru_by_kind: Counter[str] = field(default_factory=Counter)
 
     def s3_put_class(self) -> int:
         """PUT-class S3 requests."""
@@ -165,6 +168,7 @@ class Tally:
             item_sizes=self.item_sizes - before.item_sizes,
             largest_items=dict(self.largest_items),
             wru_by_kind=self.wru_by_kind - before.wru_by_kind,
+            rru_by_kind=self.rru_by_kind - before.rru_by_kind,
         )
 
     def copy(self) -> Tally:
@@ -285,21 +289,49 @@ class CallCounter:
             self._index_writes(table, old_items.get((table, _dump(key))), new_item, _key_kind(key))
         if failed:
             return
-        content = _json(http_response.content)
-        consistent = bool(request.get("ConsistentRead"))
+        self._reads(operation, request, _json(http_response.content))
+
+    def _reads(
+        self, operation: str, request: Mapping[str, Any], content: Mapping[str, Any]
+    ) -> None:
+        """Read units of a read that succeeded, by table and by call and item kind. Every key
+        asked for costs at least one read's worth, found or not (AWS charges a read of a
+        missing item); a batch's consistency is each table's own, and the keys DynamoDB left
+        unprocessed are not charged (they are asked again)."""
         if operation == "GetItem":
             table = request["TableName"]
-            self.tally.rru[table] += read_units(
-                item_size(content.get("Item")), consistent=consistent
+            units = read_units(
+                item_size(content.get("Item")), consistent=bool(request.get("ConsistentRead"))
             )
+            self._read(f"{operation} {table}:{_key_kind(request.get('Key', {}))}", table, units)
         elif operation in ("Query", "Scan"):
             table = request["TableName"]
-            size = sum(item_size(item) for item in content.get("Items", []))
-            self.tally.rru[table] += read_units(size, consistent=consistent)
+            items = content.get("Items", [])
+            size = sum(item_size(item) for item in items)
+            units = read_units(size, consistent=bool(request.get("ConsistentRead")))
+            kind = _key_kind(items[0]) if items else "?"
+            where = f"{table}/{request['IndexName']}" if "IndexName" in request else table
+            self._read(f"{operation} {where}:{kind}", table, units)
         elif operation == "BatchGetItem":
-            for table, items in content.get("Responses", {}).items():
-                for item in items:
-                    self.tally.rru[table] += read_units(item_size(item), consistent=consistent)
+            responses = content.get("Responses", {})
+            unprocessed = content.get("UnprocessedKeys") or {}
+            for table, asked in request.get("RequestItems", {}).items():
+                consistent = bool(asked.get("ConsistentRead"))
+                schema = self._schema(table)[0]
+                found = {
+                    _dump({k: item[k] for k in schema}): item for item in responses.get(table, [])
+                }
+                left = {_dump(key) for key in unprocessed.get(table, {}).get("Keys", [])}
+                for key in asked.get("Keys", []):
+                    if _dump(key) in left:
+                        continue
+                    size = item_size(found.get(_dump(key)))
+                    units = read_units(size, consistent=consistent)
+                    self._read(f"{operation} {table}:{_key_kind(key)}", table, units)
+
+    def _read(self, kind: str, table: str, units: float) -> None:
+        self.tally.rru[table] += units
+        self.tally.rru_by_kind[kind] += units
 
     # -- DynamoDB item sizes
 

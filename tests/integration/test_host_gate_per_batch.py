@@ -381,3 +381,63 @@ def test_a_failing_job_and_a_failing_batch_still_give_the_slot_back(table: Any) 
         fetcher.fetch(f"{A}/0")
         raise RuntimeError("the batch broke")
     assert _slots_taken(table, A) == []
+
+
+class StaleTable:
+    """A table whose eventually consistent reads of gate items answer as the item was before
+    any write (nothing), as a read a moment after a write may; other calls pass through."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.reads: list[bool] = []  # ConsistentRead of each gate read
+
+    def update_item(self, **kwargs: Any) -> Any:
+        return self.table.update_item(**kwargs)
+
+    def get_item(self, **kwargs: Any) -> Any:
+        self.reads.append(bool(kwargs.get("ConsistentRead")))
+        if not kwargs.get("ConsistentRead"):
+            return {}
+        return self.table.get_item(**kwargs)
+
+
+def test_a_kept_slot_is_checked_by_an_eventually_consistent_read(table: Any) -> None:
+    clock = Clock()
+    host = Host(clock)
+    fetcher = _fetcher(host, _gate(table, clock), clock)
+    reads: list[bool] = []
+
+    def read(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key", {}).get("sk") in ("GATE", {"S": "GATE"}):
+            reads.append(bool(params.get("ConsistentRead")))
+
+    events = table.meta.client.meta.events
+    events.register("provide-client-params.dynamodb.GetItem", read)
+    try:
+        # Given a batch of five jobs on one host (no Crawl-delay)
+        with keep_host_slots():
+            for n in range(5):
+                fetcher.fetch(f"{A}/{n}")
+                clock.now += 0.5
+    finally:
+        events.unregister("provide-client-params.dynamodb.GetItem", read)
+    # Then each start within the kept slot read the host's item once, eventually consistent
+    assert reads == [False] * 4
+    assert len(host.asked) == 5
+
+
+def test_a_read_older_than_the_gates_own_write_is_made_again_strongly(table: Any) -> None:
+    clock = Clock()
+    host = Host(clock)
+    stale = StaleTable(table)
+    fetcher = _fetcher(host, _gate(stale, clock), clock)
+    with gate_calls(table) as writes, keep_host_slots():
+        fetcher.fetch(f"{A}/0")
+        clock.now += 0.5
+        # When the next start's read shows an item without the slot this gate took
+        fetcher.fetch(f"{A}/1")
+        # Then it read again, strongly, found the slot its own and started within it
+        assert stale.reads == [False, True]
+        assert len(writes) == 1  # (no second acquire)
+    assert [url for url, _ in host.asked] == [f"{A}/0", f"{A}/1"]
+    assert _slots_taken(table, A) == []

@@ -170,3 +170,59 @@ def test_an_include_index_is_written_only_when_its_keys_or_projected_attributes_
     assert tally.wru_by_kind == Counter(
         {"PutItem t:?": 2, "UpdateItem t:?": 4, "index t/gsi1:?": 2}
     )
+
+
+def test_reads_are_counted_by_call_and_item_kind() -> None:
+    from moto import mock_aws
+
+    with mock_aws():
+        setup = boto3.client("dynamodb", region_name="us-east-1")
+        setup.create_table(
+            TableName="t",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+        )
+        big = "x" * 5000  # over 4 KB: two units strongly consistent, one eventually
+        setup.put_item(TableName="t", Item={"pk": {"S": "URL#a"}, "sk": {"S": "LATEST"}})
+        setup.put_item(
+            TableName="t", Item={"pk": {"S": "RUN#r"}, "sk": {"S": "RUN"}, "b": {"S": big}}
+        )
+        counter = cost_model.CallCounter()
+        with counter.installed():
+            dynamo = boto3.client("dynamodb", region_name="us-east-1")
+        latest = {"pk": {"S": "URL#a"}, "sk": {"S": "LATEST"}}
+        missing = {"pk": {"S": "URL#b"}, "sk": {"S": "LATEST"}}
+        run = {"pk": {"S": "RUN#r"}, "sk": {"S": "RUN"}}
+        dynamo.get_item(TableName="t", Key=run, ConsistentRead=True)
+        dynamo.get_item(TableName="t", Key=run)
+        dynamo.get_item(TableName="t", Key=missing, ConsistentRead=True)  # charged all the same
+        # each table of a batch has its own consistency; a key not found is charged too
+        dynamo.batch_get_item(
+            RequestItems={"t": {"Keys": [latest, missing, run], "ConsistentRead": True}}
+        )
+        dynamo.batch_get_item(RequestItems={"t": {"Keys": [latest]}})
+        dynamo.query(
+            TableName="t",
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "RUN#r"}},
+        )
+
+    tally = counter.tally
+    assert tally.rru_by_kind == Counter(
+        {
+            "GetItem t:RUN": 2 + 1,
+            "GetItem t:LATEST": 1,
+            "BatchGetItem t:LATEST": 1 + 1 + 0.5,
+            "BatchGetItem t:RUN": 2,
+            "Query t:RUN": 1,
+        }
+    )
+    assert tally.rru["t"] == sum(tally.rru_by_kind.values())
+    assert tally.copy().rru_by_kind == tally.rru_by_kind

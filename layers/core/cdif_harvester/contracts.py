@@ -25,7 +25,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar, Union
 
 from cdif_harvester.errors import ContractError
-from cdif_harvester.model import RequestValidator, TypedLink, plain
+from cdif_harvester.model import RequestValidator, TypedLink, UrlState, plain
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -59,8 +59,8 @@ __all__ = [
     "encode_staged",
 ]
 
-CONTRACT_VERSION = 9
-READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
+CONTRACT_VERSION = 10
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 STAGED_VERSION = 6
 STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 MAX_MESSAGE_BYTES = 200 * 1024
@@ -177,6 +177,11 @@ class DocumentJob:
     ``validators`` are those of every request the resolution made (see
     :class:`~cdif_harvester.model.RequestValidator`; empty when one answer had none), carried to
     the URL's state for the next harvest's conditional requests.
+
+    ``state`` is the URL's harvest state as the resolver read it from the catalogue when
+    ``state_read`` (None: the catalogue held none), so the extractor need not read it again;
+    without ``state_read`` (incremental harvesting off, an older message) the extractor reads
+    it itself.
     """
 
     KIND: ClassVar[str] = "document-job"
@@ -190,6 +195,8 @@ class DocumentJob:
     sitemap: str | None = None
     lastmod: str | None = None
     validators: tuple[RequestValidator, ...] = ()
+    state: UrlState | None = None
+    state_read: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from cdif_harvester.domain.discovery.robots import RobotsPolicy
 from cdif_harvester.model import (
@@ -29,6 +29,7 @@ __all__ = [
     "CatalogIndex",
     "Clock",
     "CrawlDelayRecorder",
+    "EventualReads",
     "Fetcher",
     "HostGate",
     "HostSlot",
@@ -239,6 +240,26 @@ class CatalogIndex(Protocol):
     def recount_run(self, run_id: str, *, at: str) -> RunStatus | None:
         """Set the run's URL counters from its outcome items (repairs counts a crash between
         two writes left behind); returns the new status, or None for an unknown run."""
+        ...
+
+
+@runtime_checkable
+class EventualReads(Protocol):
+    """What a catalogue that can read at half the price (DynamoDB's eventually consistent
+    reads, which may return a value up to about a second old) offers beside
+    :class:`CatalogIndex`: for reads where such a value is harmless, as each caller says. A
+    catalogue without it is read by the :class:`CatalogIndex` methods."""
+
+    def peek_url(self, url: str) -> UrlState | None:
+        """:meth:`CatalogIndex.get_url`, eventually consistent."""
+        ...
+
+    def peek_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
+        """:meth:`CatalogIndex.get_urls`, eventually consistent."""
+        ...
+
+    def peek_record(self, record_id: str) -> CatalogEntry | None:
+        """:meth:`CatalogIndex.get_record`, eventually consistent."""
         ...
 
 

@@ -183,6 +183,12 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         found = self._get({"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"})
         return entry_of(found) if found else None
 
+    def peek_record(self, record_id: str) -> CatalogEntry | None:
+        """:meth:`get_record`, eventually consistent (half the read units)."""
+        key = {"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"}
+        found = self._get(key, consistent=False)
+        return entry_of(found) if found else None
+
     def records(
         self,
         source: str,
@@ -279,8 +285,12 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         docs/decisions/0094-settling-at-one-write-unit.md.
         """
         at = outcomes[-1].recorded_at or ""
-        for _attempt in range(_SETTLE_TRIES):
-            found = self._held_items(run_id, [outcome.url for outcome in outcomes])
+        for attempt in range(_SETTLE_TRIES):
+            # Read eventually consistent first (half the price): every write below is
+            # conditional on the item read, so an item read stale is refused and read again,
+            # strongly, as one a racing job changed is.
+            urls = [outcome.url for outcome in outcomes]
+            found = self._held_items(run_id, urls, consistent=attempt > 0)
             # The held items whose move may not be counted yet: counted now, before any is
             # replaced (an untracked run counts nothing).
             uncounted = {url: item for url, item in found.items() if settle_uncounted(item)}
@@ -339,12 +349,14 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             f"DynamoDB record outcomes of run {run_id} failed: the items kept changing"
         )
 
-    def _held_items(self, run_id: str, urls: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def _held_items(
+        self, run_id: str, urls: Sequence[str], *, consistent: bool = True
+    ) -> dict[str, dict[str, Any]]:
         """Each URL's item of the run that holds an outcome (``queued`` included), by URL."""
         keys = [{"pk": f"RUN#{run_id}", "sk": f"URL#{url_hash(url)}"} for url in urls]
         return {
             str(item["url"]): item
-            for item in self._batch_get(keys)
+            for item in self._batch_get(keys, consistent=consistent)
             if "url" in item and "outcome" in item
         }
 
@@ -422,9 +434,19 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"})
         return state_of(found) if found else None
 
-    def get_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
-        """Return what is known about each of ``urls``, by URL (consistent BatchGetItem reads,
-        100 keys a call; keys DynamoDB leaves unprocessed are asked again)."""
+    def peek_url(self, url: str) -> UrlState | None:
+        """:meth:`get_url`, eventually consistent (half the read units)."""
+        found = self._get({"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}, consistent=False)
+        return state_of(found) if found else None
+
+    def peek_urls(self, urls: Sequence[str]) -> dict[str, UrlState]:
+        """:meth:`get_urls`, eventually consistent (half the read units)."""
+        return self.get_urls(urls, consistent=False)
+
+    def get_urls(self, urls: Sequence[str], *, consistent: bool = True) -> dict[str, UrlState]:
+        """Return what is known about each of ``urls``, by URL (consistent BatchGetItem reads
+        unless not ``consistent``, 100 keys a call; keys DynamoDB leaves unprocessed are asked
+        again)."""
         found: dict[str, UrlState] = {}
         unique = list(dict.fromkeys(urls))
         for start in range(0, len(unique), _BATCH_GET):
@@ -432,7 +454,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 {"pk": f"URL#{url_hash(url)}", "sk": "LATEST"}
                 for url in unique[start : start + _BATCH_GET]
             ]
-            for item in self._batch_get(keys):
+            for item in self._batch_get(keys, consistent=consistent):
                 if "url" in item:
                     found[str(item["url"])] = state_of(item)
         return found
@@ -490,9 +512,9 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         )
         return sorted({str(item["url"]) for item in items if "url" in item})
 
-    def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
+    def _get(self, key: dict[str, str], *, consistent: bool = True) -> dict[str, Any] | None:
         with aws_errors(f"DynamoDB get {key['pk']}"):
-            item = self.table.get_item(Key=key, ConsistentRead=True)
+            item = self.table.get_item(Key=key, ConsistentRead=consistent)
         return item.get("Item")
 
     def _update(
@@ -619,10 +641,10 @@ class DynamoHostGate:
     condition fails DynamoDB returns the item as it is (ReturnValuesOnConditionCheckFailure), which
     says either how long to wait or which slot is free, and the next attempt tries that slot.
     A slot kept between requests (:meth:`reuse`) starts each further request with one
-    consistent read, or with one conditional write when the host has a crawl delay or the lease
-    has less than ``renew_within`` seconds (one fetch's deadline) left; see
-    docs/decisions/0088-host-gate-per-batch.md. Times are wall-clock seconds: Lambda hosts keep
-    their clocks synchronised far below the delays at stake.
+    eventually consistent read, or with one conditional write when the host has a crawl delay or
+    the lease has less than ``renew_within`` seconds (one fetch's deadline) left; see
+    docs/decisions/0088-host-gate-per-batch.md and 0097. Times are wall-clock seconds: Lambda
+    hosts keep their clocks synchronised far below the delays at stake.
     """
 
     def __init__(
@@ -713,8 +735,9 @@ class DynamoHostGate:
         are known here: a wait they impose costs no call. Otherwise, on a host with a crawl
         delay, or when the lease would not outlast one more fetch, one conditional write
         records the start (``last_at``, ``next_at``, for every worker) and renews the lease
-        (under a new token); on any other host one consistent read checks that the slot is
-        still this gate's and that no other worker has held the host or moved its next start.
+        (under a new token); on any other host one eventually consistent read (strongly
+        again when it does not show the slot's token) checks that the slot is still this
+        gate's and that no other worker has held the host or moved its next start.
         """
         now = self._clock()
         key = (slot.host, slot.index, slot.token)
@@ -728,7 +751,13 @@ class DynamoHostGate:
             return wait
         if kept.interval > 0 or kept.lease_until - now < self.renew_within:
             return self._start_within(slot, kept, now)
-        item = self._read(slot.host)
+        # Eventually consistent (half the price): the lease keeps the slot this gate's, and a
+        # hold or a Crawl-delay another worker wrote a moment ago may be missed by this start
+        # as it is by a start already made when it was written. A read that does not show
+        # this gate's token may be older than its own write of the slot: read again, strongly.
+        item = self._read(slot.host, consistent=False)
+        if not _holds_slot(item, slot):
+            item = self._read(slot.host)
         if not _holds_slot(item, slot):
             self._forget(key)
             return None
@@ -914,9 +943,9 @@ class DynamoHostGate:
         except ClientError:  # the condition failed: a longer hold, a later start, another lease
             return
 
-    def _read(self, host: str) -> dict[str, Any]:
+    def _read(self, host: str, *, consistent: bool = True) -> dict[str, Any]:
         with aws_errors(f"DynamoDB gate of {host}"):
-            found = self.table.get_item(Key=self._key(host), ConsistentRead=True)
+            found = self.table.get_item(Key=self._key(host), ConsistentRead=consistent)
         return dict(found.get("Item", {}))
 
 

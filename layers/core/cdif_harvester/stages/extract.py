@@ -106,8 +106,21 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
     :func:`read_documents` touches no catalogue and writes nothing, :func:`settle_extraction`
     writes what it found.
     """
-    held = comparable_state(wiring, job.url, job.run_id)
-    return settle_extraction(wiring, job, read_documents(wiring, job, held), held)
+    if not job.state_read:
+        held = comparable_state(wiring, job.url, job.run_id)
+        return settle_extraction(wiring, job, read_documents(wiring, job, held), held)
+    # The state the resolver read came with the job: the blocks are compared with it, and a
+    # URL with records (the usual case) is handed on without reading it again.
+    held = _comparable(job.state, job.run_id) if wiring.settings.incremental else None
+    extraction = read_documents(wiring, job, held)
+    if extraction.unchanged is not None:
+        # An unchanged URL's state is rewritten from the one held (its new fingerprint): that
+        # is read as it is now, as it always was, and when it changed since the resolver read
+        # it (another run harvested the URL meanwhile) the blocks are compared with it instead.
+        now = comparable_state(wiring, job.url, job.run_id)
+        if now != held:
+            held, extraction = now, read_documents(wiring, job, now)
+    return settle_extraction(wiring, job, extraction, held)
 
 
 @dataclass(frozen=True)
@@ -133,7 +146,11 @@ def comparable_state(wiring: Wiring, url: str, run_id: str) -> UrlState | None:
     (incremental, an earlier harvest that held records and was not withdrawn); else None."""
     if not wiring.settings.incremental:
         return None
-    held = wiring.catalog.get_url(url)
+    return _comparable(wiring.catalog.get_url(url), run_id)
+
+
+def _comparable(held: UrlState | None, run_id: str) -> UrlState | None:
+    """``held`` when the blocks read in run ``run_id`` may be compared with it, else None."""
     # (what this run wrote is not an earlier harvest: a retried job ends as its first attempt)
     if held is None or not held.record_ids or held.withdrawn_at or held.harvest_run == run_id:
         return None

@@ -51,6 +51,7 @@ from cdif_harvester.model import (
     UrlState,
     plain,
 )
+from cdif_harvester.ports import EventualReads
 from cdif_harvester.stages.outcomes import put_outcome
 from cdif_harvester.wiring import Wiring
 
@@ -292,8 +293,14 @@ def _plan_one(  # noqa: PLR0913 - the job, its hand-over, the record, and what w
     links = _links_read(staged)
     digest = made.digest if made is not None else _digest_of(staged, item, links)
     valid = item.report.valid and item.record is not None
-    # Asked even when not incremental: one read per record, whatever the settings.
-    before = wiring.catalog.get_record(item.record_id)
+    # Asked even when not incremental: one read per record, whatever the settings. Eventually
+    # consistent where the catalogue can (half the price): an entry a moment old is one the
+    # record had, so what follows is what a job a moment earlier would have done (the same
+    # record from two URLs at once may be written twice, as by two concurrent batches), and
+    # the entry written is made from this job's record, not from the one read.
+    catalog = wiring.catalog
+    read = catalog.peek_record if isinstance(catalog, EventualReads) else catalog.get_record
+    before = read(item.record_id)
     rkey = record_hash(item.record_id)
     planned = PlannedRecord(
         item=item,

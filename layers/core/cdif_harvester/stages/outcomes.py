@@ -21,6 +21,7 @@ from cdif_harvester.model import (
     UrlOutcome,
     UrlState,
 )
+from cdif_harvester.ports import EventualReads
 from cdif_harvester.wiring import Wiring
 
 GONE_REASON = "no-metadata: gone (410 tombstone)"
@@ -206,11 +207,14 @@ def held_states(wiring: Wiring, urls: Sequence[str], *, run_id: str) -> dict[str
     """:func:`held_state` of many URLs at once (batched catalogue reads), by URL."""
     if not wiring.settings.incremental or not urls:
         return {}
-    return {
-        url: state
-        for url, state in wiring.catalog.get_urls(urls).items()
-        if holds_records(state, run_id=run_id)
-    }
+    # Read eventually consistent where the catalogue can (half the price): a state read a
+    # moment old is one the URL had, so the URLs settled unchanged on it are those an
+    # expansion a moment earlier would have settled, an order concurrent runs may have anyway.
+    # Nothing is written from the state, and a state this run wrote comes after the URL's
+    # outcome in the run, which an outcome found at entry never replaces.
+    catalog = wiring.catalog
+    read = catalog.peek_urls if isinstance(catalog, EventualReads) else catalog.get_urls
+    return {url: state for url, state in read(urls).items() if holds_records(state, run_id=run_id)}
 
 
 def holds_records(state: UrlState, *, run_id: str) -> bool:
