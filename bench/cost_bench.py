@@ -214,10 +214,11 @@ class Bench:
                             self.sqs.delete_message(
                                 QueueUrl=source.queue_url, ReceiptHandle=message["ReceiptHandle"]
                             )
-                        # the mapping's ReceiveMessage calls that brought messages, and one
-                        # DeleteMessageBatch per 10 messages done (its empty polls are a fixed
-                        # cost per queue, not per record)
-                        delivery_requests += batch.receives + -(-len(batch.messages) // 10)
+                        # the mapping's ReceiveMessage calls that brought messages, billed
+                        # per started 64 KiB of what each returned, and one DeleteMessageBatch
+                        # per 10 messages done (its empty polls are a fixed cost per queue, not
+                        # per record)
+                        delivery_requests += batch.billed_receives + -(-len(batch.messages) // 10)
                         batch = gather(self.sqs, route)
         return delivery_requests
 

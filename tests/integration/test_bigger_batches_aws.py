@@ -240,3 +240,19 @@ def test_a_failed_job_of_a_big_batch_is_the_only_one_reported_and_settles_once_a
     assert again == {"batchItemFailures": []}
     # And every URL ends with one outcome, counted once
     _settled_once(catalog)
+
+
+def test_a_receive_is_billed_per_started_64_kib_of_the_messages_it_returns() -> None:
+    # Given ten messages of 40 KB, and three of a few bytes
+    with mocked_stack() as stack:
+        sqs = boto3.client("sqs", region_name=stack.region)
+        route = replace(_indexer(stack), batch_size=10)
+        for n in range(10):
+            sqs.send_message(QueueUrl=route.queue_url, MessageBody=f"{n}" * 40_000)
+        large = gather(sqs, route)
+        for n in range(3):
+            sqs.send_message(QueueUrl=route.queue_url, MessageBody=f"m-{n}")
+        small = gather(sqs, route)
+    # Then the one receive of 400,000 bytes is billed as seven requests, the small one as one
+    assert (large.receives, large.billed_receives) == (1, 7)
+    assert (small.receives, small.billed_receives) == (1, 1)

@@ -62,6 +62,9 @@ class Gathered:
 
     messages: list[dict[str, Any]]
     receives: int
+    #: what SQS bills those calls as: one request per started 64 KiB of the messages each
+    #: returned (bodies and message attributes)
+    billed_receives: int = 0
 
 
 @dataclass
@@ -79,7 +82,7 @@ def gather(sqs: Any, route: Route) -> Gathered:
     queue has nothing visible, or one more message would take the event past
     :data:`PAYLOAD_LIMIT` (that message is made visible again, for the next batch)."""
     messages: list[dict[str, Any]] = []
-    receives = 0
+    receives = billed = 0
     size = 0
     while len(messages) < route.batch_size:
         received: list[dict[str, Any]] = sqs.receive_message(
@@ -92,6 +95,7 @@ def gather(sqs: Any, route: Route) -> Gathered:
         if not received:
             break
         receives += 1
+        billed += -(-sum(_payload_bytes(message) for message in received) // SQS_CHUNK)
         for index, message in enumerate(received):
             size += len(json.dumps(message))
             if messages and size > PAYLOAD_LIMIT:
@@ -101,9 +105,23 @@ def gather(sqs: Any, route: Route) -> Gathered:
                         ReceiptHandle=left["ReceiptHandle"],
                         VisibilityTimeout=0,
                     )
-                return Gathered(messages, receives)
+                return Gathered(messages, receives, billed)
             messages.append(message)
-    return Gathered(messages, receives)
+    return Gathered(messages, receives, billed)
+
+
+#: SQS bills each started 64 KiB of a request's payload as one request.
+SQS_CHUNK = 64 * 1024
+
+
+def _payload_bytes(message: dict[str, Any]) -> int:
+    """A received message's billed bytes: its body and its message attributes (name, type
+    and value)."""
+    size = len(str(message.get("Body", "")).encode("utf-8"))
+    for name, attribute in (message.get("MessageAttributes") or {}).items():
+        value = attribute.get("StringValue") or attribute.get("BinaryValue") or ""
+        size += len(name) + len(str(attribute.get("DataType", ""))) + len(value)
+    return size
 
 
 def receive_batch(sqs: Any, route: Route) -> list[dict[str, Any]]:
