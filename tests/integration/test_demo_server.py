@@ -364,3 +364,33 @@ def test_demo_site_dir_is_the_bundled_site() -> None:
         Path(path).name for path, (_, outcome) in EXPECTED_PAGES.items() if outcome != FAILED_404
     } - {"whale-acoustics-embargoed.html"} <= names
     assert "retired-mooring-2009.html" not in names
+
+
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_the_site_keeps_a_connection_open_between_requests_unless_told_not_to(
+    keep_alive: bool,
+) -> None:
+    # Given the demo site, and one HTTP/1.1 connection to it
+    with PublisherSite(keep_alive=keep_alive) as site:
+        host, port = site.url("/").split("//", 1)[1].split("/", 1)[0].split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=5)
+        try:
+            # When a page is asked for, then another
+            connection.request("GET", "/robots.txt")
+            first = connection.getresponse()
+            first.read()
+            first_socket = connection.sock
+            connection.request("GET", "/robots.txt")
+            second = connection.getresponse()
+            second.read()
+            second_socket = connection.sock
+        finally:
+            connection.close()
+    assert first.status == second.status == 200  # noqa: PLR2004
+    # Then a keeping site answers both on one socket; the other closes it after each answer
+    if keep_alive:
+        assert first.getheader("Connection") is None
+        assert first_socket is not None and second_socket is first_socket
+    else:
+        assert first.getheader("Connection") == "close"
+        assert first_socket is None and second_socket is None

@@ -111,7 +111,8 @@ class PublisherSite:
     header names, in arrival order; ``timings`` logs each one's start and end (see
     :class:`TimedRequest`: ``time.monotonic()`` seconds), which is how tests measure how many
     requests a harvester had in flight on the site at once. ``response_delay`` seconds pass
-    before every answer (a slow publisher).
+    before every answer (a slow publisher). Connections are kept open between requests, as
+    HTTP/1.1 servers do; ``keep_alive=False`` plays one that closes each after its answer.
     """
 
     def __init__(
@@ -122,6 +123,7 @@ class PublisherSite:
         port: int = 0,
         response_delay: float = 0.0,
         conditional: bool = True,
+        keep_alive: bool = True,
     ) -> None:
         if directory is None:
             directory = demo_site_dir()
@@ -132,6 +134,7 @@ class PublisherSite:
         self.timings: list[TimedRequest] = []
         self.response_delay = response_delay
         self.conditional = conditional
+        self.keep_alive = keep_alive
         self._started = time.time()
         self._host = host
         self._port = port
@@ -337,6 +340,11 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    # An idle kept connection is closed after this many seconds (its thread ends with it).
+    timeout = 30
+    # Headers and body go out in two writes: with Nagle's algorithm the second would wait for
+    # the client's delayed ACK (40 ms a request) on a kept connection.
+    disable_nagle_algorithm = True
     server_version = "DemoPublisher/1.0"
     sys_version = ""
 
@@ -362,9 +370,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         if "content-length" not in names:
             self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
+        if not site.keep_alive:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
-        self.close_connection = True
         if send_body and body:
             self.wfile.write(body)
         self.wfile.flush()
