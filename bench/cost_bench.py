@@ -39,7 +39,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,8 @@ class Harvest:
     seconds: float = 0.0
     #: the part of ``usage`` the scheduler tick that closed the run spent
     closing: Usage | None = None
+    #: which of the three harvests of a site it is ("first", "unchanged", "changed")
+    kind: str = ""
 
 
 class Bench:
@@ -304,11 +306,12 @@ def run_site(
             bench = Bench(stack, counter, logs, env)
             with counter.installed():
                 harvests = [
-                    bench.harvest("first", base_url, pages),
-                    bench.harvest("unchanged", base_url, pages),
+                    replace(bench.harvest("first", base_url, pages), kind="first"),
+                    replace(bench.harvest("unchanged", base_url, pages), kind="unchanged"),
                 ]
                 changed = _change_pages(site_dir, pages)
-                harvests.append(bench.harvest(f"{changed} changed (5%)", base_url, pages))
+                harvest = bench.harvest(f"{changed} changed (5%)", base_url, pages)
+                harvests.append(replace(harvest, kind="changed (5%)"))
         return harvests
     finally:
         server.terminate()
@@ -318,9 +321,11 @@ def run_site(
 # ----------------------------------------------------------------------------- report
 
 
-def per_million(harvest: Harvest, prices: Prices) -> dict[str, float]:
-    """Dollars per million records of the site (re-harvests: per million records re-visited)."""
-    return {k: v * 1e6 / harvest.pages for k, v in price(harvest.usage, prices).items()}
+def per_million(harvest: Harvest, prices: Prices, usage: Usage | None = None) -> dict[str, float]:
+    """Dollars per million records of the site (re-harvests: per million records re-visited)
+    of the harvest, or of ``usage``, a part of it."""
+    spent = price(usage or harvest.usage, prices)
+    return {k: v * 1e6 / harvest.pages for k, v in spent.items()}
 
 
 def report(harvests: list[Harvest], prices: Prices) -> str:
@@ -368,10 +373,7 @@ def report(harvests: list[Harvest], prices: Prices) -> str:
         "| line item | " + " | ".join(f"{h.pages} {h.name}" for h in harvests) + " |",
         "| --- |" + " ---: |" * len(harvests),
     ]
-    closings = [
-        {k: v * 1e6 / h.pages for k, v in price(h.closing, prices).items()} if h.closing else {}
-        for h in harvests
-    ]
+    closings = [per_million(h, prices, h.closing) if h.closing else {} for h in harvests]
     for item in items:
         if any(closing.get(item) for closing in closings):
             lines.append(
@@ -415,12 +417,9 @@ def _marginal(harvests: list[Harvest], prices: Prices) -> list[str]:
     costs, which leaves out what a run costs whatever its size (its sitemaps, its summary
     objects). The publisher report reads at most 1,000 records' reports per run: below that
     its reads are in the slope (one GET per record, $0.40 per million), above it they are not."""
-    kinds = {h.name.split(" ", 1)[-1] if h.name[0].isdigit() else h.name for h in harvests}
     rows = ["| harvest | pages | $ per million more records |", "| --- | --- | ---: |"]
-    for kind in sorted(kinds):
-        pair = sorted(
-            (h for h in harvests if h.name == kind or h.name.endswith(kind)), key=lambda h: h.pages
-        )
+    for kind in sorted({h.kind for h in harvests}):
+        pair = sorted((h for h in harvests if h.kind == kind), key=lambda h: h.pages)
         if len(pair) != 2:  # noqa: PLR2004
             continue
         small, large = pair

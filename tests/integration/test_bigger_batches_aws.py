@@ -8,9 +8,7 @@ one reported failed, and its redelivery settles it once
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -19,17 +17,22 @@ from botocore.awsrequest import AWSResponse
 
 from cdif_harvester import aws_runtime
 from cdif_harvester.adapters.aws import DynamoCatalog
-from cdif_harvester.contracts import IndexJob, decode, decode_staged, encode, encode_staged
+from cdif_harvester.contracts import IndexJob, decode, encode
 from cdif_harvester.keys import segment_signposts_key
 from cdif_harvester.model import RunState, RunStatus
-from tests.support.aws import ProvisionedStack, load_template, mocked_stack, session_hooks
+from tests.support.aws import (
+    ProvisionedStack,
+    catalog_of,
+    golden_index_jobs,
+    load_template,
+    mocked_stack,
+    session_hooks,
+)
 from tests.support.lambda_driver import Route, gather, pump
 from tests.support.pipeline import STAGE_FUNCTIONS, routes
 
 pytestmark = [pytest.mark.aws]
 
-REPO = Path(__file__).resolve().parents[2]
-STAGED = REPO / "tests" / "unit" / "golden" / "staged" / "v1.staged.json"
 RUN_ID = "20261125T120000Z-0000b1b1"
 SOURCE = "pub.example.org"
 JOBS = 25  # more than one ReceiveMessage brings, fewer than the indexer's batch
@@ -58,41 +61,10 @@ def _urls() -> list[str]:
     return [f"https://{SOURCE}/page-{n}" for n in range(JOBS)]
 
 
-def _jobs() -> list[IndexJob]:
-    """An index job per URL, each with the golden hand-over's records renamed (in the
-    message)."""
-    golden = decode_staged(STAGED.read_bytes())
-    jobs = []
-    for n, url in enumerate(_urls()):
-        records = []
-        for item in golden.records:
-            record = copy.deepcopy(item.record)
-            if record is not None:
-                record["schema:name"] = f"Page {n}"
-            records.append(replace(item, record_id=f"{item.record_id}-{n}", record=record))
-        staged = replace(golden, url=url, records=tuple(records))
-        jobs.append(
-            IndexJob(
-                run_id=RUN_ID,
-                source=SOURCE,
-                url=url,
-                pattern="embedded-script",
-                staged=encode_staged(staged).decode("utf-8"),
-            )
-        )
-    return jobs
-
-
-def _catalog(stack: ProvisionedStack) -> DynamoCatalog:
-    return DynamoCatalog(
-        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
-    )
-
-
 def _queue_jobs(stack: ProvisionedStack) -> DynamoCatalog:
     """A tracked run whose URLs entered it, and their index jobs waiting in the indexer's
     queue."""
-    catalog = _catalog(stack)
+    catalog = catalog_of(stack)
     catalog.start_run(
         RunStatus(
             run_id=RUN_ID,
@@ -103,7 +75,7 @@ def _queue_jobs(stack: ProvisionedStack) -> DynamoCatalog:
     catalog.enter_urls(RUN_ID, _urls(), step="test")
     sqs = boto3.client("sqs", region_name=stack.region)
     queue = stack.sqs_event_sources[INDEXER].queue_url
-    for job in _jobs():
+    for job in golden_index_jobs(RUN_ID, SOURCE, JOBS):
         sqs.send_message(QueueUrl=queue, MessageBody=encode(job))
     return catalog
 

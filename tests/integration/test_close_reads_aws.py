@@ -11,15 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
-from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.adapters.local import InProcessQueue, MemoryObjectStore, SystemClock
 from cdif_harvester.model import Outcome, UrlOutcome, UrlState
 from cdif_harvester.stages.finish import STATE_CHUNK, withdraw_vanished
 from cdif_harvester.wiring import Wiring
-from tests.support.aws import ProvisionedStack, session_hooks
+from tests.support.aws import ProvisionedStack, catalog_of, session_hooks
 from tests.support.fakes import TableFetcher
 
 pytestmark = [pytest.mark.aws]
@@ -50,8 +48,7 @@ def test_closing_reads_only_the_states_of_urls_without_an_outcome(
     stack: ProvisionedStack, read_keys: list[str]
 ) -> None:
     # Given a source whose URLs all held records, and a run that settled all but five
-    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
-    catalog = DynamoCatalog(table)
+    catalog = catalog_of(stack)
     catalog.put_outcomes(
         [UrlOutcome("run-1", SOURCE, url, Outcome.RECORD) for url in URLS],
         states=[UrlState(url=url, source=SOURCE, sitemap=SITEMAP) for url in URLS],

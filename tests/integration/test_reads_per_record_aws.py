@@ -18,10 +18,16 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from cdif_harvester.adapters.aws import DynamoCatalog
-from cdif_harvester.contracts import DocumentJob, UrlJob, decode, encode
+from cdif_harvester.contracts import DocumentJob, decode
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
-from cdif_harvester.model import Outcome, RunState, RunStatus
-from tests.support.aws import ProvisionedStack, mocked_stack, session_hooks, sqs_event
+from cdif_harvester.model import Outcome, RunState
+from tests.support.aws import (
+    ProvisionedStack,
+    mocked_stack,
+    session_hooks,
+    sqs_event,
+    waiting_url_jobs,
+)
 from tests.support.pipeline import invoke, run_pipeline
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
@@ -121,24 +127,14 @@ def _run_stage(stack: ProvisionedStack, function: str) -> list[Any]:
 
 def _first_harvest(stack: ProvisionedStack, site: PublisherSite) -> DynamoCatalog:
     """A tracked run the site's pages entered, their URL jobs waiting for the resolver."""
-    catalog = DynamoCatalog(
-        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    return waiting_url_jobs(
+        stack,
+        _urls(site),
+        run_id=RUN_ID,
+        entry_url=site.url("/robots.txt"),
+        started_at="2026-11-25T12:00:00+00:00",
+        source="ctd",
     )
-    catalog.start_run(
-        RunStatus(
-            run_id=RUN_ID,
-            entry_urls=(site.url("/robots.txt"),),
-            started_at="2026-11-25T12:00:00+00:00",
-        )
-    )
-    catalog.enter_urls(RUN_ID, _urls(site), step="test")
-    sqs = boto3.client("sqs", region_name=stack.region)
-    queue = stack.sqs_event_sources["UrlResolverFunction"].queue_url
-    for url in _urls(site):
-        sqs.send_message(
-            QueueUrl=queue, MessageBody=encode(UrlJob(run_id=RUN_ID, source="ctd", url=url))
-        )
-    return catalog
 
 
 def test_the_extractor_reads_no_url_state_the_resolver_sent_with_the_job(

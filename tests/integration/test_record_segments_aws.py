@@ -5,11 +5,9 @@ each catalogue entry names its ranges, and every reader goes through the entry
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,19 +16,18 @@ import boto3
 import pytest
 
 from cdif_harvester import aws_runtime
-from cdif_harvester.contracts import IndexJob, decode_staged, encode, encode_staged
+from cdif_harvester.contracts import decode_staged, encode
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.keys import parse_segment_ref, segment_signposts_key
 from cdif_harvester.model import CatalogEntry
 from cdif_harvester.stages.crosswalk import build_source_signmap
 from tests.support import pipeline
-from tests.support.aws import ProvisionedStack
+from tests.support.aws import GOLDEN_STAGED, ProvisionedStack, golden_index_jobs, session_hooks
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = REPO / "infrastructure" / "events"
-STAGED = REPO / "tests" / "unit" / "golden" / "staged" / "v1.staged.json"
 SEGMENTS = {"RECORD_SEGMENTS": "true"}
 RECORDS = 5  # the demo site's records
 BATCH = 10  # a batch of ten jobs (the indexer takes up to IndexerBatchSize, decision 0096)
@@ -46,12 +43,8 @@ def calls() -> Iterator[list[Call]]:
     def note(params: dict[str, Any], model: Any, **_: Any) -> None:
         made.append((f"{model.service_model.service_name}.{model.name}", dict(params)))
 
-    session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-    assert session is not None
-    events = session._session  # the botocore session whose emitter every new client copies
-    events.register("provide-client-params", note)
-    yield made
-    events.unregister("provide-client-params", note)
+    with session_hooks([("provide-client-params", note)]):
+        yield made
 
 
 def _harvest(stack: ProvisionedStack, url: str, **overrides: str) -> None:
@@ -137,32 +130,6 @@ def _entries_any(stack: ProvisionedStack) -> list[CatalogEntry]:
     return [entry for entry in found if entry is not None]
 
 
-def _jobs(count: int) -> list[IndexJob]:
-    """``count`` index jobs of different URLs, each with the golden hand-over's records renamed
-    (their records in the message)."""
-    golden = decode_staged(STAGED.read_bytes())
-    jobs = []
-    for n in range(count):
-        url = f"https://pub.example.org/page-{n}"
-        records = []
-        for item in golden.records:
-            record = copy.deepcopy(item.record)
-            if record is not None:
-                record["schema:name"] = f"Page {n}"
-            records.append(replace(item, record_id=f"{item.record_id}-{n}", record=record))
-        staged = replace(golden, url=url, records=tuple(records))
-        jobs.append(
-            IndexJob(
-                run_id="20260101T000000Z-0000e0e0",
-                source="pub.example.org",
-                url=url,
-                pattern="embedded-script",
-                staged=encode_staged(staged).decode("utf-8"),
-            )
-        )
-    return jobs
-
-
 def _sqs_event(stack: ProvisionedStack, bodies: list[str]) -> dict[str, Any]:
     template = json.loads((EVENTS / "indexer.json").read_text(encoding="utf-8"))["Records"][0]
     arn = stack.sqs_event_sources["IndexerFunction"].queue_arn
@@ -184,7 +151,7 @@ def test_a_batch_of_ten_jobs_is_one_segment_and_each_record_one_read_and_one_ran
     stack: ProvisionedStack, calls: list[Call]
 ) -> None:
     # Given a batch of ten index jobs delivered to the indexer with segments
-    jobs = _jobs(BATCH)
+    jobs = golden_index_jobs("20260101T000000Z-0000e0e0", "pub.example.org", BATCH)
     event = _sqs_event(stack, [encode(job) for job in jobs])
     result = pipeline.invoke(stack, "IndexerFunction", event, **SEGMENTS)
     assert result == {"batchItemFailures": []}
@@ -195,7 +162,7 @@ def test_a_batch_of_ten_jobs_is_one_segment_and_each_record_one_read_and_one_ran
     assert puts[1] == segment_signposts_key(puts[0])
     # And each record's report is served at one catalogue read and one ranged GET
     entries = _entries(stack, "pub.example.org")
-    per_job = len(decode_staged(STAGED.read_bytes()).records)
+    per_job = len(decode_staged(GOLDEN_STAGED.read_bytes()).records)
     assert len(entries) == BATCH * per_job
     for entry in entries:
         calls.clear()

@@ -19,10 +19,16 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from cdif_harvester.adapters.aws import DynamoCatalog, SqsQueue
-from cdif_harvester.contracts import DocumentJob, UrlJob, decode, encode
+from cdif_harvester.contracts import DocumentJob, UrlJob, decode
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
-from cdif_harvester.model import RunState, RunStatus
-from tests.support.aws import ProvisionedStack, mocked_stack, session_hooks, sqs_event
+from cdif_harvester.model import RunState
+from tests.support.aws import (
+    ProvisionedStack,
+    mocked_stack,
+    session_hooks,
+    sqs_event,
+    waiting_url_jobs,
+)
 from tests.support.pipeline import invoke, run_pipeline
 
 pytestmark = [pytest.mark.aws, pytest.mark.network]
@@ -95,23 +101,16 @@ def _urls(site: PublisherSite) -> list[str]:
 
 def _batch(stack: ProvisionedStack, site: PublisherSite) -> tuple[DynamoCatalog, list[Any]]:
     """A tracked run the site's pages entered, and their URL jobs received as one batch."""
-    catalog = DynamoCatalog(
-        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    catalog = waiting_url_jobs(
+        stack,
+        _urls(site),
+        run_id=RUN_ID,
+        entry_url=site.url("/robots.txt"),
+        started_at="2026-11-25T11:00:00+00:00",
+        source="ctd",
     )
-    catalog.start_run(
-        RunStatus(
-            run_id=RUN_ID,
-            entry_urls=(site.url("/robots.txt"),),
-            started_at="2026-11-25T11:00:00+00:00",
-        )
-    )
-    catalog.enter_urls(RUN_ID, _urls(site), step="test")
     sqs = boto3.client("sqs", region_name=stack.region)
     queue = stack.sqs_event_sources["UrlResolverFunction"].queue_url
-    for url in _urls(site):
-        sqs.send_message(
-            QueueUrl=queue, MessageBody=encode(UrlJob(run_id=RUN_ID, source="ctd", url=url))
-        )
     messages: list[Any] = []
     while received := sqs.receive_message(
         QueueUrl=queue, MaxNumberOfMessages=10, AttributeNames=["All"]

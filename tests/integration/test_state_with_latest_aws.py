@@ -5,30 +5,33 @@ outcome together, and a crash after the run's transaction still leaves the state
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from cdif_harvester.adapters.aws import DynamoCatalog
-from cdif_harvester.contracts import IndexJob, decode_staged, encode, encode_staged
+from cdif_harvester.contracts import IndexJob, encode
 from cdif_harvester.model import Outcome, RunStatus, UrlOutcome, UrlState
 from tests.support import pipeline
-from tests.support.aws import ProvisionedStack, mocked_stack, session_hooks
+from tests.support.aws import (
+    ProvisionedStack,
+    catalog_of,
+    golden_index_jobs,
+    mocked_stack,
+    session_hooks,
+)
 
 pytestmark = [pytest.mark.aws]
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = REPO / "infrastructure" / "events"
-STAGED = REPO / "tests" / "unit" / "golden" / "staged" / "v1.staged.json"
 RUN_ID = "20261125T100000Z-0000e0e0"
 SOURCE = "pub.example.org"
 JOBS = 3
@@ -94,38 +97,6 @@ def writes(stack: ProvisionedStack) -> Iterator[Writes]:
         yield seen
 
 
-def _catalog(stack: ProvisionedStack) -> DynamoCatalog:
-    return DynamoCatalog(
-        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
-    )
-
-
-def _jobs() -> list[IndexJob]:
-    """Index jobs of :data:`JOBS` URLs of a tracked run, each with the golden hand-over's
-    records renamed (their records in the message)."""
-    golden = decode_staged(STAGED.read_bytes())
-    jobs = []
-    for n in range(JOBS):
-        url = f"https://{SOURCE}/page-{n}"
-        records = []
-        for item in golden.records:
-            record = copy.deepcopy(item.record)
-            if record is not None:
-                record["schema:name"] = f"Page {n}"
-            records.append(replace(item, record_id=f"{item.record_id}-{n}", record=record))
-        staged = replace(golden, url=url, records=tuple(records))
-        jobs.append(
-            IndexJob(
-                run_id=RUN_ID,
-                source=SOURCE,
-                url=url,
-                pattern="embedded-script",
-                staged=encode_staged(staged).decode("utf-8"),
-            )
-        )
-    return jobs
-
-
 def _start(catalog: DynamoCatalog, jobs: list[IndexJob]) -> None:
     catalog.start_run(
         RunStatus(
@@ -161,8 +132,8 @@ def test_indexing_a_url_writes_its_latest_item_once_with_state_and_outcome(
 ) -> None:
     # Given a tracked run whose URLs' records wait in the indexer's queue
     stack = either_stack
-    catalog = _catalog(stack)
-    jobs = _jobs()
+    catalog = catalog_of(stack)
+    jobs = golden_index_jobs(RUN_ID, SOURCE, JOBS)
     _start(catalog, jobs)
 
     # When the indexer runs them as one batch
@@ -187,8 +158,8 @@ def test_a_crash_after_the_runs_transaction_leaves_the_state_on_the_retry(
 ) -> None:
     # Given URLs whose LATEST items hold an earlier harvest's records (the same latest outcome
     # as this run's will be), and this run's index jobs
-    catalog = _catalog(stack)
-    jobs = _jobs()
+    catalog = catalog_of(stack)
+    jobs = golden_index_jobs(RUN_ID, SOURCE, JOBS)
     for job in jobs:
         earlier = UrlOutcome(
             run_id="earlier", source=SOURCE, url=job.url, outcome=Outcome.RECORD, recorded_at="t"

@@ -4,14 +4,16 @@ reading of a catalogue entry's record or report from the stack's bucket."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import boto3
 
-from cdif_harvester.adapters.aws import S3ObjectStore
+from cdif_harvester.adapters.aws import DynamoCatalog, S3ObjectStore
 from cdif_harvester.cli import moto_stack
 from cdif_harvester.cli.moto_stack import (
     ACCOUNT_ID,
@@ -28,11 +30,14 @@ from cdif_harvester.cli.moto_stack import (
     function_ids,
     sqs_event,
 )
+from cdif_harvester.contracts import IndexJob, UrlJob, decode_staged, encode, encode_staged
 from cdif_harvester.keys import parse_segment_ref
+from cdif_harvester.model import RunStatus
 
 __all__ = [
     "ACCOUNT_ID",
     "CATALOG_TABLE_ID",
+    "GOLDEN_STAGED",
     "PROVISIONED_TYPES",
     "RECORDS_BUCKET_ID",
     "REGION",
@@ -42,16 +47,24 @@ __all__ = [
     "Resolver",
     "SqsEventSource",
     "UnsupportedTemplate",
+    "catalog_of",
     "function_ids",
+    "golden_index_jobs",
     "load_template",
     "mocked_stack",
     "object_of",
     "provision",
     "read_stored",
+    "session_hooks",
     "sqs_event",
+    "waiting_url_jobs",
 ]
 
 TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "template.yaml"
+#: A golden extractor hand-over: records and reports of one page (tests/unit/golden).
+GOLDEN_STAGED = (
+    Path(__file__).resolve().parents[1] / "unit" / "golden" / "staged" / "v1.staged.json"
+)
 
 
 def load_template(path: Path = TEMPLATE_PATH) -> Template:
@@ -116,3 +129,60 @@ def session_hooks(hooks: Sequence[tuple[str, Callable[..., Any]]]) -> Iterator[N
     finally:
         for name, hook in hooks:
             events.unregister(name, hook)
+
+
+def catalog_of(stack: ProvisionedStack) -> DynamoCatalog:
+    """The DynamoDB catalogue of ``stack`` (its table, as the handlers see it)."""
+    return DynamoCatalog(
+        boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    )
+
+
+def golden_index_jobs(run_id: str, source: str, count: int) -> list[IndexJob]:
+    """``count`` index jobs of ``https://<source>/page-<n>``, each carrying the golden
+    hand-over's records in its message, renamed for its page (ids ``<id>-<n>``, names
+    ``Page <n>``) so that no two jobs write the same record."""
+    golden = decode_staged(GOLDEN_STAGED.read_bytes())
+    jobs = []
+    for n in range(count):
+        url = f"https://{source}/page-{n}"
+        records = []
+        for item in golden.records:
+            record = copy.deepcopy(item.record)
+            if record is not None:
+                record["schema:name"] = f"Page {n}"
+            records.append(replace(item, record_id=f"{item.record_id}-{n}", record=record))
+        staged = replace(golden, url=url, records=tuple(records))
+        jobs.append(
+            IndexJob(
+                run_id=run_id,
+                source=source,
+                url=url,
+                pattern="embedded-script",
+                staged=encode_staged(staged).decode("utf-8"),
+            )
+        )
+    return jobs
+
+
+def waiting_url_jobs(
+    stack: ProvisionedStack,
+    urls: Sequence[str],
+    *,
+    run_id: str,
+    entry_url: str,
+    started_at: str,
+    source: str,
+) -> DynamoCatalog:
+    """A tracked run that ``urls`` entered, their URL jobs waiting on the resolver's queue;
+    returns the stack's catalogue."""
+    catalog = catalog_of(stack)
+    catalog.start_run(RunStatus(run_id=run_id, entry_urls=(entry_url,), started_at=started_at))
+    catalog.enter_urls(run_id, urls, step="test")
+    sqs = boto3.client("sqs", region_name=stack.region)
+    queue = stack.sqs_event_sources["UrlResolverFunction"].queue_url
+    for url in urls:
+        sqs.send_message(
+            QueueUrl=queue, MessageBody=encode(UrlJob(run_id=run_id, source=source, url=url))
+        )
+    return catalog

@@ -492,20 +492,16 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def urls(self, source: str, *, outcome: str | None = None) -> list[UrlState]:
         """Return the state of every URL of ``source`` (with latest outcome ``outcome``)."""
-        # Index keys are URL#<url hash> (URL#<outcome>#<url hash> in older items): the
-        # outcome is asked of the items themselves, read anyway.
-        items = self._query_index(
-            "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-            {":pk": f"SOURCE#{source}", ":prefix": "URL#"},
-        )
-        # The index is eventually consistent; read the items themselves for the latest state.
-        states = self.get_urls([str(item["url"]) for item in items if "url" in item])
+        # The index is eventually consistent; read the items themselves for the latest state
+        # (the outcome is asked of them too: older index keys held it, newer ones do not).
+        states = self.get_urls(self.source_urls(source))
         kept = [s for s in states.values() if outcome is None or s.outcome == outcome]
         return sorted(kept, key=lambda s: s.url)
 
     def source_urls(self, source: str) -> list[str]:
         """Every URL of ``source``, ordered by URL: read from ``gsi1`` alone (its entries
-        project the URL), with no read of the items themselves."""
+        project the URL; their keys are URL#<url hash>, URL#<outcome>#<url hash> in older
+        items), with no read of the items themselves."""
         items = self._query_index(
             "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
             {":pk": f"SOURCE#{source}", ":prefix": "URL#"},
