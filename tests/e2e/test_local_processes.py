@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from cdif_harvester.cli.processes import StagePool
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite, demo_site_dir
 from cdif_harvester.errors import RetryableError
+from cdif_harvester.stages import resolve
 from tests.support.httpserver import LocalHTTPServer
 
 pytestmark = pytest.mark.network
@@ -291,11 +293,54 @@ def test_an_unchanged_page_is_found_unchanged_in_processes_as_in_one(
     assert two == one
     assert one[two_url]["outcome"] == "unchanged"
     assert "JSON-LD blocks are the same" in one[two_url]["reason"]
-    # it was read in a process, which was told the blocks held
+    # it was read in a process, which compared the blocks with the state its job carries (the
+    # runner sent no blocks of its own: it read no state for it)
     again = [task for task in tasks[sent:] if TWO in _job_of(task)["url"]]
-    assert [json.loads(task.partition(b"\n")[0]).get("held") is not None for task in again] == [
-        True
-    ]
+    assert len(again) == 1
+    assert "held" not in json.loads(again[0].partition(b"\n")[0])
+    assert _job_of(again[0])["state_read"] is True
+    assert _job_of(again[0])["state"]["blocks"]
+
+
+def test_a_job_without_its_state_is_compared_with_the_state_the_runner_reads(
+    tmp_path: Path, tasks: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a job whose state would not fit in its message goes without it)
+    message = resolve._message
+    monkeypatch.setattr(
+        resolve, "_message", lambda job: message(replace(job, state=None, state_read=False))
+    )
+    site_dir = _site(tmp_path / "site")
+    with PublisherSite(site_dir) as site:
+        _harvest(site, tmp_path / "out", 2)
+        page = site_dir / TWO.lstrip("/")
+        page.write_text(page.read_text().replace("<body>", "<body>new text"))
+        sent = len(tasks)
+        _harvest(site, tmp_path / "out", 2)
+        two_url = site.url(TWO)
+    assert _outcomes(tmp_path / "out")[two_url]["outcome"] == "unchanged"
+    again = [task for task in tasks[sent:] if TWO in _job_of(task)["url"]]
+    assert len(again) == 1
+    assert _job_of(again[0])["state_read"] is False
+    assert json.loads(again[0].partition(b"\n")[0])["held"]["blocks"]
+
+
+def test_the_runner_reads_no_state_for_a_job_that_carries_it(
+    served: PublisherSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tasks: list[bytes]
+) -> None:
+    read: list[str] = []
+    comparable = runner.comparable_state
+
+    def counted(wiring: Any, url: str, run_id: str) -> Any:
+        read.append(url)
+        return comparable(wiring, url, run_id)
+
+    monkeypatch.setattr(runner, "comparable_state", counted)
+    _harvest(served, tmp_path / "out", 2)
+    _harvest(served, tmp_path / "out", 2)  # (the second finds states to compare with)
+    assert tasks
+    assert all(_job_of(task)["state_read"] for task in tasks)
+    assert read == []
 
 
 def test_a_killed_process_loses_no_url(

@@ -30,6 +30,7 @@ from cdif_harvester.contracts import (
     StagedRecords,
     StagedReport,
     UrlJob,
+    carries_state,
     decode,
     decode_staged,
     encode,
@@ -184,6 +185,55 @@ def test_large_payloads_must_go_by_key() -> None:
         encode(huge)
     assert info.value.reason == "message-too-large"
     assert MAX_MESSAGE_BYTES < 256 * 1024
+
+
+def test_a_message_of_non_ascii_text_is_measured_in_bytes() -> None:
+    # characters of two bytes each: over the limit in bytes, though under it in characters
+    text = "é" * (MAX_MESSAGE_BYTES // 2 + 1000)
+    job = DocumentJob(
+        run_id="r",
+        source="s",
+        url="u",
+        pattern="p",
+        documents=(DocumentRef(key="", url="u", media_type="text/html", body=text),),
+    )
+    assert len(text) < MAX_MESSAGE_BYTES < len(text.encode("utf-8"))
+    with pytest.raises(ContractError, match=r"\d+ bytes") as info:
+        encode(job)
+    assert str(len(encode_unchecked(job).encode("utf-8"))) in str(info.value)
+
+
+def encode_unchecked(job: DocumentJob) -> str:
+    """The message of ``job`` as :func:`encode` writes it, whatever its size."""
+    body = {"v": CONTRACT_VERSION, "kind": job.KIND, **plain(job)}
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+@pytest.mark.parametrize("state_read", [True, False])
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<p>plain</p>",
+        # the text the test looks for, inside the page: escaped there, so not the field
+        '<script>{"state_read":true}</script>',
+        '"state_read":true',
+    ],
+)
+def test_whether_a_document_job_carries_its_state_is_told_without_parsing_it(
+    state_read: bool, page: str
+) -> None:
+    job = DocumentJob(
+        run_id="r",
+        source="s",
+        url="u",
+        pattern="embedded-script",
+        documents=(DocumentRef(key="", url="u", media_type="text/html", body=page),),
+        state=None,
+        state_read=state_read,
+    )
+    message = encode(job)
+    assert decode(message, DocumentJob).state_read is state_read
+    assert carries_state(message) is state_read
 
 
 def test_version_1_messages_are_still_read() -> None:

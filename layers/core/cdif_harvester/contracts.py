@@ -53,6 +53,7 @@ __all__ = [
     "StagedReport",
     "UrlJob",
     "UrlJobEncoder",
+    "carries_state",
     "decode",
     "decode_staged",
     "encode",
@@ -352,13 +353,25 @@ def encode(message: Message) -> str:
     """
     body = {"v": CONTRACT_VERSION, "kind": message.KIND, **plain(message)}
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    if len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
+    # (an ASCII text's length is its size: no encoded copy of a page is made to measure it)
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > MAX_MESSAGE_BYTES:
         raise ContractError(
-            f"{message.KIND} message is {len(text)} bytes, over {MAX_MESSAGE_BYTES}: "
+            f"{message.KIND} message is {size} bytes, over {MAX_MESSAGE_BYTES}: "
             "put the payload in the object store and send its key",
             reason="message-too-large",
         )
     return text
+
+
+def carries_state(message: str) -> bool:
+    """Whether the document-job ``message``, as :func:`encode` wrote it, carries its URL's
+    state (``state_read``), told without parsing it (a message holds a whole page).
+
+    Exact for what :func:`encode` writes: without spaces, the field is ``"state_read":true``,
+    and no string can hold that text, as a quote inside a JSON string is escaped.
+    """
+    return '"state_read":true' in message
 
 
 def decode(raw: str | bytes | dict[str, Any], expected: type[_T] | None = None) -> _T:

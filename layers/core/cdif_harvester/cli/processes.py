@@ -41,7 +41,14 @@ from cdif_harvester.contracts import (
     encode_staged,
 )
 from cdif_harvester.errors import HarvestError, PermanentError, RetryableError
-from cdif_harvester.stages.extract import Extraction, HeldBlocks, hand_over, read_documents
+from cdif_harvester.stages.extract import (
+    Extraction,
+    HeldBlocks,
+    carried_state,
+    hand_over,
+    held_blocks,
+    read_documents,
+)
 from cdif_harvester.stages.index import PreparedIndex, prepare_index
 from cdif_harvester.stages.jobs import verdict
 
@@ -344,10 +351,14 @@ def _answer(wiring: Any, raw: bytes) -> bytes:
     try:
         job = decode(payload, DocumentJob)
         held = data.get("held")
+        # A job that carries its URL's state is compared with it here (the runner sends held
+        # blocks only for one that does not: it reads no catalogue for the others).
         extraction = read_documents(
             wiring,
             job,
-            None if held is None else HeldBlocks(tuple(held["blocks"]), tuple(held["sd_dates"])),
+            held_blocks(carried_state(job))
+            if held is None
+            else HeldBlocks(tuple(held["blocks"]), tuple(held["sd_dates"])),
         )
         if extraction.staged is not None and extraction.staged.records:
             index_job, message = hand_over(wiring, job, extraction.staged)

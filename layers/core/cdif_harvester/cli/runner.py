@@ -28,6 +28,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,6 +51,7 @@ from cdif_harvester.contracts import (
     IndexJob,
     SitemapJob,
     UrlJob,
+    carries_state,
     decode,
 )
 from cdif_harvester.domain.discovery.entry import SiteDiscovery
@@ -61,10 +63,11 @@ from cdif_harvester.ports import Fetcher
 from cdif_harvester.stages.crosswalk import build_views, keys_from_s3_event
 from cdif_harvester.stages.expand import expand_sitemap
 from cdif_harvester.stages.extract import (
+    carried_state,
     comparable_state,
     extract_documents,
     held_blocks,
-    settle_extraction,
+    settle_read,
 )
 from cdif_harvester.stages.finish import (
     REPORT_NAME,
@@ -195,13 +198,32 @@ class _Work:
     host: str
 
 
-@dataclass(frozen=True)
 class _JobHead:
-    """Whose URL a job is, all that is read of a job that goes to another process."""
+    """Whose URL a job that goes to another process is: its message is parsed only when that
+    is asked (its reading failed), as it holds a whole page."""
 
-    run_id: str
-    source: str
-    url: str
+    def __init__(self, body: str) -> None:
+        self._body = body
+
+    @cached_property
+    def _head(self) -> dict[str, Any]:
+        head: dict[str, Any] = json.loads(self._body)
+        return head
+
+    @property
+    def run_id(self) -> str:
+        """The job's run."""
+        return str(self._head["run_id"])
+
+    @property
+    def source(self) -> str:
+        """The job's source."""
+        return str(self._head["source"])
+
+    @property
+    def url(self) -> str:
+        """The job's URL."""
+        return str(self._head["url"])
 
 
 @dataclass
@@ -538,11 +560,13 @@ class LocalHarvester:
         sent = False
         while pool.room() > 0 and (body := self.queue.receive(DOCUMENT_QUEUE)) is not None:
             # Decoded whole only when this process needs more than whose URL it is (an outcome
-            # to write but the index job's): the processes decode it.
-            head = json.loads(body)
-            job = _JobHead(run_id=head["run_id"], source=head["source"], url=head["url"])
+            # to write but the index job's): the processes decode it. A job that carries its
+            # URL's state is compared with it there; for another the state is read here.
+            job = _JobHead(body)
             work = _Work(body, job, DocumentJob, extract_documents, host="")
-            held = comparable_state(self.wiring, job.url, job.run_id)
+            held = None
+            if not carries_state(body):
+                held = comparable_state(self.wiring, job.url, job.run_id)
             self._task_ids += 1
             self._reading[self._task_ids] = (work, held)
             pool.submit(self._task_ids, task_message(self._task_ids, body, held_blocks(held)))
@@ -618,7 +642,9 @@ class LocalHarvester:
         assert extraction is not None
 
         def settle(wiring: Wiring, job: DocumentJob) -> Any:
-            return settle_extraction(wiring, job, extraction, held)
+            # (compared with the state the job carries, as its process did, or the one read)
+            compared = carried_state(job) if held is None else held
+            return settle_read(wiring, job, extraction, compared)
 
         try:
             run_job(self.wiring, decode(work.body, DocumentJob), settle, scoped=False)

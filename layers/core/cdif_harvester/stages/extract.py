@@ -62,6 +62,7 @@ __all__ = [
     "Extraction",
     "HeldBlocks",
     "MalformedMetadata",
+    "carried_state",
     "comparable_state",
     "document_body",
     "extract_documents",
@@ -70,6 +71,7 @@ __all__ = [
     "load_trusted_contexts",
     "read_documents",
     "settle_extraction",
+    "settle_read",
 ]
 
 
@@ -111,12 +113,28 @@ def extract_documents(wiring: Wiring, job: DocumentJob) -> IndexJob | UrlOutcome
         return settle_extraction(wiring, job, read_documents(wiring, job, held), held)
     # The state the resolver read came with the job: the blocks are compared with it, and a
     # URL with records (the usual case) is handed on without reading it again.
-    held = _comparable(job.state, job.run_id) if wiring.settings.incremental else None
-    extraction = read_documents(wiring, job, held)
-    if extraction.unchanged is not None:
-        # An unchanged URL's state is rewritten from the one held (its new fingerprint): that
-        # is read as it is now, as it always was, and when it changed since the resolver read
-        # it (another run harvested the URL meanwhile) the blocks are compared with it instead.
+    held = carried_state(job) if wiring.settings.incremental else None
+    return settle_read(wiring, job, read_documents(wiring, job, held), held)
+
+
+def carried_state(job: DocumentJob) -> UrlState | None:
+    """The held state :func:`read_documents` compares ``job``'s blocks with, from the state
+    the job carries (``state_read``: incremental harvesting is on); None when it carries none
+    (the caller reads :func:`comparable_state` then)."""
+    return _comparable(job.state, job.run_id) if job.state_read else None
+
+
+def settle_read(
+    wiring: Wiring, job: DocumentJob, extraction: Extraction, held: UrlState | None
+) -> IndexJob | UrlOutcome:
+    """:func:`settle_extraction` for documents read apart, compared with ``held``: the state
+    the job carries when ``state_read``, else the one :func:`comparable_state` read.
+
+    An unchanged URL's state is rewritten from the one held (its new fingerprint): that is read
+    as it is now, as it always was, and when it changed since the resolver read it (another run
+    harvested the URL meanwhile) the blocks are compared with it instead.
+    """
+    if job.state_read and extraction.unchanged is not None:
         now = comparable_state(wiring, job.url, job.run_id)
         if now != held:
             held, extraction = now, read_documents(wiring, job, now)
