@@ -857,7 +857,7 @@ class _Resolver:
             self.notes.append(conflict.partition(": ")[2])
             for item in found:
                 item.warnings.append(conflict)
-        refs = tuple(self._store(item, pattern) for item in found)
+        refs = tuple(self._store(item, pattern, key) for item, key in zip(found, keys, strict=True))
         validators = self._validators()
         if len(links) > MAX_LINKS:
             # A collection page may list thousands of items: the message stays small. The
@@ -922,9 +922,9 @@ class _Resolver:
         self.wiring.store.put(key, body, content_type=ref.media_type or "application/octet-stream")
         return replace(ref, body=None, encoding=None, staged_key=key)
 
-    def _store(self, item: _Found, pattern: str) -> DocumentRef:
+    def _store(self, item: _Found, pattern: str, key: str) -> DocumentRef:
         if not self.keep:
-            return self._handed_over(item)
+            return self._handed_over(item, key)
         return store_raw(
             self.wiring,
             self.job,
@@ -937,8 +937,9 @@ class _Resolver:
             warnings=tuple(item.warnings),
         )
 
-    def _handed_over(self, item: _Found) -> DocumentRef:
-        """The reference of a document not kept: its body travels in the message."""
+    def _handed_over(self, item: _Found, key: str) -> DocumentRef:
+        """The reference of a document not kept, under its raw ``key`` (the fingerprint's): its
+        body travels in the message."""
         content = item.response.body if item.body is None else item.body
         try:
             body, encoding = content.decode("utf-8"), None
@@ -946,7 +947,7 @@ class _Resolver:
             body, encoding = base64.b64encode(content).decode("ascii"), "base64"
         return replace(
             _provenance(self.wiring, item.response),
-            key=_raw_key_of(self.job, item),
+            key=key,
             media_type=item.media_type or item.response.media_type,
             via=item.via,
             authority=item.authority,
