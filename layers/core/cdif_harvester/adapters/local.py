@@ -4,7 +4,8 @@ They let every stage run on one machine with no AWS account. The directory uses 
 layout of the S3 bucket (:mod:`cdif_harvester.keys`), so a local output folder and the bucket can be
 compared file by file. :class:`NotifyingObjectStore` plays the part of the S3 event notification
 that triggers the crosswalk on AWS. :class:`MemoryObjectStore` and :class:`OfflineFetcher` serve
-a check of one document, which keeps nothing and fetches nothing.
+a check of one document, which keeps nothing and fetches nothing. The SQLite catalogue keeps
+each record's signposts with its entry (docs/decisions/0100-local-catalogue-keeps-signposts.md).
 """
 
 from __future__ import annotations

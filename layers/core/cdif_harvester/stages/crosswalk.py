@@ -5,10 +5,11 @@ A record's views (:data:`~cdif_harvester.keys.VIEW_NAMES`) are made when asked f
 API and ``cdif-harvest view``). :func:`note_record` is what a record landing under ``records/``
 triggers on AWS (nothing to write); :func:`build_views` writes the views as files under
 ``views/<source>/<record-hash>/`` when a local harvest asks for them (``--views``);
-:func:`build_source_signmap` writes ``views/<source>/signmap.xml`` of a source's valid records.
+:func:`build_source_signmap` writes ``views/<source>/signmap.xml`` of a source's valid records,
+from what each record's segment or catalogue entry keeps of it (:func:`record_signposts`).
 
-See docs/decisions/0081-views-derived-on-read.md, 0035-crosswalk-views.md and
-0039-source-signmap.md.
+See docs/decisions/0081-views-derived-on-read.md, 0035-crosswalk-views.md,
+0039-source-signmap.md, 0098-closing-reads-little.md and 0100-local-catalogue-keeps-signposts.md.
 """
 
 from __future__ import annotations
