@@ -255,7 +255,7 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
     )
 
 
-def _prepare_one(  # noqa: PLR0913 - the job, its hand-over, the record, and what to make
+def _prepare_one(
     job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str, *, keep: bool
 ) -> PreparedRecord:
     """One record's digest and bytes (and its signposts when ``keep``), whatever the
