@@ -57,7 +57,7 @@ from cdif_harvester.keys import (
     signmap_key,
     view_keys,
 )
-from cdif_harvester.model import CatalogEntry, TypedLink, plain
+from cdif_harvester.model import CatalogEntry, TypedLink
 from cdif_harvester.ports import KeptSignposts, ObjectStore
 from cdif_harvester.wiring import Wiring
 
@@ -195,20 +195,21 @@ def _signposts_of_data(data: Any) -> Signposts:
 
 
 def _link_data(link: TypedLink) -> dict[str, Any]:
-    # (the fields left at their defaults are left out: a link is about 100 bytes, not 300)
-    return {
-        name: value
-        for name, value in plain(link).items()
-        if value != _LINK_DEFAULTS.get(name, _NO_DEFAULT)
-    }
+    # (the fields left at their defaults are left out: a link is about 100 bytes, not 300;
+    # a link's fields are plain values, written as they are)
+    found: dict[str, Any] = {}
+    for name, default in _LINK_DEFAULTS:
+        value = getattr(link, name)
+        if value != default:
+            found[name] = value
+    return found
 
 
 _NO_DEFAULT = object()
-_LINK_DEFAULTS = {
-    field.name: field.default
+_LINK_DEFAULTS = tuple(
+    (field.name, _NO_DEFAULT if field.default is dataclasses.MISSING else field.default)
     for field in dataclasses.fields(TypedLink)
-    if field.default is not dataclasses.MISSING
-}
+)
 
 
 def _put_if_changed(wiring: Wiring, key: str, body: bytes, content_type: str) -> bool:
