@@ -32,7 +32,8 @@ class NoFetcher:
 
 
 class FailingOnce:
-    """A catalogue whose first ``put_record`` fails: a job that dies after writing its objects."""
+    """A catalogue whose first write of an entry fails (with its signposts or without): a job
+    that dies after writing its objects."""
 
     def __init__(self, inner: SqliteCatalog) -> None:
         self.inner, self.failed = inner, False
@@ -40,11 +41,18 @@ class FailingOnce:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def put_record(self, entry: CatalogEntry) -> None:
+    def _fail_once(self) -> None:
         if not self.failed:
             self.failed = True
             raise RuntimeError("the process died")
+
+    def put_record(self, entry: CatalogEntry) -> None:
+        self._fail_once()
         self.inner.put_record(entry)
+
+    def put_record_with_signposts(self, entry: CatalogEntry, signposts: str) -> None:
+        self._fail_once()
+        self.inner.put_record_with_signposts(entry, signposts)
 
 
 def _wiring(root: Path) -> Wiring:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cdif_harvester.domain.resolution.rules import (
     describedby_tiers,
+    link_attributes,
     link_identity,
     linkset_forms,
     merge_links,
@@ -21,6 +22,16 @@ def link(href: str, rel: str = "describedby", **fields: object) -> TypedLink:
 
 
 # --- identity -----------------------------------------------------------------------------------
+
+
+def test_a_links_attributes_are_its_type_and_profile_as_its_identity_compares_them() -> None:
+    # (the Signposting merge groups links by them, without the work on the links' URLs)
+    for typed in (
+        link(f"{E}/m"),
+        link(f"{E}/m", type="Text/CSV; Charset=UTF-8", profile="https://b.org https://a.org"),
+        link(f"{E}/m", type="application/ld+json;profile='x'", profile="https://a.org,b"),
+    ):
+        assert link_attributes(typed) == link_identity(typed)[3:5]
 
 
 def test_links_differing_only_in_type_are_two_links() -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "HostGate",
     "HostSlot",
     "JobQueue",
+    "KeptSignposts",
     "ObjectStore",
     "OutcomeSink",
     "RenderedPage",
@@ -260,6 +261,26 @@ class EventualReads(Protocol):
 
     def peek_record(self, record_id: str) -> CatalogEntry | None:
         """:meth:`CatalogIndex.get_record`, eventually consistent."""
+        ...
+
+
+@runtime_checkable
+class KeptSignposts(Protocol):
+    """What a catalogue that keeps, with each record's entry, what the source's Signmap lists
+    of the record offers beside :class:`CatalogIndex` (the local SQLite catalogue): the Signmap
+    then reads them all at once instead of each record and report (decision 0100). The text
+    is the crosswalk's (:func:`~cdif_harvester.stages.crosswalk.signposts_text`), kept as
+    given. A catalogue without it has the Signmap read each record, or its segment's
+    signposts."""
+
+    def put_record_with_signposts(self, entry: CatalogEntry, signposts: str) -> None:
+        """:meth:`CatalogIndex.put_record`, keeping ``signposts`` with the entry for as long
+        as the entry stays (an entry put again by ``put_record`` has none)."""
+        ...
+
+    def kept_signposts(self, source: str) -> Iterator[tuple[str, str]]:
+        """Yield the record id and the kept signposts of each entry of ``source`` that has
+        them, by record id."""
         ...
 
 

@@ -4,7 +4,8 @@ They let every stage run on one machine with no AWS account. The directory uses 
 layout of the S3 bucket (:mod:`cdif_harvester.keys`), so a local output folder and the bucket can be
 compared file by file. :class:`NotifyingObjectStore` plays the part of the S3 event notification
 that triggers the crosswalk on AWS. :class:`MemoryObjectStore` and :class:`OfflineFetcher` serve
-a check of one document, which keeps nothing and fetches nothing.
+a check of one document, which keeps nothing and fetches nothing. The SQLite catalogue keeps
+each record's signposts with its entry (docs/decisions/0100-local-catalogue-keeps-signposts.md).
 """
 
 from __future__ import annotations
@@ -371,7 +372,7 @@ CREATE TABLE IF NOT EXISTS sources (
 # Columns added after the first release: a catalogue written by an older version is upgraded in
 # place when opened (SQLite cannot add a column "if not exists").
 _ADDED_COLUMNS = {
-    "records": (("changed_at", "TEXT"),),
+    "records": (("changed_at", "TEXT"), ("signposts", "TEXT")),
     "urls": (("last_seen", "TEXT"), ("state", "TEXT NOT NULL DEFAULT '{}'")),
     "url_outcomes": (("step", "TEXT"),),
 }
@@ -423,13 +424,35 @@ class SqliteCatalog:
         self._db.close()
 
     def put_record(self, entry: CatalogEntry) -> None:
-        """Insert or replace the entry of ``entry.record_id``."""
+        """Insert or replace the entry of ``entry.record_id`` (with no signposts kept)."""
+        self._put_record(entry, None)
+
+    def put_record_with_signposts(self, entry: CatalogEntry, signposts: str) -> None:
+        """Insert or replace the entry of ``entry.record_id``, keeping ``signposts`` with it
+        (see :class:`~cdif_harvester.ports.KeptSignposts`)."""
+        self._put_record(entry, signposts)
+
+    def _put_record(self, entry: CatalogEntry, signposts: str | None) -> None:
+        # (the whole row is replaced: signposts never outlive the entry they were made with)
         body = json.dumps(entry_to_dict(entry), sort_keys=True)
         self._execute(
-            "INSERT OR REPLACE INTO records (record_id, source, changed_at, body) "
-            "VALUES (?, ?, ?, ?)",
-            (entry.record_id, entry.source, entry.changed_at or entry.harvested_at, body),
+            "INSERT OR REPLACE INTO records (record_id, source, changed_at, body, signposts) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                entry.record_id,
+                entry.source,
+                entry.changed_at or entry.harvested_at,
+                body,
+                signposts,
+            ),
         )
+
+    def kept_signposts(self, source: str) -> Iterator[tuple[str, str]]:
+        """Yield the record id and kept signposts of each entry of ``source`` that has them, by
+        record id (a page at a time: see :meth:`_stream`)."""
+        sql = "SELECT record_id, signposts FROM records WHERE source = ? AND signposts IS NOT NULL"
+        for record_id, signposts in self._stream(sql, (source,), "record_id"):
+            yield str(record_id), str(signposts)
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""

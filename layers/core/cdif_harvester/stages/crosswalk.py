@@ -5,10 +5,11 @@ A record's views (:data:`~cdif_harvester.keys.VIEW_NAMES`) are made when asked f
 API and ``cdif-harvest view``). :func:`note_record` is what a record landing under ``records/``
 triggers on AWS (nothing to write); :func:`build_views` writes the views as files under
 ``views/<source>/<record-hash>/`` when a local harvest asks for them (``--views``);
-:func:`build_source_signmap` writes ``views/<source>/signmap.xml`` of a source's valid records.
+:func:`build_source_signmap` writes ``views/<source>/signmap.xml`` of a source's valid records,
+from what each record's segment or catalogue entry keeps of it (:func:`record_signposts`).
 
-See docs/decisions/0081-views-derived-on-read.md, 0035-crosswalk-views.md and
-0039-source-signmap.md.
+See docs/decisions/0081-views-derived-on-read.md, 0035-crosswalk-views.md,
+0039-source-signmap.md, 0098-closing-reads-little.md and 0100-local-catalogue-keeps-signposts.md.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ from cdif_harvester.keys import (
     signmap_key,
     view_keys,
 )
-from cdif_harvester.model import CatalogEntry, TypedLink, plain
-from cdif_harvester.ports import ObjectStore
+from cdif_harvester.model import CatalogEntry, TypedLink
+from cdif_harvester.ports import KeptSignposts, ObjectStore
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
@@ -70,10 +71,12 @@ __all__ = [
     "keys_from_s3_event",
     "note_record",
     "read_signposts",
+    "read_signposts_text",
     "record_signposts",
     "record_view",
     "signmap_part_key",
     "signposts_body",
+    "signposts_text",
     "stored_record_view",
 ]
 
@@ -156,10 +159,7 @@ def record_signposts(report: Mapping[str, Any], record: Mapping[str, Any]) -> Si
 def signposts_body(signposts: Mapping[str, Signposts]) -> bytes:
     """The JSON of a segment's signposts object: each record's :data:`Signposts`, by record
     hash (links as objects of their set fields)."""
-    data = {
-        rhash: [context, lastmod, [_link_data(link) for link in links]]
-        for rhash, (context, lastmod, links) in signposts.items()
-    }
+    data = {rhash: _signposts_data(one) for rhash, one in signposts.items()}
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -169,27 +169,47 @@ def read_signposts(body: bytes) -> dict[str, Signposts]:
     data = json.loads(body)
     if not isinstance(data, dict):
         raise ValueError("a segment's signposts are a JSON object")
-    found: dict[str, Signposts] = {}
-    for rhash, (context, lastmod, links) in data.items():
-        found[rhash] = (context, lastmod, tuple(TypedLink(**link) for link in links))
-    return found
+    return {rhash: _signposts_of_data(one) for rhash, one in data.items()}
+
+
+def signposts_text(signposts: Signposts) -> str:
+    """One record's :data:`Signposts` as JSON text, as a catalogue keeps it with the record's
+    entry (:class:`~cdif_harvester.ports.KeptSignposts`; read by :func:`read_signposts_text`)."""
+    return json.dumps(_signposts_data(signposts), ensure_ascii=False, separators=(",", ":"))
+
+
+def read_signposts_text(text: str) -> Signposts:
+    """The :data:`Signposts` :func:`signposts_text` wrote. Raises ValueError or TypeError when
+    the text is not such a value."""
+    return _signposts_of_data(json.loads(text))
+
+
+def _signposts_data(signposts: Signposts) -> list[Any]:
+    context, lastmod, links = signposts
+    return [context, lastmod, [_link_data(link) for link in links]]
+
+
+def _signposts_of_data(data: Any) -> Signposts:
+    context, lastmod, links = data
+    return (context, lastmod, tuple(TypedLink(**link) for link in links))
 
 
 def _link_data(link: TypedLink) -> dict[str, Any]:
-    # (the fields left at their defaults are left out: a link is about 100 bytes, not 300)
-    return {
-        name: value
-        for name, value in plain(link).items()
-        if value != _LINK_DEFAULTS.get(name, _NO_DEFAULT)
-    }
+    # (the fields left at their defaults are left out: a link is about 100 bytes, not 300;
+    # a link's fields are plain values, written as they are)
+    found: dict[str, Any] = {}
+    for name, default in _LINK_DEFAULTS:
+        value = getattr(link, name)
+        if value != default:
+            found[name] = value
+    return found
 
 
 _NO_DEFAULT = object()
-_LINK_DEFAULTS = {
-    field.name: field.default
+_LINK_DEFAULTS = tuple(
+    (field.name, _NO_DEFAULT if field.default is dataclasses.MISSING else field.default)
     for field in dataclasses.fields(TypedLink)
-    if field.default is not dataclasses.MISSING
-}
+)
 
 
 def _put_if_changed(wiring: Wiring, key: str, body: bytes, content_type: str) -> bool:
@@ -378,6 +398,30 @@ def _text(data: bytes) -> str:
     return bytes(data).decode("utf-8", "surrogatepass")
 
 
+def _add_kept(
+    catalog: KeptSignposts,
+    source: str,
+    catalogued: Sequence[tuple[str, str, str | None]],
+    places: list[int],
+    pages: _LandingPages,
+) -> list[int]:
+    """Note the records at ``places`` (of ``catalogued``) whose entries keep their signposts;
+    return the places of the others, to be read one by one."""
+    wanted = {catalogued[seq][0]: seq for seq in places}
+    for record_id, text in catalog.kept_signposts(source):
+        seq = wanted.get(record_hash(record_id))
+        if seq is None:  # (an entry not listed: withdrawn, not valid, or in a segment)
+            continue
+        try:
+            context, lastmod, links = read_signposts_text(text)
+        except (ValueError, TypeError):  # unreadable: the record is read itself
+            continue
+        del wanted[catalogued[seq][0]]
+        if context:
+            pages.add(context, lastmod, links, seq)
+    return sorted(wanted.values())
+
+
 def build_source_signmap(
     wiring: Wiring,
     source: str,
@@ -390,7 +434,8 @@ def build_source_signmap(
     """Write the Signmap of every valid record of ``source``; return its key.
 
     Takes each valid entry of the source in the catalogue: from the signposts object of its
-    record's segment (one read per segment, decision 0098), else by reading its report and
+    record's segment (one read per segment, decision 0098), or from the signposts the
+    catalogue keeps with the entry (one query, decision 0100), else by reading its report and
     record by the keys the entry holds (``records/`` and ``reports/``, or ranges of a segment
     written before those objects; a report without its record is skipped). Writes
     :func:`~cdif_harvester.keys.signmap_key`: a ``<urlset>``, or, beyond ``max_urls`` entries or
@@ -441,6 +486,8 @@ def build_source_signmap(
     # readers never run far ahead of what is written down. The landing pages are grouped on
     # disk (_LandingPages), not in a dict of every record's links.
     with _LandingPages() as pages, ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
+        if unread and isinstance(wiring.catalog, KeptSignposts):
+            unread = _add_kept(wiring.catalog, source, catalogued, unread, pages)
         segments = sorted(by_segment)
         for start in range(0, len(segments), _READ_WINDOW):
             window = segments[start : start + _READ_WINDOW]

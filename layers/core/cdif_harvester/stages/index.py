@@ -51,7 +51,8 @@ from cdif_harvester.model import (
     UrlState,
     plain,
 )
-from cdif_harvester.ports import EventualReads
+from cdif_harvester.ports import EventualReads, KeptSignposts
+from cdif_harvester.stages.crosswalk import record_signposts, signposts_text
 from cdif_harvester.stages.outcomes import put_outcome
 from cdif_harvester.wiring import Wiring
 
@@ -84,8 +85,9 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     """
     staged = load_staged(wiring, job)
     now = wiring.clock.now().isoformat(timespec="seconds")
+    keep = isinstance(wiring.catalog, KeptSignposts)
     results = [
-        _apply_one(wiring, job, _plan_one(wiring, job, staged, item, now), None, now)
+        _apply_one(wiring, job, _plan_one(wiring, job, staged, item, now, keep=keep), None, now)
         for item in staged.records
     ]
     return _conclude(wiring, job, staged, now, results)
@@ -94,11 +96,13 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
 @dataclass(frozen=True)
 class PreparedRecord:
     """What indexing one record writes unless the catalogue holds it: made from the hand-over
-    alone (its digest, its report's and its record's bytes)."""
+    alone (its digest, its report's and its record's bytes, and what the Signmap lists of it
+    when the catalogue keeps that: :func:`_signposts_of`)."""
 
     digest: str
     report: bytes
     record: bytes | None
+    signposts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,8 @@ def prepare_index(
     holds it already, or else from the hand-over read. Raises as :func:`load_staged` does."""
     staged = load_staged(wiring, job) if staged is None else staged
     now = wiring.clock.now().isoformat(timespec="seconds")
-    made = tuple(_prepare_one(job, staged, item, now) for item in staged.records)
+    keep = isinstance(wiring.catalog, KeptSignposts)
+    made = tuple(_prepare_one(job, staged, item, now, keep=keep) for item in staged.records)
     return PreparedIndex(job=job, staged=staged, now=now, records=made)
 
 
@@ -139,7 +144,8 @@ def index_prepared(wiring: Wiring, prepared: PreparedIndex) -> UrlOutcome:
 class PlannedRecord:
     """One staged record and what indexing it does: nothing when ``held`` (the catalogue holds
     this very version), else write ``report`` and ``record`` (None for a record that could not
-    be normalised) under ``report_key`` and ``record_key``, or where a segment holds them."""
+    be normalised) under ``report_key`` and ``record_key``, or where a segment holds them, and
+    ``signposts`` with the entry when the catalogue keeps them."""
 
     item: StagedRecord
     digest: str
@@ -150,6 +156,7 @@ class PlannedRecord:
     record_key: str
     report: bytes = b""
     record: bytes | None = None
+    signposts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -249,12 +256,30 @@ def _url_state(job: IndexJob, staged: StagedRecords, refs: tuple[RecordRef, ...]
 
 
 def _prepare_one(
-    job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str
+    job: IndexJob, staged: StagedRecords, item: StagedRecord, now: str, *, keep: bool
 ) -> PreparedRecord:
-    """One record's digest and bytes, whatever the catalogue holds."""
+    """One record's digest and bytes (and its signposts when ``keep``), whatever the
+    catalogue holds."""
     links = _links_read(staged)
     report, record = _bytes_of(job, staged, item, links, now)
-    return PreparedRecord(digest=_digest_of(staged, item, links), report=report, record=record)
+    return PreparedRecord(
+        digest=_digest_of(staged, item, links),
+        report=report,
+        record=record,
+        signposts=_signposts_of(item, report, record) if keep else None,
+    )
+
+
+def _signposts_of(item: StagedRecord, report: bytes, record: bytes | None) -> str | None:
+    """What the Signmap lists of a valid record, made from its report and record as written
+    (so, as the Signmap would read them: decision 0100); None for a record not valid, or
+    whose signposts cannot be made (the Signmap then reads it itself)."""
+    if not item.report.valid or record is None:
+        return None
+    try:
+        return signposts_text(record_signposts(json.loads(report), json.loads(record)))
+    except Exception:  # noqa: BLE001 - the Signmap reads this record itself then
+        return None
 
 
 def _digest_of(staged: StagedRecords, item: StagedRecord, links: list[dict[str, Any]]) -> str:
@@ -287,9 +312,11 @@ def _plan_one(  # noqa: PLR0913 - the job, its hand-over, the record, and what w
     now: str,
     *,
     made: PreparedRecord | None = None,
+    keep: bool = False,
 ) -> PlannedRecord:
     """Decide what indexing one record writes: nothing when it is unchanged, else its report
-    and record (their bytes made now, unless ``made`` ahead)."""
+    and record (their bytes made now, unless ``made`` ahead), with its signposts when ``made``
+    has them or ``keep`` asks for them."""
     links = _links_read(staged)
     digest = made.digest if made is not None else _digest_of(staged, item, links)
     valid = item.report.valid and item.record is not None
@@ -313,10 +340,11 @@ def _plan_one(  # noqa: PLR0913 - the job, its hand-over, the record, and what w
     )
     if planned.held is not None:
         return planned
-    report, record = (
-        (made.report, made.record) if made is not None else _bytes_of(job, staged, item, links, now)
-    )
-    return replace(planned, report=report, record=record)
+    if made is not None:
+        return replace(planned, report=made.report, record=made.record, signposts=made.signposts)
+    report, record = _bytes_of(job, staged, item, links, now)
+    signposts = _signposts_of(item, report, record) if keep else None
+    return replace(planned, report=report, record=record, signposts=signposts)
 
 
 def _apply_one(
@@ -344,9 +372,12 @@ def _apply_one(
         job, item, planned.digest, rec_key, rep_key, valid=planned.valid, now=now
     )
     # What this harvest did to the record, for the publisher report of its run.
-    wiring.catalog.put_record(
-        replace(entry, extra={**entry.extra, "change": _change(planned.before, planned.digest)})
-    )
+    entry = replace(entry, extra={**entry.extra, "change": _change(planned.before, planned.digest)})
+    catalog = wiring.catalog
+    if planned.signposts is not None and isinstance(catalog, KeptSignposts):
+        catalog.put_record_with_signposts(entry, planned.signposts)
+    else:
+        catalog.put_record(entry)
     return _ref(job, item, rec_key, rep_key, valid=planned.valid), True
 
 

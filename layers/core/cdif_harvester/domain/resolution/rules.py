@@ -35,6 +35,7 @@ __all__ = [
     "is_cdif_profile",
     "is_list_profile",
     "is_jsonld_type",
+    "link_attributes",
     "link_identity",
     "linkset_forms",
     "merge_links",
@@ -185,6 +186,12 @@ def _profile_key(profile: str | None) -> tuple[str, ...]:
 
 
 LinkIdentity = tuple[str, bool, str, Any, tuple[str, ...], str | None]
+
+
+def link_attributes(link: TypedLink) -> tuple[Any, tuple[str, ...]]:
+    """A link's ``type`` and ``profile`` as :func:`link_identity` compares them (its fourth and
+    fifth), without the work on its URLs."""
+    return _type_key(link.type), _profile_key(link.profile)
 
 
 def link_identity(link: TypedLink) -> LinkIdentity:

@@ -32,7 +32,7 @@ from cdif_harvester.domain.records.record_values import (
     resolve_node,
     text,
 )
-from cdif_harvester.domain.resolution.rules import link_identity
+from cdif_harvester.domain.resolution.rules import link_attributes
 from cdif_harvester.model import TypedLink
 
 __all__ = [
@@ -64,7 +64,7 @@ _SIGNPOSTING_SCHEMA = "https://schema.org/"
 _CDIF_PROFILE_PREFIX = ("https://w3id.org/cdif/core/", "https://w3id.org/cdif/discovery/")
 _RELATED = {"haspart": "item", "ispartof": "collection"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# A link's ``type`` and ``profile`` as compared (:func:`link_identity`, its fourth and fifth).
+# A link's ``type`` and ``profile`` as compared (:func:`link_attributes`).
 _Attributes = tuple[Any, ...]
 # What a URI reference may not hold as is: white space, controls, non-ASCII, < > ".
 _NOT_URI = re.compile(r'[^\x21-\x7e]|[<>"]')
@@ -269,7 +269,7 @@ def _dedupe(links: Iterable[TypedLink]) -> list[TypedLink]:
     merged: dict[tuple[Any, ...], TypedLink] = {}
     for link in links:
         place = (link.rel, _same(link.href), _same(link.anchor))
-        key = (*place, link_identity(link)[3:5])
+        key = (*place, link_attributes(link))
         first = merged.get(key)
         merged[key] = link if first is None else _fill(first, link)
     by_place: dict[tuple[Any, ...], list[tuple[TypedLink, _Attributes]]] = {}
