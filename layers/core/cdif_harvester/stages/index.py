@@ -37,6 +37,7 @@ from cdif_harvester.contracts import (
 from cdif_harvester.domain.discovery.incremental import fingerprint, record_digest
 from cdif_harvester.domain.records.validation import profile_summary
 from cdif_harvester.errors import PermanentError
+from cdif_harvester.jsontext import pretty_json
 from cdif_harvester.keys import (
     normalised_record_key,
     record_hash,
@@ -297,10 +298,10 @@ def _bytes_of(
     """A record's report and record as written (None for a record not normalised)."""
     report = _report(job, staged, item, links, now)
     return (
-        json.dumps(report, indent=2, sort_keys=True).encode("utf-8"),
+        pretty_json(report, sort_keys=True).encode("utf-8"),
         None
         if item.record is None
-        else json.dumps(item.record, indent=2, ensure_ascii=False).encode("utf-8"),
+        else pretty_json(item.record, ensure_ascii=False).encode("utf-8"),
     )
 
 
