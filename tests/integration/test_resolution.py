@@ -23,7 +23,14 @@ from cdif_harvester.adapters.local import (
     SqliteCatalog,
     SystemClock,
 )
-from cdif_harvester.contracts import DOCUMENT_QUEUE, RENDER_QUEUE, DocumentJob, UrlJob, decode
+from cdif_harvester.contracts import (
+    DOCUMENT_QUEUE,
+    MAX_MESSAGE_BYTES,
+    RENDER_QUEUE,
+    DocumentJob,
+    UrlJob,
+    decode,
+)
 from cdif_harvester.errors import BodyTooLarge, FetchFailed
 from cdif_harvester.model import FetchResponse, Outcome, TypedLink, UrlOutcome
 from cdif_harvester.ports import RenderedPage
@@ -281,7 +288,27 @@ def test_embedded_scripts_several_blocks(harness: Harness) -> None:
     job = harness.resolved("/page")
     assert job.pattern == "embedded-script"
     assert [ref.media_type for ref in job.documents] == ["text/html"]
-    assert harness.body(job).count(b"application/ld+json") == 3
+    # the page travels as its three blocks, read here (decision 0101), not as the page
+    assert job.documents[0].body is None and job.documents[0].staged_key is None
+    (scripts,) = job.scripts
+    assert scripts.key == job.documents[0].key
+    assert [(b.index, b.profile) for b in scripts.blocks] == [(0, "CDIF1.0"), (1, None), (2, None)]
+    assert "urn:e:b" in scripts.blocks[2].text
+
+
+def test_a_page_whose_json_ld_is_too_large_for_its_message_waits_whole_in_staging(
+    harness: Harness,
+) -> None:
+    big = dataset("urn:e:huge", "Huge", description="x" * (MAX_MESSAGE_BYTES + 1000))
+    body = page(script(big))
+    harness.server.route("/huge", headers=[("Content-Type", HTML)], body=body)
+    job = harness.resolved("/huge")
+    assert job.pattern == "embedded-script"
+    (ref,) = job.documents
+    # its blocks would not fit: the page itself is staged, as any large body is
+    assert job.scripts == ()
+    assert ref.staged_key is not None and ref.staged_key.startswith("staging/run-1/")
+    assert harness.body(job) == body
 
 
 def test_html_link_describedby_resolved_against_base(harness: Harness) -> None:
@@ -694,10 +721,12 @@ def test_a_page_cut_at_the_cap_uses_the_metadata_before_the_cut_and_says_so(
     assert [w.partition(":")[0] for w in ref.warnings] == ["truncated-page"]
     assert "metadata past it was not seen" in ref.warnings[0]
     assert any("read up to the cut" in note for note in job.notes)
-    assert len(harness.body(job)) == 5 * MiB  # the page as read: up to the cut
-    # too large for its message: it waits in the run's staging area, and nothing is kept
-    assert ref.staged_key is not None and ref.staged_key.startswith("staging/run-1/")
-    assert ref.body is None and not harness.store.exists(ref.key)
+    # the page as read up to the cut is handed on as the block read there: small enough for
+    # its message, so nothing waits in the staging area, and nothing is kept
+    ((block,),) = [scripts.blocks for scripts in job.scripts]
+    assert "Before the cut" in block.text
+    assert ref.staged_key is None and ref.body is None and not harness.store.exists(ref.key)
+    assert not list(harness.store.list("staging/"))
 
 
 def test_a_page_cut_at_the_cap_with_nothing_before_the_cut_fails_too_large(

@@ -57,11 +57,12 @@ def test_a_page_whose_blocks_are_too_deep_fails_at_once_with_that_reason(
     page = _script(DATASET % "https://doi.org/10.5072/x") + _script(deep)
     wiring, job = _document_job(tmp_path, page)
     # The resolver found the good block; the extractor is then given only the deep one.
-    # (the document travels in the message: decisions/0080)
+    # (the page travels in the message, in place of the blocks the resolver read: decisions
+    # 0080, 0101)
     only_deep = _wiring(tmp_path / "deep", {})
     document = replace(job.documents[0], body=_script(deep), encoding=None, kept=False)
     with pytest.raises(MalformedMetadata) as failed:
-        extract_documents(only_deep, replace(job, documents=(document,)))
+        extract_documents(only_deep, replace(job, documents=(document,), scripts=()))
     assert str(failed.value) == ("json-too-deep: JSON nested more than 100 levels deep; not read")
     assert failed.value.reason == "malformed-json"
 

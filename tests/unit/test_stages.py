@@ -25,6 +25,7 @@ from cdif_harvester.contracts import (
     decode,
 )
 from cdif_harvester.domain.discovery.sitemap import parse_sitemap
+from cdif_harvester.domain.records.extraction import read_jsonld_scripts
 from cdif_harvester.errors import FetchFailed
 from cdif_harvester.model import Outcome, Source, TypedLink, UrlState, plain
 from cdif_harvester.stages.expand import (
@@ -201,8 +202,13 @@ def test_resolver_hands_on_embedded_json_ld_in_its_message(tmp_path: Path) -> No
     job = resolve_url(wiring, UrlJob(run_id="r", source="s", url=f"{BASE}/p.html"))
     assert isinstance(job, DocumentJob) and job.pattern == "embedded-script"
     (document,) = job.documents
-    # by default the page travels in the message and nothing is kept
-    assert document.body == PAGE.decode("utf-8") and document.kept is False
+    # by default the page's JSON-LD blocks travel in the message and nothing is kept
+    assert document.body is None and document.kept is False
+    (scripts,) = job.scripts
+    assert scripts.key == document.key
+    assert [block.text for block in scripts.blocks] == [
+        block.text for block in read_jsonld_scripts(PAGE).blocks
+    ]
     assert document.key.startswith("raw/") and not wiring.store.exists(document.key)
     assert (document.status, document.headers["content-type"]) == (200, HTML["content-type"])
     assert not [key for key in wiring.store.list("") if key.startswith(("raw/", "cache/"))]

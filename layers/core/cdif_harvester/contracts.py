@@ -40,6 +40,8 @@ __all__ = [
     "RESOLUTION_OPTIONS",
     "DocumentJob",
     "DocumentRef",
+    "PageScripts",
+    "ScriptBlock",
     "IndexJob",
     "Message",
     "RecordStored",
@@ -60,8 +62,8 @@ __all__ = [
     "encode_staged",
 ]
 
-CONTRACT_VERSION = 10
-READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+CONTRACT_VERSION = 11
+READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 STAGED_VERSION = 6
 STAGED_READABLE_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 MAX_MESSAGE_BYTES = 200 * 1024
@@ -138,6 +140,26 @@ class UrlJob:
 
 
 @dataclass(frozen=True)
+class ScriptBlock:
+    """One JSON-LD ``<script>`` element of a page: its place among them, its text and the
+    profile it declares."""
+
+    index: int
+    text: str
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class PageScripts:
+    """The JSON-LD blocks the resolver read from the page its document job names by ``key``
+    (the document's), and how many more it left unread (past the most a page is read for)."""
+
+    key: str
+    blocks: tuple[ScriptBlock, ...]
+    unread: int = 0
+
+
+@dataclass(frozen=True)
 class DocumentRef:
     """A fetched document, named by ``key``: its content-addressed key under ``raw/``.
 
@@ -183,6 +205,11 @@ class DocumentJob:
     ``state_read`` (None: the catalogue held none), so the extractor need not read it again;
     without ``state_read`` (incremental harvesting off, an older message) the extractor reads
     it itself.
+
+    ``scripts`` (from version 11) are the JSON-LD blocks of HTML pages the resolver read
+    already, each in place of its page's ``body`` (a document with neither body, staged key
+    nor copy kept): the extractor reads nothing else of a page, so the page is neither sent
+    nor parsed again (decision 0101).
     """
 
     KIND: ClassVar[str] = "document-job"
@@ -198,6 +225,7 @@ class DocumentJob:
     validators: tuple[RequestValidator, ...] = ()
     state: UrlState | None = None
     state_read: bool = False
+    scripts: tuple[PageScripts, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,8 @@ def pretty_json(value: Any, *, sort_keys: bool = False, ensure_ascii: bool = Tru
     quote: Callable[[str], str] = encode_basestring_ascii if ensure_ascii else encode_basestring
     try:
         return _text(value, "\n", quote, sort_keys)
-    except _NotPlain:
+    except TypeError:  # (what _text does not write itself: json.dumps decides)
         return json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
-
-
-class _NotPlain(Exception):
-    """A value :func:`_text` does not write itself."""
 
 
 def _text(value: Any, newline: str, quote: Callable[[str], str], sort_keys: bool) -> str:
@@ -49,7 +45,7 @@ def _text(value: Any, newline: str, quote: Callable[[str], str], sort_keys: bool
         parts = []
         for key, item in items:
             if type(key) is not str:
-                raise _NotPlain
+                raise TypeError(kind)
             parts.append(quote(key) + ": " + _text(item, inner, quote, sort_keys))
         return "{" + inner + ("," + inner).join(parts) + newline + "}"
     if kind is list or kind is tuple:
@@ -68,7 +64,7 @@ def _text(value: Any, newline: str, quote: Callable[[str], str], sort_keys: bool
         return int.__repr__(value)
     if kind is float:
         return _float(value)
-    raise _NotPlain
+    raise TypeError(kind)
 
 
 def _float(value: float) -> str:

@@ -23,6 +23,7 @@ from cdif_harvester.contracts import (
     DocumentJob,
     DocumentRef,
     IndexJob,
+    PageScripts,
     ProfileStatus,
     ReportIssue,
     SkippedBlock,
@@ -35,6 +36,8 @@ from cdif_harvester.contracts import (
 from cdif_harvester.domain.discovery.incremental import block_hash, fingerprint, sd_dates
 from cdif_harvester.domain.records.extraction import (
     ExtractionError,
+    JsonLdBlock,
+    JsonLdScripts,
     ParsedJson,
     has_dataset,
     parse_jsonld,
@@ -192,8 +195,9 @@ def read_documents(
     records: list[StagedRecord] = []
     skipped: list[SkippedBlock] = []
     parsed_blocks: list[tuple[_Where, ParsedJson]] = []
+    scripts = {page.key: page for page in job.scripts}
     for ref in job.documents:
-        blocks, unread = _blocks(wiring, ref)
+        blocks, unread = _blocks(wiring, ref, scripts.get(ref.key))
         if unread is not None:
             skipped.append(_Where(ref.key, len(blocks), ref.via, ref.authority).skipped(unread))
         for index, text in blocks:
@@ -360,16 +364,25 @@ def _unchanged_reason(
 _UNREADABLE = ("malformed-json", "json-too-deep", "too-many-scripts")
 
 
-def _blocks(wiring: Wiring, ref: DocumentRef) -> tuple[list[tuple[int, str | bytes]], str | None]:
-    """The blocks of a document, and why some were left unread (None when none was)."""
-    body = document_body(wiring, ref)
-    if ref.media_type in HTML_MEDIA_TYPES:
+def _blocks(
+    wiring: Wiring, ref: DocumentRef, page: PageScripts | None
+) -> tuple[list[tuple[int, str | bytes]], str | None]:
+    """The blocks of a document (of ``page``, the JSON-LD read from it already, when given),
+    and why some were left unread (None when none was)."""
+    if page is not None:  # (decision 0101)
+        scripts = JsonLdScripts(
+            blocks=tuple(JsonLdBlock(b.index, b.text, b.profile) for b in page.blocks),
+            unread=page.unread,
+        )
+    else:
+        body = document_body(wiring, ref)
+        if ref.media_type not in HTML_MEDIA_TYPES:
+            return [(0, body)], None
         scripts = read_jsonld_scripts(body)
-        # Blocks that declare a CDIF profile go first (CDIF metadata publication, Option 1), so
-        # when two blocks describe the same record, the CDIF one is kept.
-        ordered = sorted(scripts.blocks, key=lambda block: not is_cdif_profile(block.profile))
-        return [(block.index, block.text) for block in ordered], scripts.note()
-    return [(0, body)], None
+    # Blocks that declare a CDIF profile go first (CDIF metadata publication, Option 1), so
+    # when two blocks describe the same record, the CDIF one is kept.
+    ordered = sorted(scripts.blocks, key=lambda block: not is_cdif_profile(block.profile))
+    return [(block.index, block.text) for block in ordered], scripts.note()
 
 
 def document_body(wiring: Wiring, ref: DocumentRef) -> bytes:

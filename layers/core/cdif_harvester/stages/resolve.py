@@ -28,6 +28,8 @@ from cdif_harvester.contracts import (
     RENDER_QUEUE,
     DocumentJob,
     DocumentRef,
+    PageScripts,
+    ScriptBlock,
     UrlJob,
     encode,
 )
@@ -38,6 +40,7 @@ from cdif_harvester.domain.discovery.incremental import (
 )
 from cdif_harvester.domain.records.extraction import (
     ExtractionError,
+    JsonLdScripts,
     has_dataset,
     parse_jsonld,
     read_jsonld_scripts,
@@ -163,6 +166,8 @@ class _Found:
     is_list: bool = False
     # What the record's report must warn about this document (``<code>: <details>``).
     warnings: list[str] = field(default_factory=list)
+    # The page's JSON-LD as read here (an embedded script): handed on instead of the page.
+    scripts: JsonLdScripts | None = None
 
 
 @dataclass
@@ -189,6 +194,9 @@ class _Resolver:
         self.used: set[tuple[LinkIdentity, str | None]] = set()
         # Link headers already parsed, by response (the response is kept so its id stays unique).
         self._parsed: dict[int, tuple[FetchResponse, list[TypedLink]]] = {}
+        # The pages handed on as their JSON-LD blocks, and their bodies (sent whole after all
+        # when the message would be too large), by raw key.
+        self._page_scripts: dict[str, tuple[PageScripts, bytes]] = {}
         # What the catalogue holds from the harvest that last produced records from this URL
         # (None when incremental harvesting is off or there is none), and whether every answer
         # so far was a 304 revalidation.
@@ -257,10 +265,11 @@ class _Resolver:
         if is_html:
             if cut:
                 self._page_cut(page)
-            if self._has_embedded_dataset(page.response.body):
+            scripts = self._embedded_dataset(page.response.body)
+            if scripts is not None:
                 # What lies before the cut is usable; the report says the rest was not seen.
                 warnings = [_cut_warning(page.response)] if cut else []
-                self_found = _Found(page.response, "self", warnings=warnings)
+                self_found = _Found(page.response, "self", warnings=warnings, scripts=scripts)
                 return self._hand_on("embedded-script", [self_found])
             head = parse_html_head(page.response.body, page.response.url)
             self.notes.extend(head.notes)
@@ -648,7 +657,9 @@ class _Resolver:
             )
         return kept
 
-    def _has_embedded_dataset(self, body: bytes) -> bool:
+    def _embedded_dataset(self, body: bytes) -> JsonLdScripts | None:
+        """The JSON-LD blocks of the page ``body`` when one of them holds a Dataset, else None
+        (what was tried, and why a block could not be read, go to the notes)."""
         scripts = read_jsonld_scripts(body)
         unreadable: list[str] = []
         found = False
@@ -667,7 +678,7 @@ class _Resolver:
             reasons = ", ".join(dict.fromkeys(unreadable))
             notes.append(f"{len(unreadable)} of {len(scripts.blocks)} unreadable: {reasons}")
         self.tried.append(f"embedded script ({'; '.join(notes)})" if notes else "embedded script")
-        return found
+        return scripts if found else None
 
     def _content_negotiation(self, page: _Page) -> list[_Found]:
         if page.media.type in JSONLD_MEDIA_TYPES:
@@ -732,7 +743,7 @@ class _Resolver:
         self.notes.extend(f"rendering refused {refusal}" for refusal in rendered.refused[:10])
         if rendered.stopped:
             self.notes.append(f"rendering stopped: {rendered.stopped}")
-        found = bool(rendered.html) and self._has_embedded_dataset(rendered.html)
+        found = bool(rendered.html) and self._embedded_dataset(rendered.html) is not None
         # The step is named for what it did (the last "embedded script" entry is this one's).
         self.tried.append(f"rendering ({rendered.stopped})" if rendered.stopped else "rendering")
         if not found:
@@ -880,6 +891,9 @@ class _Resolver:
             # without reading the URL's item again (nothing here wrote it since).
             state=self.state,
             state_read=self.wiring.settings.incremental,
+            scripts=tuple(
+                self._page_scripts[ref.key][0] for ref in refs if ref.key in self._page_scripts
+            ),
         )
         document_job, message = self._fitted(document_job)
         self.wiring.queue.send(DOCUMENT_QUEUE, [message])
@@ -902,15 +916,30 @@ class _Resolver:
         links or notes).
         """
         documents = list(job.documents)
-        while (message := _message(job := replace(job, documents=tuple(documents)))) is None:
-            inline = [i for i, ref in enumerate(documents) if ref.body is not None]
-            if not inline:
+        scripts = {page.key: page for page in job.scripts}
+
+        def inline(ref: DocumentRef) -> int:  # (how much of it travels in the message)
+            if ref.key in scripts:
+                return max(1, sum(len(block.text) for block in scripts[ref.key].blocks))
+            return len(ref.body) if ref.body is not None else 0
+
+        while (
+            message := _message(
+                job := replace(job, documents=tuple(documents), scripts=tuple(scripts.values()))
+            )
+        ) is None:
+            sent = [i for i, ref in enumerate(documents) if inline(ref)]
+            if not sent:
                 if job.state_read:  # the extractor can read the state itself
                     job = replace(job, state=None, state_read=False)
                     continue
                 return job, encode(job)  # too many links or notes: encode() says so
-            largest = max(inline, key=lambda i: len(documents[i].body or ""))
-            documents[largest] = self._staged(documents[largest])
+            largest = max(sent, key=lambda i: inline(documents[i]))
+            ref = documents[largest]
+            if scripts.pop(ref.key, None) is not None:  # the page itself, staged after all
+                body, encoding = _body_text(self._page_scripts[ref.key][1])
+                ref = replace(ref, body=body, encoding=encoding)
+            documents[largest] = self._staged(ref)
         return job, message
 
     def _staged(self, ref: DocumentRef) -> DocumentRef:
@@ -941,11 +970,7 @@ class _Resolver:
         """The reference of a document not kept, under its raw ``key`` (the fingerprint's): its
         body travels in the message."""
         content = item.response.body if item.body is None else item.body
-        try:
-            body, encoding = content.decode("utf-8"), None
-        except UnicodeDecodeError:
-            body, encoding = base64.b64encode(content).decode("ascii"), "base64"
-        return replace(
+        ref = replace(
             _provenance(self.wiring, item.response),
             key=key,
             media_type=item.media_type or item.response.media_type,
@@ -953,9 +978,15 @@ class _Resolver:
             authority=item.authority,
             warnings=tuple(item.warnings),
             kept=False,
-            body=body,
-            encoding=encoding,
         )
+        if item.scripts is not None and item.body is None:
+            # The page's JSON-LD as read here is all the extractor reads of it: it goes in
+            # place of the page (a fifth of its size, no second parse; decision 0101).
+            blocks = tuple(ScriptBlock(b.index, b.text, b.profile) for b in item.scripts.blocks)
+            self._page_scripts[key] = (PageScripts(key, blocks, item.scripts.unread), content)
+            return ref
+        body, encoding = _body_text(content)
+        return replace(ref, body=body, encoding=encoding)
 
     def _unchanged(self, reason: str, pattern: str | None = None) -> UrlOutcome:
         return self._outcome(Outcome.UNCHANGED, reason, pattern)
@@ -996,6 +1027,14 @@ class _Resolver:
 
 def _size(limit: int) -> str:
     return f"{limit // MiB} MiB" if limit % MiB == 0 else f"{limit} bytes"
+
+
+def _body_text(content: bytes) -> tuple[str, str | None]:
+    """A document's bytes as its message holds them: UTF-8 text, else base64 (and which)."""
+    try:
+        return content.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return base64.b64encode(content).decode("ascii"), "base64"
 
 
 def _cut_warning(response: FetchResponse) -> str:
