@@ -20,7 +20,7 @@ seconds (``time.process_time``: every thread) and wall seconds, after a warm-up 
 
 Reported per fetcher: CPU ms per page (the least of ``--repeat`` runs), pages/s, and the CPU
 ratio to plain httpx in the same run. ``--profile FILE`` writes a cProfile of the local stack's
-run (figures from a profiled run are not the rates).
+run, fetched on one thread (figures from a profiled run are not the rates).
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def _child(kind: str, base: str, pages: int, threads: int, profile: str | None) 
                 import cProfile  # noqa: PLC0415
 
                 profiler = cProfile.Profile()
-                size = profiler.runcall(_fetch_all, fetch, urls, threads)
+                # cProfile sees one thread only: the profiled run fetches on this one.
+                size = profiler.runcall(lambda: sum(map(fetch, urls)))
                 profiler.dump_stats(profile)
             else:
                 size = _fetch_all(fetch, urls, threads)

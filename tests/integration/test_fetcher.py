@@ -833,11 +833,13 @@ def test_policy_defaults() -> None:
         FetchPolicy(total_timeout=0)
 
 
-def test_context_manager_closes_the_client(server: LocalHTTPServer) -> None:
+def test_context_manager_closes_the_fetcher(server: LocalHTTPServer) -> None:
     server.route("/", body=b"x")
     with SafeFetcher(FetchPolicy(allow_loopback=True)) as fetcher:
         assert fetcher.fetch(server.url("/")).body == b"x"
-    assert fetcher._client.is_closed
+    with pytest.raises(RuntimeError):
+        fetcher.fetch(server.url("/"))
+    assert len(server.requests) == 1
 
 
 # --- optional: a refusal inside a network namespace with nothing but loopback ----------------
