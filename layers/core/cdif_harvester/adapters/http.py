@@ -14,6 +14,7 @@ docs/decisions/0048-one-fetch-deadline.md.
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import time
@@ -236,6 +237,11 @@ class _Budget:
         )
 
 
+# The blank line that ends a head, and a Link field line with the obs-fold lines continuing it.
+_BLANK_LINE = re.compile(rb"^\r?\n", re.MULTILINE)
+_LINK_LINES = re.compile(rb"^link:[^\n]*\n(?:[ \t][^\n]*\n)*", re.IGNORECASE | re.MULTILINE)
+
+
 class _HeadLines:
     """Bytes of a response head as they arrive, split into ``Link`` field lines and the rest.
 
@@ -261,6 +267,16 @@ class _HeadLines:
 
     def feed(self, data: bytes) -> None:
         """Count ``data``, the next bytes of the head."""
+        if not self._start and self._is_link is None and not self._last_was_link:
+            # At the start of a line, as a head read in one piece is: two searches count it
+            # as the loop below would, line by line.
+            blank = _BLANK_LINE.search(data)
+            if blank is not None:
+                head = data[: blank.end()]
+                link = sum(map(len, _LINK_LINES.findall(head)))
+                self.link += link
+                self.other += len(head) - link
+                return
         pos, size = 0, len(data)
         while pos < size:
             if self._is_link is None:
@@ -1010,7 +1026,9 @@ class SafeFetcher:
         # 49 MiB document where the caller accepts 10 MiB.
         decoders = _decoders(response, min(cap, self.policy.max_decompressed_bytes), url)
         budget = _current_budget()
-        body = bytearray()
+        # The decoded pieces, joined once at the end (a body read in one piece is not copied).
+        parts: list[bytes] = []
+        size = 0
         received = 0
         try:
             for raw in chunks:
@@ -1028,16 +1046,17 @@ class SafeFetcher:
                 data = chunk
                 for decoder in decoders:
                     data = decoder.feed(data)
-                body += data
-                if truncate and (received > cap or len(body) > cap):
-                    return bytes(body[:cap]), True
+                parts.append(data)
+                size += len(data)
+                if truncate and (received > cap or size > cap):
+                    return b"".join(parts)[:cap], True
         except BodyTooLarge as exc:
             if truncate:
                 # The decoded body outgrew the cap: it is cut at the cap, with what the last
                 # decoder produced below it.
                 if decoders and exc.reason == "decompressed-too-large":
-                    body += decoders[-1].overflow
-                return bytes(body[:cap]), True
+                    parts.append(decoders[-1].overflow)
+                return b"".join(parts)[:cap], True
             # Whichever cap was hit, the refused response keeps its status and headers (a
             # resolver still reads its Link headers); its body is never handed on cut.
             raise BodyTooLarge(
@@ -1048,7 +1067,7 @@ class SafeFetcher:
             ) from None
         for decoder in decoders:
             decoder.finish()
-        return bytes(body), False
+        return b"".join(parts), False
 
     @contextmanager
     def _mapped_errors(self, url: httpx.URL) -> Iterator[None]:

@@ -15,6 +15,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import httpx
 
@@ -264,6 +265,13 @@ def check_host(host: str, *, allow_loopback: bool = False) -> IPAddress | None:
     Raises AddressRefused when the host is malformed, numeric in an odd form, or an address that
     is not allowed.
     """
+    return _checked_host(host, allow_loopback)
+
+
+# A pure function of its arguments, asked again for every request to a host: the answers for
+# allowed hosts are kept (a refusal raises, and is not kept).
+@lru_cache(maxsize=4096)
+def _checked_host(host: str, allow_loopback: bool) -> IPAddress | None:
     address = parse_host(host)
     if address is not None:
         check_address(address, allow_loopback=allow_loopback)
