@@ -15,8 +15,10 @@ seconds (``time.process_time``: every thread) and wall seconds, after a warm-up 
 1. **httpx**: one plain ``httpx.Client``;
 2. **SafeFetcher**: the safe fetcher alone (``allow_loopback``);
 3. **local stack**: the fetcher a local harvest uses, built by ``local_runtime.wiring`` (the host
-   gate over the HTTP cache over the safe fetcher), asked as the resolver asks for a page
-   (``Accept`` of a page, ``Cache-Control: no-store``, the document cap).
+   gate over the HTTP cache over the safe fetcher).
+
+Both product fetchers are asked as the resolver asks for a page (``Accept`` of a page,
+``Cache-Control: no-store``, the document cap).
 
 Reported per fetcher: CPU ms per page (the least of ``--repeat`` runs), pages/s, and the CPU
 ratio to plain httpx in the same run. ``--profile FILE`` writes a cProfile of the local stack's
@@ -59,6 +61,7 @@ def _child(kind: str, base: str, pages: int, threads: int, profile: str | None) 
 
     from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher  # noqa: PLC0415
     from cdif_harvester.local_runtime import LocalConfig, wiring  # noqa: PLC0415
+    from cdif_harvester.settings import Settings  # noqa: PLC0415
     from cdif_harvester.stages.resolve import ACCEPT_PAGE, NO_STORE  # noqa: PLC0415
 
     urls = [f"{base}/datasets/{i:05d}.html" for i in range(pages)]
@@ -75,18 +78,17 @@ def _child(kind: str, base: str, pages: int, threads: int, profile: str | None) 
                 return len(response.content)
 
         else:
+            # Both asked as the resolver asks for a page, so what differs is the layers.
+            headers = {"Accept": ACCEPT_PAGE, **NO_STORE}
+            cap = Settings().max_document_bytes
             if kind == "safe":
                 safe = SafeFetcher(FetchPolicy(allow_loopback=True))
                 fetcher: Any = safe
                 closer = safe.close
-                headers = None
-                cap = None
             else:
                 local = wiring(Path(tmp) / "out", LocalConfig(allow_loopback=True))
                 fetcher = local.wiring.fetcher
                 closer = local.close
-                headers = {"Accept": ACCEPT_PAGE, **NO_STORE}
-                cap = local.wiring.settings.max_document_bytes
 
             def fetch(url: str) -> int:
                 response = fetcher.fetch(url, headers=headers, max_bytes=cap)
