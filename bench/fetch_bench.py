@@ -49,9 +49,11 @@ _WARM_UP = 50
 
 
 def _fetch_all(fetch: Any, urls: list[str], threads: int) -> int:
-    """Fetch every URL on ``threads`` threads; the total body bytes read."""
+    """Fetch every URL on ``threads`` threads (1: this one); the total body bytes read."""
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
+    if threads == 1:
+        return sum(map(fetch, urls))
     with ThreadPoolExecutor(threads) as pool:
         return sum(pool.map(fetch, urls))
 
@@ -104,7 +106,7 @@ def _child(kind: str, base: str, pages: int, threads: int, profile: str | None) 
 
                 profiler = cProfile.Profile()
                 # cProfile sees one thread only: the profiled run fetches on this one.
-                size = profiler.runcall(lambda: sum(map(fetch, urls)))
+                size = profiler.runcall(_fetch_all, fetch, urls, 1)
                 profiler.dump_stats(profile)
             else:
                 size = _fetch_all(fetch, urls, threads)
