@@ -781,11 +781,17 @@ class SafeFetcher:
         # the URL parsed again). See docs/decisions/0099-a-lean-fetch-path.md.
         self._transport = _PinnedTransport(self._backend, ssl_context, httpx.Limits())
         self._closed = False
-        # The headers of every request, as an httpx.Client with these defaults sent them.
-        self._headers = httpx.Headers(
-            {"Accept": "*/*", "Connection": "keep-alive", "User-Agent": self.policy.user_agent}
-        )
-        self._headers["Accept-Encoding"] = ACCEPT_ENCODING
+        # The headers of every request, in the order an httpx.Client with these defaults sent
+        # them (with each name lower-cased, to find the ones a caller replaces).
+        self._headers = [
+            (name, name.lower(), value)
+            for name, value in (
+                ("Accept", "*/*"),
+                ("Connection", "keep-alive"),
+                ("User-Agent", self.policy.user_agent),
+                ("Accept-Encoding", ACCEPT_ENCODING),
+            )
+        ]
 
     def __enter__(self) -> Self:
         return self
@@ -970,10 +976,11 @@ class SafeFetcher:
         connect = min(self.policy.connect_timeout, remaining)
         read = min(self.policy.read_timeout, remaining)
         timeout = {"connect": connect, "read": read, "write": read, "pool": connect}
+        # A caller's header replaces a default of the same name, and comes after the defaults.
+        given = {name.lower() for name in headers}
+        merged = [(name, value) for name, lower, value in self._headers if lower not in given]
+        merged.extend(headers.items())
         try:
-            merged = httpx.Headers(self._headers)
-            if headers:
-                merged.update(headers)  # a caller's header replaces a default of the same name
             request = httpx.Request(method, url, headers=merged, extensions={"timeout": timeout})
         except (ValueError, TypeError) as exc:  # e.g. a header value that is not ASCII
             raise PermanentError(
