@@ -8,8 +8,8 @@ one deadline per fetch over connect, response head and body, and a cap on the re
 reaches callers: errors are those of :mod:`cdif_harvester.errors`, any HTTP status a
 :class:`~cdif_harvester.model.FetchResponse`.
 
-See docs/decisions/0012-address-policy-pinned.md, docs/decisions/0013-bounded-fetcher.md and
-docs/decisions/0048-one-fetch-deadline.md.
+See docs/decisions/0012-address-policy-pinned.md, docs/decisions/0013-bounded-fetcher.md,
+docs/decisions/0048-one-fetch-deadline.md and docs/decisions/0099-a-lean-fetch-path.md.
 """
 
 from __future__ import annotations

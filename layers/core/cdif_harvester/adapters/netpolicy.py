@@ -6,7 +6,8 @@ address a name resolves to; only globally routable unicast addresses pass, and n
 numeric hosts are refused. A refusal raises :class:`~cdif_harvester.errors.AddressRefused` with
 a reason from :data:`REASONS`.
 
-See docs/decisions/0012-address-policy-pinned.md (server-side request forgery, DNS rebinding).
+See docs/decisions/0012-address-policy-pinned.md (server-side request forgery, DNS rebinding)
+and docs/decisions/0099-a-lean-fetch-path.md (the answers kept for allowed hosts).
 """
 
 from __future__ import annotations
