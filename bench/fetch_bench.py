@@ -2,15 +2,17 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/fetch_bench.py --pages 2000
-    .venv/bin/python bench/fetch_bench.py --pages 2000 --medium --repeat 3
+    .venv/bin/python bench/fetch_bench.py --pages 3000 --repeat 5 --threads 1
+    .venv/bin/python bench/fetch_bench.py --pages 3000 --repeat 5
+    .venv/bin/python bench/fetch_bench.py --pages 2000 --repeat 3 --threads 1 --medium
     .venv/bin/python bench/fetch_bench.py --pages 1000 --profile /tmp/fetch.prof
 
-It writes N landing pages (the re-harvest benchmark's 12 KB pages; ``--medium``: the extraction
-benchmark's 40 KB ones) and serves them on 127.0.0.1 with the product's demo server in a process
-of its own (its CPU is not counted). Then a fresh interpreter per fetcher fetches every page on
-``--threads`` threads (4, the harvester's workers), reading every body, and measures its own CPU
-seconds (``time.process_time``: every thread) and wall seconds, after a warm-up of 50 pages:
+It writes N landing pages (the re-harvest benchmark's small pages, about 8 KiB; ``--medium``:
+the extraction benchmark's 40 KB ones) and serves them on 127.0.0.1 with the product's demo
+server in a process of its own (its CPU is not counted). Then a fresh interpreter per fetcher
+fetches every page on ``--threads`` threads (4, the harvester's workers; 1: the measuring thread
+itself), reading every body, and measures its own CPU seconds (``time.process_time``: every
+thread) and wall seconds, after a warm-up of 50 pages:
 
 1. **httpx**: one plain ``httpx.Client``;
 2. **SafeFetcher**: the safe fetcher alone (``allow_loopback``);
