@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/fetch_bench.py --pages 3000 --repeat 5 --threads 1
     .venv/bin/python bench/fetch_bench.py --pages 3000 --repeat 5
     .venv/bin/python bench/fetch_bench.py --pages 2000 --repeat 3 --threads 1 --medium
-    .venv/bin/python bench/fetch_bench.py --pages 1000 --profile /tmp/fetch.prof
+    .venv/bin/python bench/fetch_bench.py --pages 1000 --profile fetch.prof
 
 It writes N landing pages (the re-harvest benchmark's small pages, about 8 KiB; ``--medium``:
 the extraction benchmark's 40 KB ones) and serves them on 127.0.0.1 with the product's demo
