@@ -219,6 +219,37 @@ def test_cookies_are_never_sent_back(
     assert server.requests[-1].header("cookie") is None
 
 
+def test_a_cookie_set_by_a_redirect_is_not_sent_to_the_next_hop(
+    server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher]
+) -> None:
+    server.route("/from", status=302, headers=[("Location", "/to"), ("Set-Cookie", "s=1; Path=/")])
+    server.route("/to", body=b"x")
+    assert make_fetcher().fetch(server.url("/from")).body == b"x"
+    assert server.paths() == ["/from", "/to"]
+    assert server.requests[-1].header("cookie") is None
+
+
+def test_a_request_without_accept_accepts_anything(
+    server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher]
+) -> None:
+    server.route("/", body=b"x")
+    make_fetcher().fetch(server.url("/"))
+    seen = server.requests[-1]
+    assert seen.header("accept") == "*/*"
+    assert seen.header("accept-encoding") == "gzip, deflate"
+    assert seen.header("host") == f"127.0.0.1:{server.port}"
+
+
+@pytest.mark.parametrize("suffix", ["#part", "#"])
+def test_a_fragment_is_neither_sent_nor_in_the_answer(
+    server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher], suffix: str
+) -> None:
+    server.route("/page", body=b"x")
+    response = make_fetcher().fetch(server.url("/page") + suffix)
+    assert response.url == server.url("/page")
+    assert server.paths() == ["/page"]
+
+
 def test_connections_are_reused(
     server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher], connect_spy: ConnectSpy
 ) -> None:
@@ -833,11 +864,13 @@ def test_policy_defaults() -> None:
         FetchPolicy(total_timeout=0)
 
 
-def test_context_manager_closes_the_client(server: LocalHTTPServer) -> None:
+def test_context_manager_closes_the_fetcher(server: LocalHTTPServer) -> None:
     server.route("/", body=b"x")
     with SafeFetcher(FetchPolicy(allow_loopback=True)) as fetcher:
         assert fetcher.fetch(server.url("/")).body == b"x"
-    assert fetcher._client.is_closed
+    with pytest.raises(RuntimeError):
+        fetcher.fetch(server.url("/"))
+    assert len(server.requests) == 1
 
 
 # --- optional: a refusal inside a network namespace with nothing but loopback ----------------

@@ -8,13 +8,13 @@ one deadline per fetch over connect, response head and body, and a cap on the re
 reaches callers: errors are those of :mod:`cdif_harvester.errors`, any HTTP status a
 :class:`~cdif_harvester.model.FetchResponse`.
 
-See docs/decisions/0012-address-policy-pinned.md, docs/decisions/0013-bounded-fetcher.md and
-docs/decisions/0048-one-fetch-deadline.md.
+See docs/decisions/0012-address-policy-pinned.md, docs/decisions/0013-bounded-fetcher.md,
+docs/decisions/0048-one-fetch-deadline.md and docs/decisions/0099-a-lean-fetch-path.md.
 """
 
 from __future__ import annotations
 
-import http.cookiejar
+import re
 import socket
 import ssl
 import time
@@ -22,9 +22,9 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import NamedTuple, Self
 
 import httpcore
 import httpx
@@ -237,6 +237,11 @@ class _Budget:
         )
 
 
+# The blank line that ends a head, and a Link field line with the obs-fold lines continuing it.
+_BLANK_LINE = re.compile(rb"^\r?\n", re.MULTILINE)
+_LINK_LINES = re.compile(rb"^link:[^\n]*\n(?:[ \t][^\n]*\n)*", re.IGNORECASE | re.MULTILINE)
+
+
 class _HeadLines:
     """Bytes of a response head as they arrive, split into ``Link`` field lines and the rest.
 
@@ -262,6 +267,16 @@ class _HeadLines:
 
     def feed(self, data: bytes) -> None:
         """Count ``data``, the next bytes of the head."""
+        if not self._start and self._is_link is None and not self._last_was_link:
+            # At the start of a line, as a head read in one piece is: two searches count it
+            # as the loop below would, line by line.
+            blank = _BLANK_LINE.search(data)
+            if blank is not None:
+                head = data[: blank.end()]
+                link = sum(map(len, _LINK_LINES.findall(head)))
+                self.link += link
+                self.other += len(head) - link
+                return
         pos, size = 0, len(data)
         while pos < size:
             if self._is_link is None:
@@ -734,11 +749,20 @@ _HTTPCORE_ERRORS = (
 )
 
 
+class _Final(NamedTuple):
+    """The final answer of one exchange (a redirect is a plain ``(target, status)`` tuple)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    truncated: bool
+
+
 class SafeFetcher:
     """The safe HTTP fetcher (implements :class:`~cdif_harvester.ports.Fetcher`).
 
-    One fetcher holds one httpx client, so connections are reused across fetches; it is meant to
-    live as long as the process (a Lambda container, a local run). Close it with :meth:`close`
+    One fetcher holds one connection pool, so connections are reused across fetches; it is meant
+    to live as long as the process (a Lambda container, a local run). Close it with :meth:`close`
     or use it as a context manager.
     """
 
@@ -751,19 +775,23 @@ class SafeFetcher:
         if ssl_context is None:
             ssl_context = httpx.create_ssl_context(verify=True, trust_env=False)
         _allow_head_of(self.policy.max_header_bytes + self.policy.max_link_header_bytes)
-        transport = _PinnedTransport(self._backend, ssl_context, httpx.Limits())
-        # A cookie policy that accepts no domain: cookies are never stored, so never sent. State
-        # from one publisher must not leak into requests to another.
-        no_cookies = http.cookiejar.CookieJar(
-            policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
-        )
-        self._client = httpx.Client(
-            transport=transport,
-            trust_env=False,
-            follow_redirects=False,
-            cookies=no_cookies,
-            headers={"User-Agent": self.policy.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
-        )
+        # Requests go straight to the transport, not through an httpx.Client: the fetcher
+        # follows redirects itself, sends no cookies and reads no proxy settings, so the client
+        # would only add work per request (a cookie jar read and written through http.cookiejar,
+        # the URL parsed again). See docs/decisions/0099-a-lean-fetch-path.md.
+        self._transport = _PinnedTransport(self._backend, ssl_context, httpx.Limits())
+        self._closed = False
+        # The headers of every request, in the order an httpx.Client with these defaults sent
+        # them (with each name lower-cased, to find the ones a caller replaces).
+        self._headers = [
+            (name, name.lower(), value)
+            for name, value in (
+                ("Accept", "*/*"),
+                ("Connection", "keep-alive"),
+                ("User-Agent", self.policy.user_agent),
+                ("Accept-Encoding", ACCEPT_ENCODING),
+            )
+        ]
 
     def __enter__(self) -> Self:
         return self
@@ -778,7 +806,8 @@ class SafeFetcher:
 
     def close(self) -> None:
         """Close every pooled connection; the fetcher cannot be used afterwards."""
-        self._client.close()
+        self._closed = True
+        self._transport.close()
 
     def fetch(
         self,
@@ -838,22 +867,37 @@ class SafeFetcher:
         if wire_cap <= 0:
             raise ValueError("max_bytes must be positive")
         method = method.upper()
+        # The URL is parsed once (by the policy check) and that parse is what is sent; copying
+        # it without its fragment parses it again, so that is done only when it has one.
         current = netpolicy.check_url(url, allow_loopback=self.policy.allow_loopback)
-        current = current.copy_with(fragment=None)
+        if "#" in url:
+            current = current.copy_with(fragment=None)
         extra = {
             name: value
             for name, value in (headers or {}).items()
             if name.lower() not in _RESERVED_HEADERS
         }
         hops: list[str] = []
-        seen = {_url_key(current)}
+        seen: set[tuple[str, str, int | None, str]] = set()
         while True:
+            text = str(current)
             with self._mapped_errors(current):
-                answer = self._exchange(method, current, extra, wire_cap, truncate=truncate)
-            if isinstance(answer, FetchResponse):
-                return replace(answer, redirects=tuple(hops), elapsed=time.monotonic() - started)
+                answer = self._exchange(method, current, text, extra, wire_cap, truncate=truncate)
+            if isinstance(answer, _Final):
+                status, lines, body, cut = answer
+                return FetchResponse(
+                    url=text,
+                    status=status,
+                    headers=lines,
+                    body=body,
+                    truncated=cut,
+                    redirects=tuple(hops),
+                    elapsed=time.monotonic() - started,
+                )
             target, status = answer
-            hops.append(str(current))
+            if not seen:  # the first hop's key, needed only once there is a redirect
+                seen.add(_url_key(current))
+            hops.append(text)
             if _url_key(target) in seen:
                 raise RedirectError(
                     f"redirect loop: {current} redirects to {target}, already visited",
@@ -880,13 +924,15 @@ class SafeFetcher:
         self,
         method: str,
         url: httpx.URL,
+        text: str,
         headers: Mapping[str, str],
         wire_cap: int,
         *,
         truncate: bool = False,
-    ) -> FetchResponse | tuple[httpx.URL, int]:
-        """One request: the final response, or the redirect target and status to follow."""
-        response = self._send(method, url, headers)
+    ) -> _Final | tuple[httpx.URL, int]:
+        """One request to ``url`` (``text`` is its string): the final response's status, header
+        lines, body and whether it was cut, or the redirect target and status to follow."""
+        response = self._send(method, url, text, headers)
         chunks = response.iter_raw()
         # Whether the connection may be kept: not after a network, protocol or deadline error,
         # where reading on would only fail again (or wait).
@@ -902,19 +948,13 @@ class SafeFetcher:
                 body, cut = (
                     (b"", False)
                     if bodiless
-                    else self._read_body(response, chunks, str(url), wire_cap, truncate=truncate)
+                    else self._read_body(response, chunks, text, wire_cap, truncate=truncate)
                 )
             except BodyTooLarge:
                 reusable = True
                 raise
             reusable = True
-            return FetchResponse(
-                url=str(url),
-                status=response.status_code,
-                headers=_header_lines(response),
-                body=body,
-                truncated=cut,
-            )
+            return _Final(response.status_code, _header_lines(response), body, cut)
         finally:
             if reusable:
                 _drain(response, chunks)
@@ -922,23 +962,32 @@ class SafeFetcher:
             # read only in part discards the connection.
             response.close()
 
-    def _send(self, method: str, url: httpx.URL, headers: Mapping[str, str]) -> httpx.Response:
+    def _send(
+        self, method: str, url: httpx.URL, text: str, headers: Mapping[str, str]
+    ) -> httpx.Response:
+        if self._closed:
+            raise RuntimeError("the fetcher is closed")
         budget = _current_budget()
-        budget.start_hop(str(url))
+        budget.start_hop(text)
         remaining = budget.remaining()
         if remaining <= 0:
             raise budget.expired()
         # No single connect or read may outlast the total deadline either.
         connect = min(self.policy.connect_timeout, remaining)
         read = min(self.policy.read_timeout, remaining)
-        timeout = httpx.Timeout(connect=connect, read=read, write=read, pool=connect)
+        timeout = {"connect": connect, "read": read, "write": read, "pool": connect}
+        # A caller's header replaces a default of the same name, and comes after the defaults.
+        given = {name.lower() for name in headers}
+        merged = [(name, value) for name, lower, value in self._headers if lower not in given]
+        merged.extend(headers.items())
         try:
-            request = self._client.build_request(method, url, headers=headers, timeout=timeout)
+            request = httpx.Request(method, url, headers=merged, extensions={"timeout": timeout})
         except (ValueError, TypeError) as exc:  # e.g. a header value that is not ASCII
             raise PermanentError(
                 f"{url}: request cannot be built: {exc}", reason="invalid-request"
             ) from exc
-        response = self._client.send(request, stream=True)
+        response = self._transport.handle_request(request)
+        response.request = request
         budget.head_open = False
         return response
 
@@ -984,7 +1033,9 @@ class SafeFetcher:
         # 49 MiB document where the caller accepts 10 MiB.
         decoders = _decoders(response, min(cap, self.policy.max_decompressed_bytes), url)
         budget = _current_budget()
-        body = bytearray()
+        # The decoded pieces, joined once at the end (a body read in one piece is not copied).
+        parts: list[bytes] = []
+        size = 0
         received = 0
         try:
             for raw in chunks:
@@ -1002,16 +1053,17 @@ class SafeFetcher:
                 data = chunk
                 for decoder in decoders:
                     data = decoder.feed(data)
-                body += data
-                if truncate and (received > cap or len(body) > cap):
-                    return bytes(body[:cap]), True
+                parts.append(data)
+                size += len(data)
+                if truncate and (received > cap or size > cap):
+                    return b"".join(parts)[:cap], True
         except BodyTooLarge as exc:
             if truncate:
                 # The decoded body outgrew the cap: it is cut at the cap, with what the last
                 # decoder produced below it.
                 if decoders and exc.reason == "decompressed-too-large":
-                    body += decoders[-1].overflow
-                return bytes(body[:cap]), True
+                    parts.append(decoders[-1].overflow)
+                return b"".join(parts)[:cap], True
             # Whichever cap was hit, the refused response keeps its status and headers (a
             # resolver still reads its Link headers); its body is never handed on cut.
             raise BodyTooLarge(
@@ -1022,7 +1074,7 @@ class SafeFetcher:
             ) from None
         for decoder in decoders:
             decoder.finish()
-        return bytes(body), False
+        return b"".join(parts), False
 
     @contextmanager
     def _mapped_errors(self, url: httpx.URL) -> Iterator[None]:

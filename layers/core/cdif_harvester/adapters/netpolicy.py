@@ -6,7 +6,8 @@ address a name resolves to; only globally routable unicast addresses pass, and n
 numeric hosts are refused. A refusal raises :class:`~cdif_harvester.errors.AddressRefused` with
 a reason from :data:`REASONS`.
 
-See docs/decisions/0012-address-policy-pinned.md (server-side request forgery, DNS rebinding).
+See docs/decisions/0012-address-policy-pinned.md (server-side request forgery, DNS rebinding)
+and docs/decisions/0099-a-lean-fetch-path.md (the answers kept for allowed hosts).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import httpx
 
@@ -264,6 +266,13 @@ def check_host(host: str, *, allow_loopback: bool = False) -> IPAddress | None:
     Raises AddressRefused when the host is malformed, numeric in an odd form, or an address that
     is not allowed.
     """
+    return _checked_host(host, allow_loopback)
+
+
+# A pure function of its arguments, asked again for every request to a host: the answers for
+# allowed hosts are kept (a refusal raises, and is not kept).
+@lru_cache(maxsize=4096)
+def _checked_host(host: str, allow_loopback: bool) -> IPAddress | None:
     address = parse_host(host)
     if address is not None:
         check_address(address, allow_loopback=allow_loopback)
