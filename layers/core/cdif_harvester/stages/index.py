@@ -127,7 +127,10 @@ def prepare_index(
     now = wiring.clock.now().isoformat(timespec="seconds")
     keep = isinstance(wiring.catalog, KeptSignposts)
     made = tuple(_prepare_one(job, staged, item, now, keep=keep) for item in staged.records)
-    return PreparedIndex(job=job, staged=staged, now=now, records=made)
+    # Of each record's tree, index_prepared reads only what its catalogue entry takes: the rest
+    # stays here (the runner, which unpickles this, is the harvest's busiest process).
+    slim = tuple(replace(item, record=_entry_part(item.record)) for item in staged.records)
+    return PreparedIndex(job=job, staged=replace(staged, records=slim), now=now, records=made)
 
 
 def index_prepared(wiring: Wiring, prepared: PreparedIndex) -> UrlOutcome:
@@ -318,7 +321,7 @@ def _plan_one(  # noqa: PLR0913 - the job, its hand-over, the record, and what w
     """Decide what indexing one record writes: nothing when it is unchanged, else its report
     and record (their bytes made now, unless ``made`` ahead), with its signposts when ``made``
     has them or ``keep`` asks for them."""
-    links = _links_read(staged)
+    links = _links_read(staged) if made is None else []  # (made: digest and bytes are there)
     digest = made.digest if made is not None else _digest_of(staged, item, links)
     valid = item.report.valid and item.record is not None
     # Asked even when not incremental: one read per record, whatever the settings. Eventually
@@ -585,6 +588,20 @@ def _catalog_entry(  # noqa: PLR0913 - the entry is made of all of them
         changed_at=now,
         profiles={f"{p.profile}/{p.version}": p.status for p in item.report.profiles},
     )
+
+
+def _entry_part(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What :func:`_catalog_entry` reads of ``record``: its name, dateModified and the
+    sdDatePublished of its subjectOf (None stays None: a record not normalised)."""
+    if record is None:
+        return None
+    part: dict[str, Any] = {
+        key: record[key] for key in ("schema:name", "schema:dateModified") if key in record
+    }
+    subject = record.get("schema:subjectOf")
+    if isinstance(subject, dict) and "schema:sdDatePublished" in subject:
+        part["schema:subjectOf"] = {"schema:sdDatePublished": subject["schema:sdDatePublished"]}
+    return part
 
 
 def _ref(
