@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +337,45 @@ def test_blocks_past_the_cap_are_counted_not_read() -> None:
     )
     assert find_jsonld_scripts(page) == list(scripts.blocks)
     assert read_jsonld_scripts(page[: len(page) // (MAX_SCRIPTS + 2)]).note() is None
+
+
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in a parsed value (the reference: every value walked)."""
+    if isinstance(value, dict):
+        return 1 + max((_nesting(child) for child in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_nesting(child) for child in value), default=0)
+    return 0
+
+
+def _random_json(rng: random.Random, depth: int) -> Any:
+    """Random JSON whose strings hold brackets, quotes and escapes, nested up to ``depth``."""
+    pick = rng.randrange(6 if depth else 3)
+    if pick == 0:
+        return rng.choice(['a"]', "[{", "}\\", '\\"[', "]]]}", "é\u2028", ""])
+    if pick == 1:
+        return rng.choice([0, -1.5, True, None, 1e10])
+    if pick == 2:
+        return "plain"
+    if pick in (3, 4):
+        return {
+            rng.choice(["[", "}", "k", '"']) + str(i): _random_json(rng, depth - 1)
+            for i in range(rng.randrange(4))
+        }
+    return [_random_json(rng, depth - 1) for _ in range(rng.randrange(4))]
+
+
+def test_the_nesting_of_a_json_text_is_that_of_its_values() -> None:
+    rng = random.Random(1125)
+    for _ in range(3000):
+        value = _random_json(rng, rng.randrange(8))
+        for text in (json.dumps(value), json.dumps(value, indent=1, ensure_ascii=False)):
+            assert extraction._depth_of(text) == _nesting(value), text
+
+
+@pytest.mark.parametrize("levels", [1, 99, 100, 101, 102, 150])
+def test_nesting_is_counted_up_to_one_past_the_most_read(levels: int) -> None:
+    text = '{"a": ' * levels + '"[[[{{{"' + "}" * levels
+    expected = min(levels, extraction.MAX_JSON_DEPTH + 1)
+    assert extraction._depth_of(text) == expected
+    assert _nesting(json.loads(text)) >= expected
