@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from local_bench import _SERVER  # noqa: E402 - the benchmark's own folder, on the path
+from local_bench import serve_site  # noqa: E402 - the benchmark's own folder, on the path
 from reharvest_bench import write_site  # noqa: E402
 
 KINDS = ("httpx", "safe", "stack")
@@ -151,24 +151,12 @@ def main() -> None:
 
             for index, page in enumerate(generate(args.pages)):
                 (site / "datasets" / f"{index:05d}.html").write_bytes(page.html)
-        server = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, str(site)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert server.stdout is not None
-            base = server.stdout.readline().strip()
+        with serve_site(site) as base:
             common = ["--pages", str(args.pages), "--threads", str(args.threads)]
             for _ in range(max(1, args.repeat)):
                 for kind in KINDS:
                     extra = ["--profile", args.profile] if args.profile and kind == "stack" else []
                     runs[kind].append(_run_child("--child", kind, base, *common, *extra))
-        finally:
-            assert server.stdin is not None
-            server.stdin.close()
-            server.wait(timeout=30)
     best = {kind: min(found, key=lambda run: float(run["cpu"])) for kind, found in runs.items()}
     size = int(best["httpx"]["bytes"]) / args.pages
     print(

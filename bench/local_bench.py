@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,25 @@ print(site.base_url, flush=True)
 sys.stdin.read()
 site.stop()
 """
+
+
+@contextmanager
+def serve_site(site: Path) -> Iterator[str]:
+    """Serve ``site`` on 127.0.0.1 with the demo server in a process of its own (its CPU and
+    memory not counted); yield its base URL, stop it after."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(site)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        yield server.stdout.readline().strip()
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=60)
 
 
 def _peak_rss_mib(pid: int | None = None) -> float:
@@ -223,15 +244,7 @@ def main() -> None:
         # record gets its views), in place of the re-harvest benchmark's small pages.
         for index, page in enumerate([] if args.small else generate(args.pages)):
             (site / "datasets" / f"{index:05d}.html").write_bytes(page.html)
-        server = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, str(site)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert server.stdout is not None
-            base = server.stdout.readline().strip()
+        with serve_site(site) as base:
             extra = ["--profile", args.profile] if args.profile else []
             for count in counts:
                 out = Path(tmp) / f"out-{count}"
@@ -242,10 +255,6 @@ def main() -> None:
                 disk[count] = (written, files, _bytes_by_folder(out))
             pages = str(args.pages)
             baseline = None if args.no_baseline else _run_child("--child-httpx", base, pages)
-        finally:
-            assert server.stdin is not None
-            server.stdin.close()
-            server.wait(timeout=30)
     httpx_rate = args.pages / float(baseline["seconds"]) if baseline else float("nan")
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {args.pages} pages")
     print(

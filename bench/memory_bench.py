@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from extraction_bench import PUBLISHERS, SEED, build_page  # noqa: E402 - the bench folder
-from local_bench import _SERVER, _run_child  # noqa: E402
+from local_bench import _run_child, serve_site  # noqa: E402
 from reharvest_bench import write_site  # noqa: E402
 
 
@@ -57,22 +56,10 @@ def measure(pages: int, *, small: bool, processes: int = 1) -> dict[str, Any]:
         write_site(site, pages, lastmod=True)
         if not small:
             _write_pages(site, pages)
-        server = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, str(site)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert server.stdout is not None
-            base = server.stdout.readline().strip()
+        with serve_site(site) as base:
             got = _run_child("--child-harvest", base, str(out), "--processes", str(processes))
             print(json.dumps(got), file=sys.stderr, flush=True)  # before the slow clean-up
             return got
-        finally:
-            assert server.stdin is not None
-            server.stdin.close()
-            server.wait(timeout=60)
 
 
 def main() -> None:
