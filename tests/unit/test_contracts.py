@@ -200,10 +200,10 @@ def test_a_message_of_non_ascii_text_is_measured_in_bytes() -> None:
     assert len(text) < MAX_MESSAGE_BYTES < len(text.encode("utf-8"))
     with pytest.raises(ContractError, match=r"\d+ bytes") as info:
         encode(job)
-    assert str(len(encode_unchecked(job).encode("utf-8"))) in str(info.value)
+    assert str(len(_encode_unchecked(job).encode("utf-8"))) in str(info.value)
 
 
-def encode_unchecked(job: DocumentJob) -> str:
+def _encode_unchecked(job: DocumentJob) -> str:
     """The message of ``job`` as :func:`encode` writes it, whatever its size."""
     body = {"v": CONTRACT_VERSION, "kind": job.KIND, **plain(job)}
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
