@@ -17,7 +17,8 @@ work=$root/.mutation
 if [ $# -gt 0 ]; then
     modules=("$@")
 else
-    modules=(discovery.incremental discovery.robots resolution.weblinks discovery.lastmod discovery.urls)
+    modules=(discovery.incremental discovery.robots resolution.weblinks discovery.lastmod discovery.urls
+        records.extraction)
 fi
 
 # A fresh copy every time: mutmut keeps results of mutants whose function did not change, even

@@ -379,3 +379,19 @@ def test_nesting_is_counted_up_to_one_past_the_most_read(levels: int) -> None:
     expected = min(levels, extraction.MAX_JSON_DEPTH + 1)
     assert extraction._depth_of(text) == expected
     assert _nesting(json.loads(text)) >= expected
+
+
+@pytest.mark.parametrize(
+    "page", [b"<!-- only a comment -->", b"<!DOCTYPE html>", b"<?xml version='1.0'?>"]
+)
+def test_a_page_the_parser_finds_empty_has_no_blocks(page: bytes) -> None:
+    assert extraction.read_jsonld_scripts(page) == extraction.JsonLdScripts(blocks=())
+    assert find_jsonld_scripts(page) == []
+
+
+def test_an_empty_script_block_is_read_as_empty_and_refused_as_such() -> None:
+    page = b'<html><head><script type="application/ld+json"></script></head></html>'
+    (block,) = extraction.read_jsonld_scripts(page).blocks
+    assert block.text == ""
+    with pytest.raises(ExtractionError, match="the script block or document is empty"):
+        parse_jsonld(block.text)
