@@ -370,14 +370,14 @@ def test_the_nesting_of_a_json_text_is_that_of_its_values() -> None:
     for _ in range(3000):
         value = _random_json(rng, rng.randrange(8))
         for text in (json.dumps(value), json.dumps(value, indent=1, ensure_ascii=False)):
-            assert extraction._depth_of(text) == _nesting(value), text
+            assert extraction._depth_of(json.loads(text)) == _nesting(value), text
 
 
 @pytest.mark.parametrize("levels", [1, 99, 100, 101, 102, 150])
 def test_nesting_is_counted_up_to_one_past_the_most_read(levels: int) -> None:
     text = '{"a": ' * levels + '"[[[{{{"' + "}" * levels
     expected = min(levels, extraction.MAX_JSON_DEPTH + 1)
-    assert extraction._depth_of(text) == expected
+    assert extraction._depth_of(json.loads(text)) == expected
     assert _nesting(json.loads(text)) >= expected
 
 

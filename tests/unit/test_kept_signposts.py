@@ -32,6 +32,14 @@ def _valid(wiring: Wiring) -> list[CatalogEntry]:
     return [e for e in wiring.catalog.records(SOURCE) if e.valid and not e.withdrawn_at]
 
 
+def _indexed(tmp_path: Path) -> Wiring:
+    """The local catalogue and store with the source's jobs indexed one by one."""
+    wiring = _wiring(tmp_path)
+    for job in _jobs_sharing_pages():
+        index_records(wiring, job)
+    return wiring
+
+
 def _signmap(wiring: Wiring, root: Path) -> tuple[bytes, list[str]]:
     """The Signmap of the source built anew, and the keys the build read."""
     counted = replace(wiring, store=_CountedStore(root))
@@ -59,9 +67,7 @@ def test_the_signmap_from_kept_signposts_is_the_one_read_from_each_record(
     tmp_path: Path,
 ) -> None:
     # Given a source's records indexed job by job into the local catalogue
-    wiring = _wiring(tmp_path)
-    for job in _jobs_sharing_pages():
-        index_records(wiring, job)
+    wiring = _indexed(tmp_path)
     entries = _valid(wiring)
     assert len(entries) >= 6  # noqa: PLR2004
     assert isinstance(wiring.catalog, KeptSignposts)
@@ -106,9 +112,7 @@ def test_work_prepared_in_another_process_keeps_the_signposts_too(tmp_path: Path
 def test_an_entry_put_again_without_signposts_is_read_and_the_rest_are_not(
     tmp_path: Path,
 ) -> None:
-    wiring = _wiring(tmp_path)
-    for job in _jobs_sharing_pages():
-        index_records(wiring, job)
+    wiring = _indexed(tmp_path)
     root = tmp_path / "store"
     whole, _ = _signmap(wiring, root)
     # (one entry rewritten by put_record, as withdrawing or an older version does)
@@ -125,9 +129,7 @@ def test_a_catalogue_of_before_the_signposts_opens_and_its_signmap_reads_each_re
     tmp_path: Path,
 ) -> None:
     # Given a catalogue written by a version without the signposts column
-    wiring = _wiring(tmp_path)
-    for job in _jobs_sharing_pages():
-        index_records(wiring, job)
+    wiring = _indexed(tmp_path)
     root = tmp_path / "store"
     expected, _ = _signmap(wiring, root)
     entries = _valid(wiring)
