@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from functools import cache
+from typing import Protocol, cast, runtime_checkable
 
 from cdif_harvester.domain.discovery.robots import RobotsPolicy
 from cdif_harvester.model import (
@@ -41,6 +42,8 @@ __all__ = [
     "Renderer",
     "SourceRegistry",
     "Wait",
+    "eventual",
+    "keeping_signposts",
 ]
 
 
@@ -450,3 +453,24 @@ class Renderer(Protocol):
         """Render ``url``; ``page`` is its answer already fetched (not asked for again).
         Raises BrowserUnavailable (permanent) when no browser can run."""
         ...
+
+
+def eventual(catalog: CatalogIndex) -> EventualReads | None:
+    """``catalog`` as :class:`EventualReads` when it offers them, else None (see
+    :func:`_offers`)."""
+    return cast(EventualReads, catalog) if _offers(type(catalog), EventualReads) else None
+
+
+def keeping_signposts(catalog: CatalogIndex) -> KeptSignposts | None:
+    """``catalog`` as :class:`KeptSignposts` when it keeps them, else None (see
+    :func:`_offers`)."""
+    return cast(KeptSignposts, catalog) if _offers(type(catalog), KeptSignposts) else None
+
+
+@cache
+def _offers(kind: type, protocol: type) -> bool:
+    # Asked per job and per record: ``isinstance`` against a runtime-checkable protocol lists
+    # the protocol's members on every call (tens of microseconds on Python 3.11), and these
+    # protocols are met by a catalogue's class, never by an attribute set on one instance, so
+    # the answer is the class's, kept.
+    return issubclass(kind, protocol)

@@ -597,7 +597,7 @@ class LocalHarvester:
                 work = _Work(body, prepared.job, IndexJob, index_records, host="")
                 stage = _index_prepared(prepared)
             future = indexer.submit(run_job, self.wiring, work.job, stage, scoped=False)
-            future.add_done_callback(lambda _: self._wake.set())
+            future.add_done_callback(self._wake_up)
             self._indexing[future] = work
             moved = True
         return moved
@@ -710,10 +710,16 @@ class LocalHarvester:
                 if work is None:
                     continue
                 future = pool.submit(self._work, work)
-                future.add_done_callback(lambda _: self._wake.set())
+                future.add_done_callback(self._wake_up)
                 self._running[future] = work
                 started = progress = True
         return started
+
+    def _wake_up(self, _done: object) -> None:
+        # (a set while the main loop is awake is skipped: it clears the event before it looks
+        # at what is done, so it finds this too; setting it would wake nobody and take a lock)
+        if not self._wake.is_set():
+            self._wake.set()
 
     def _next_of(self, host: str) -> _Work | None:
         line = self._lines[host]

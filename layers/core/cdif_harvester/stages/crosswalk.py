@@ -58,7 +58,7 @@ from cdif_harvester.keys import (
     view_keys,
 )
 from cdif_harvester.model import CatalogEntry, TypedLink
-from cdif_harvester.ports import KeptSignposts, ObjectStore
+from cdif_harvester.ports import KeptSignposts, ObjectStore, keeping_signposts
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
@@ -486,8 +486,9 @@ def build_source_signmap(
     # readers never run far ahead of what is written down. The landing pages are grouped on
     # disk (_LandingPages), not in a dict of every record's links.
     with _LandingPages() as pages, ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
-        if unread and isinstance(wiring.catalog, KeptSignposts):
-            unread = _add_kept(wiring.catalog, source, catalogued, unread, pages)
+        keeping = keeping_signposts(wiring.catalog)
+        if unread and keeping is not None:
+            unread = _add_kept(keeping, source, catalogued, unread, pages)
         segments = sorted(by_segment)
         for start in range(0, len(segments), _READ_WINDOW):
             window = segments[start : start + _READ_WINDOW]

@@ -52,7 +52,7 @@ from cdif_harvester.model import (
     UrlState,
     plain,
 )
-from cdif_harvester.ports import EventualReads, KeptSignposts
+from cdif_harvester.ports import eventual, keeping_signposts
 from cdif_harvester.stages.crosswalk import record_signposts, signposts_text
 from cdif_harvester.stages.outcomes import put_outcome
 from cdif_harvester.wiring import Wiring
@@ -86,7 +86,7 @@ def index_records(wiring: Wiring, job: IndexJob) -> UrlOutcome:
     """
     staged = load_staged(wiring, job)
     now = wiring.clock.now().isoformat(timespec="seconds")
-    keep = isinstance(wiring.catalog, KeptSignposts)
+    keep = keeping_signposts(wiring.catalog) is not None
     results = [
         _apply_one(wiring, job, _plan_one(wiring, job, staged, item, now, keep=keep), None, now)
         for item in staged.records
@@ -125,7 +125,7 @@ def prepare_index(
     holds it already, or else from the hand-over read. Raises as :func:`load_staged` does."""
     staged = load_staged(wiring, job) if staged is None else staged
     now = wiring.clock.now().isoformat(timespec="seconds")
-    keep = isinstance(wiring.catalog, KeptSignposts)
+    keep = keeping_signposts(wiring.catalog) is not None
     made = tuple(_prepare_one(job, staged, item, now, keep=keep) for item in staged.records)
     # Of each record's tree, index_prepared reads only what its catalogue entry takes: the rest
     # stays here (the runner, which unpickles this, is the harvest's busiest process).
@@ -330,7 +330,8 @@ def _plan_one(  # noqa: PLR0913 - the job, its hand-over, the record, and what w
     # record from two URLs at once may be written twice, as by two concurrent batches), and
     # the entry written is made from this job's record, not from the one read.
     catalog = wiring.catalog
-    read = catalog.peek_record if isinstance(catalog, EventualReads) else catalog.get_record
+    cheap = eventual(catalog)
+    read = catalog.get_record if cheap is None else cheap.peek_record
     before = read(item.record_id)
     rkey = record_hash(item.record_id)
     planned = PlannedRecord(
@@ -377,11 +378,11 @@ def _apply_one(
     )
     # What this harvest did to the record, for the publisher report of its run.
     entry = replace(entry, extra={**entry.extra, "change": _change(planned.before, planned.digest)})
-    catalog = wiring.catalog
-    if planned.signposts is not None and isinstance(catalog, KeptSignposts):
-        catalog.put_record_with_signposts(entry, planned.signposts)
+    keeping = keeping_signposts(wiring.catalog)
+    if planned.signposts is not None and keeping is not None:
+        keeping.put_record_with_signposts(entry, planned.signposts)
     else:
-        catalog.put_record(entry)
+        wiring.catalog.put_record(entry)
     return _ref(job, item, rec_key, rep_key, valid=planned.valid), True
 
 

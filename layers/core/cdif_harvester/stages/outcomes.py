@@ -21,7 +21,7 @@ from cdif_harvester.model import (
     UrlOutcome,
     UrlState,
 )
-from cdif_harvester.ports import EventualReads
+from cdif_harvester.ports import eventual
 from cdif_harvester.wiring import Wiring
 
 GONE_REASON = "no-metadata: gone (410 tombstone)"
@@ -213,7 +213,8 @@ def held_states(wiring: Wiring, urls: Sequence[str], *, run_id: str) -> dict[str
     # Nothing is written from the state, and a state this run wrote comes after the URL's
     # outcome in the run, which an outcome found at entry never replaces.
     catalog = wiring.catalog
-    read = catalog.peek_urls if isinstance(catalog, EventualReads) else catalog.get_urls
+    cheap = eventual(catalog)
+    read = catalog.get_urls if cheap is None else cheap.peek_urls
     return {url: state for url, state in read(urls).items() if holds_records(state, run_id=run_id)}
 
 

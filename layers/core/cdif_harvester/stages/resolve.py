@@ -88,7 +88,7 @@ from cdif_harvester.model import (
     UrlOutcome,
     UrlState,
 )
-from cdif_harvester.ports import EventualReads
+from cdif_harvester.ports import eventual
 from cdif_harvester.stages.jobs import retry_after_of
 from cdif_harvester.stages.outcomes import (
     GONE_REASON,
@@ -208,7 +208,8 @@ class _Resolver:
         # run wrote is never compared with (holds_records): a redelivered job missing it
         # compares with the earlier harvest, as its first attempt did.
         catalog = wiring.catalog
-        read = catalog.peek_url if isinstance(catalog, EventualReads) else catalog.get_url
+        cheap = eventual(catalog)
+        read = catalog.get_url if cheap is None else cheap.peek_url
         self.state = read(job.url) if wiring.settings.incremental else None
         self.held = (
             self.state

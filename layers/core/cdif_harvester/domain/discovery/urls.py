@@ -52,9 +52,12 @@ def canonical_url(url: str) -> str:
     return f"{scheme}://{authority}{path or '/'}{'?' + query if query else ''}"
 
 
+@lru_cache(maxsize=256)
 def canonical_origin(url: str) -> str:
     """Return ``scheme://host[:port]`` of ``url`` in canonical form (no default port): the unit
     of robots.txt and of the cross-host rule. Raises as :func:`canonical_url` does."""
+    # (kept for the last few URLs: the gate, the source and the address policy each ask it of
+    # the same URL in turn; an error is not kept, so a bad URL is refused each time)
     scheme, _netloc, host, port, _path, _query = _parts(url)
     return f"{scheme}://{host}" if port is None else f"{scheme}://{host}:{port}"
 
