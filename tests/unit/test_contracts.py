@@ -408,6 +408,10 @@ def test_a_staged_object_of_another_version_or_kind_is_refused(
         (_staged("records.0.report.errors.0.message", None), r"errors\[0\]\.message: expected"),
         (_staged("records.0.reprot", {}), r"records\[0\]: unknown field\(s\) \['reprot'\]"),
         (_staged("links.0.rel", ...), r"staged-records\.links\[0\]: missing .*'rel'"),
+        (_staged("records.0.notes", ["a", 3]), r"records\[0\]\.notes\[1\]: expected a string"),
+        (_staged("blocks", "abc"), r"staged-records\.blocks: expected an array"),
+        (_staged("records.0.record_id", None), r"records\[0\]\.record_id: expected a string"),
+        (_staged("lastmod", 3), r"staged-records\.lastmod: 3 matches none of"),
     ],
 )
 def test_a_malformed_staged_object_is_refused_naming_the_field(
@@ -513,3 +517,11 @@ def test_a_urls_validators_are_stored_compactly_and_older_states_have_none() -> 
     del stored["validators"]
     assert url_state_from_dict(stored).validators == ()
     assert "validators" not in url_state_to_dict(replace(state, validators=()))
+
+
+def test_null_is_read_as_none_where_a_field_may_be_null() -> None:
+    data = _staged("lastmod", None)
+    data["records"][0]["item_list"] = None  # type: ignore[index]
+    staged = decode_staged(json.dumps(data))
+    assert staged.lastmod is None
+    assert staged.records[0].item_list is None

@@ -489,71 +489,162 @@ def _type_hints(cls: type[Any]) -> dict[str, Any]:
 
 
 def _build(cls: type[Any], data: Any, where: str) -> Any:
-    if not isinstance(data, dict):
-        raise ContractError(f"{where}: expected an object")
-    hints = _type_hints(cls)
-    known = {f.name for f in fields(cls)}
-    unknown = set(data) - known
-    if unknown:
-        raise ContractError(f"{where}: unknown field(s) {sorted(unknown)}")
-    values: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name in data:
-            values[f.name] = _coerce(hints[f.name], data[f.name], f"{where}.{f.name}")
-        elif f.default is MISSING and f.default_factory is MISSING:
-            raise ContractError(f"{where}: missing required field {f.name!r}")
-    return cls(**values)
+    return _coercer(cls)(data, where)
 
 
-def _coerce(hint: Any, value: Any, where: str) -> Any:  # noqa: PLR0911 - one branch per shape
+#: Checks and converts one JSON value to a field's type; raises ContractError naming ``where``.
+_Coercer = typing.Callable[[Any, str], Any]
+
+_COERCERS: dict[Any, _Coercer] = {}
+
+
+def _coercer(hint: Any) -> _Coercer:
+    """The coercer of ``hint``, made once per type (a handful of contract types): reading each
+    type's shape from its hints for every value was most of the time a message took to
+    decode. (A race makes one twice; either is kept.)"""
+    found = _COERCERS.get(hint)
+    if found is None:
+        found = _COERCERS[hint] = _make_coercer(hint)
+    return found
+
+
+def _make_coercer(hint: Any) -> _Coercer:  # noqa: PLR0911 - one branch per shape
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
-        for option in typing.get_args(hint):
+        return _union_coercer(hint)
+    if hint is type(None):
+        return _null
+    if origin is tuple:
+        (item_hint, _ellipsis) = typing.get_args(hint)
+        return _tuple_coercer(item_hint)
+    if origin is dict:
+        (_key_hint, value_hint) = typing.get_args(hint)
+        return _json_dict if value_hint is Any else _string_dict
+    scalar = _SCALARS.get(hint)
+    if scalar is not None:
+        return scalar
+    if isinstance(hint, type) and hasattr(hint, "__dataclass_fields__"):
+        return _DataclassCoercer(hint)
+
+    def unsupported(_value: Any, where: str) -> Any:  # pragma: no cover
+        raise ContractError(f"{where}: unsupported field type {hint}")
+
+    return unsupported
+
+
+def _union_coercer(hint: Any) -> _Coercer:
+    options = [_coercer(option) for option in typing.get_args(hint)]
+    # Null is taken by the null option alone (every other coercer refuses it): answered
+    # without the others' refusals, which cost an exception each.
+    nullable = _null in options
+
+    def coerce(value: Any, where: str) -> Any:
+        if value is None and nullable:
+            return None
+        for option in options:
             try:
-                return _coerce(option, value, where)
+                return option(value, where)
             except ContractError:
                 continue
         raise ContractError(f"{where}: {value!r} matches none of {hint}")
-    if hint is type(None):
-        if value is None:
-            return None
-        raise ContractError(f"{where}: expected null")
-    if origin is tuple:
-        (item_hint, _ellipsis) = typing.get_args(hint)
+
+    return coerce
+
+
+def _tuple_coercer(item_hint: Any) -> _Coercer:
+    def coerce(value: Any, where: str) -> Any:
         if not isinstance(value, list | tuple):
             raise ContractError(f"{where}: expected an array")
-        return tuple(_coerce(item_hint, item, f"{where}[{i}]") for i, item in enumerate(value))
-    if origin is dict:
-        (_key_hint, value_hint) = typing.get_args(hint)
-        if value_hint is Any:
-            # JSON kept as it is (a record, an ItemList's provenance): passed on, not read.
-            if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-                return value
+        item = _coercer(item_hint)  # (looked up on use: a type may hold tuples of itself)
+        if item is _string and all(isinstance(one, str) for one in value):
+            return tuple(value)  # (the common case, checked at once; else named item by item)
+        return tuple(item(one, f"{where}[{i}]") for i, one in enumerate(value))
+
+    return coerce
+
+
+class _DataclassCoercer:
+    """Builds one contract dataclass from a JSON object: its fields' coercers are looked up
+    on first use (a type may hold values of its own type)."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        self.cls = cls
+        self.plan: list[tuple[str, _Coercer, bool]] | None = None
+        self.known: frozenset[str] = frozenset()
+
+    def __call__(self, data: Any, where: str) -> Any:
+        if not isinstance(data, dict):
             raise ContractError(f"{where}: expected an object")
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise ContractError(f"{where}: expected an object of strings")
-        return dict(value)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise ContractError(f"{where}: expected a boolean")
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ContractError(f"{where}: expected an integer")
-    if hint is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise ContractError(f"{where}: expected a number")
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise ContractError(f"{where}: expected a string")
-    if isinstance(hint, type) and hasattr(hint, "__dataclass_fields__"):
-        return _build(hint, value, where)
-    raise ContractError(f"{where}: unsupported field type {hint}")  # pragma: no cover
+        plan = self.plan
+        if plan is None:
+            hints = _type_hints(self.cls)
+            plan = [
+                (
+                    f.name,
+                    _coercer(hints[f.name]),
+                    f.default is MISSING and f.default_factory is MISSING,
+                )
+                for f in fields(self.cls)
+            ]
+            self.known = frozenset(name for name, _, _ in plan)
+            self.plan = plan
+        if not self.known.issuperset(data):
+            raise ContractError(f"{where}: unknown field(s) {sorted(set(data) - self.known)}")
+        values: dict[str, Any] = {}
+        for name, coerce, required in plan:
+            if name in data:
+                values[name] = coerce(data[name], f"{where}.{name}")
+            elif required:
+                raise ContractError(f"{where}: missing required field {name!r}")
+        return self.cls(**values)
+
+
+def _null(value: Any, where: str) -> None:
+    if value is None:
+        return None
+    raise ContractError(f"{where}: expected null")
+
+
+def _json_dict(value: Any, where: str) -> dict[str, Any]:
+    # JSON kept as it is (a record, an ItemList's provenance): passed on, not read.
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return value
+    raise ContractError(f"{where}: expected an object")
+
+
+def _string_dict(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ContractError(f"{where}: expected an object of strings")
+    return dict(value)
+
+
+def _boolean(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ContractError(f"{where}: expected a boolean")
+
+
+def _integer(value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ContractError(f"{where}: expected an integer")
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise ContractError(f"{where}: expected a number")
+
+
+def _string(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    raise ContractError(f"{where}: expected a string")
+
+
+_SCALARS: dict[Any, _Coercer] = {bool: _boolean, int: _integer, float: _number, str: _string}
 
 
 # -- the URL jobs of one sitemap job, encoded fast -------------------------------------------------
