@@ -529,3 +529,34 @@ def test_fetching_waits_while_fetched_documents_wait_to_be_read(
     # and every page still ended in a record
     outcomes = _outcomes(out)
     assert [outcomes[url]["outcome"] for url in urls] == ["record"] * len(urls)
+
+
+def _pipe_max() -> int:
+    try:
+        return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except OSError:
+        return 0
+
+
+@pytest.mark.skipif(
+    not hasattr(processes, "fcntl")
+    or not hasattr(getattr(processes, "fcntl", None), "F_GETPIPE_SZ")
+    or _pipe_max() < processes.PIPE_BYTES,
+    reason="pipe sizes are set on Linux, up to pipe-max-size",
+)
+def test_the_pipes_to_and_from_each_process_hold_many_tasks(tmp_path: Path) -> None:
+    import fcntl  # noqa: PLC0415 - (Linux only: see the skip)
+    import threading  # noqa: PLC0415
+
+    pool = StagePool(2, tmp_path, shacl=False, wake=threading.Event())
+    try:
+        sizes = {
+            fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ)
+            for child in pool._children
+            for pipe in (child.process.stdin, child.process.stdout)
+            if pipe is not None
+        }
+    finally:
+        pool.close()
+    # (a task is about 8 KB, an answer about 30: the default 64 KiB holds a handful)
+    assert sizes == {processes.PIPE_BYTES}

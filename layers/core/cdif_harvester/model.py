@@ -61,10 +61,14 @@ def plain(value: Any) -> Any:
         return value
     if isinstance(value, Enum):
         return value.value
+    # (scalars inside are taken as they are without a call each: a record's tree is mostly
+    # strings, and it travels in every hand-over)
     if isinstance(value, tuple | list):
-        return [plain(item) for item in value]
+        return [item if type(item) in _SCALARS else plain(item) for item in value]
     if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items()}
+        return {
+            key: item if type(item) in _SCALARS else plain(item) for key, item in value.items()
+        }
     cls = type(value)
     names = _FIELD_NAMES.get(cls)
     if names is None:

@@ -31,6 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+try:  # (POSIX only: without it the pipes keep the system's size)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 import cdif_harvester
 from cdif_harvester.contracts import (
     DocumentJob,
@@ -297,6 +302,9 @@ class StagePool:
             env=env,
             start_new_session=True,  # (Ctrl-C in a terminal is the runner's to handle)
         )
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                _widen(pipe)
         child = _Child(process)
         child.reader = threading.Thread(
             target=self._read, args=(child,), name="cdif-pool-reader", daemon=True
@@ -329,6 +337,22 @@ def command(out_dir: Path, *, shacl: bool) -> list[str]:
     """The command line of a process reading documents for a harvest into ``out_dir``."""
     line = [sys.executable, "-m", "cdif_harvester.cli.processes", str(out_dir)]
     return [*line, "--shacl"] if shacl else line
+
+
+#: What each pipe to and from a process holds (Linux; elsewhere the system's default): a
+#: pipe's default 64 KiB holds two answers or eight tasks, and a full one stops the runner's
+#: main loop in its write, or the process in its answer, until the other end reads.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(pipe: IO[bytes]) -> None:
+    """Let ``pipe`` hold :data:`PIPE_BYTES`, where the system allows it (an unprivileged
+    process may be held to less by ``/proc/sys/fs/pipe-max-size``: the default is kept then)."""
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if setting is None:
+        return
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(pipe.fileno(), setting, PIPE_BYTES)
 
 
 def _read_frame(stream: IO[bytes]) -> bytes | None:
