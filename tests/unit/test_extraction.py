@@ -181,6 +181,12 @@ def test_what_no_repair_can_save_is_still_refused(text: str) -> None:
             {"@vocab": "https://schema.org/"},
             ("string-valued @context parsed as JSON",),
         ),
+        # JSON text holding an array (a context list) is JSON text as well
+        (
+            '["https://schema.org", {"dct": "http://purl.org/dc/terms/"}]',
+            ["https://schema.org", {"dct": "http://purl.org/dc/terms/"}],
+            ("string-valued @context parsed as JSON",),
+        ),
         (
             ["www.schema.org", {"dct": "http://purl.org/dc/terms/"}],
             ["https://schema.org/", {"dct": "http://purl.org/dc/terms/"}],
@@ -395,3 +401,199 @@ def test_an_empty_script_block_is_read_as_empty_and_refused_as_such() -> None:
     assert block.text == ""
     with pytest.raises(ExtractionError, match="the script block or document is empty"):
         parse_jsonld(block.text)
+
+
+# --- media types and profiles of script blocks --------------------------------------------
+
+
+def _block_of(script_type: str) -> JsonLdBlock | None:
+    page = f"<html><head><script type={script_type!r}>{{}}</script></head></html>".encode()
+    blocks = find_jsonld_scripts(page)
+    return blocks[0] if blocks else None
+
+
+@pytest.mark.parametrize(
+    ("script_type", "profile"),
+    [
+        ("application/ld+json", None),
+        # CDIF discoverability writes the profile in single quotes (profile='CDIF1.0')
+        ("application/ld+json; profile='CDIF1.0'", "CDIF1.0"),
+        # a quoted-string parameter value (RFC 9110, 5.6.6)
+        ('application/ld+json; profile="CDIF-list-1.0"', "CDIF-list-1.0"),
+        # parameter names are case-insensitive; the white space around them is not part of them
+        (" Application/LD+JSON ; Profile = 'CDIF1.0' ", "CDIF1.0"),
+        # another parameter is not the profile, before it or instead of it
+        ("application/ld+json; charset=utf-8", None),
+        ("application/ld+json;charset=utf-8;profile=CDIF1.0", "CDIF1.0"),
+        ("application/ld+json; profile=", None),
+        # the value is everything after the first "=", a query included
+        (
+            'application/ld+json; profile="https://example.org/profile?v=1"',
+            "https://example.org/profile?v=1",
+        ),
+        # only the quotes around the value are removed, never its own characters
+        ('application/ld+json; profile="urn:x:X"', "urn:x:X"),
+        ("application/ld+json; profile='urn:x:X'", "urn:x:X"),
+    ],
+)
+def test_the_profile_parameter_of_the_script_type_is_read(
+    script_type: str, profile: str | None
+) -> None:
+    block = _block_of(script_type)
+    assert block is not None
+    assert block.profile == profile
+
+
+def test_broken_html_around_a_block_is_tolerated() -> None:
+    # Given a page whose markup is broken (end tags that close nothing, an unclosed element)
+    page = (
+        b'<html><head><script type=\'application/ld+json\'>{"@type": "Dataset"}</script>'
+        b"</head><body><p>one</b></td></tr></table></div><span>unclosed</body></html>"
+    )
+    # Then its block is still found, as the recovering parser reads it
+    assert [block.text for block in find_jsonld_scripts(page)] == ['{"@type": "Dataset"}']
+
+
+# --- bytes, empty texts and what a refusal says --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "repairs"),
+    [
+        # RFC 8259, 8.1: a parser may ignore a byte order mark; on bytes it is part of the
+        # encoding, not a repair of the text
+        (b'\xef\xbb\xbf{"name": "caf\xc3\xa9"}', ()),
+        (b'{"name": "caf\xc3\xa9"}', ()),
+        (b'{"name": "caf\xe9"}', ("decoded as Latin-1: not UTF-8 (byte 13)",)),
+    ],
+)
+def test_how_bytes_are_decoded_is_recorded_only_when_they_are_not_utf8(
+    body: bytes, repairs: tuple[str, ...]
+) -> None:
+    parsed = parse_jsonld(body)
+    assert (parsed.data, parsed.repairs) == ({"name": "café"}, repairs)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " \n\t",
+        b"",
+        b"\xef\xbb\xbf",
+        '{"a": 1 "b": 2}',
+        '{"a": 1, // a note\n "b" 2,}',
+    ],
+)
+def test_every_malformed_json_refusal_says_it_is_malformed_json_ld(text: str | bytes) -> None:
+    with pytest.raises(ExtractionError) as refused:
+        parse_jsonld(text)
+    assert refused.value.reason == "malformed-json"
+    assert str(refused.value).startswith("malformed JSON-LD")
+
+
+@pytest.mark.parametrize(
+    ("text", "tried"),
+    [
+        ('{"a": 1 "b": 2}', ()),
+        ('{"a": 1, // a note\n "b" 2,}', ("removed comments", "removed trailing commas")),
+        # an unterminated /* is kept, and the // comments after it are still removed
+        ('{"a": 1 /* never closed\n// a note\n}', ("removed comments",)),
+        # nothing removed, nothing claimed: every /* here is unterminated
+        ('{"a": 1, /* first /* second\n}', ()),
+    ],
+)
+def test_a_refusal_names_the_repairs_that_were_tried(text: str, tried: tuple[str, ...]) -> None:
+    with pytest.raises(ExtractionError) as refused:
+        parse_jsonld(text)
+    message = str(refused.value)
+    if tried:
+        assert message.endswith(f" (after repairs: {', '.join(tried)})")
+    else:
+        assert "after repairs" not in message
+
+
+@pytest.mark.parametrize("excess", [0, 1])
+def test_a_text_as_long_as_the_repair_limit_is_still_repaired(
+    monkeypatch: pytest.MonkeyPatch, excess: int
+) -> None:
+    text = '{"a": 1, "b": [2,],}'
+    monkeypatch.setattr(extraction, "MAX_REPAIR_CHARS", len(text) - excess)
+    if excess:
+        with pytest.raises(ExtractionError, match="not repaired"):
+            parse_jsonld(text)
+    else:
+        assert parse_jsonld(text).data == {"a": 1, "b": [2]}
+
+
+# --- stray closers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "data"),
+    [
+        # a "]" that ends a top-level array early, the rest being more items
+        (
+            '[{"@type": "Dataset"}], {"@type": "Person"}]',
+            [{"@type": "Dataset"}, {"@type": "Person"}],
+        ),
+        # a closer that ends the document early, the rest on the next line
+        ('{"a": {"b": 1}}\n, "c": 2}', {"a": {"b": 1}, "c": 2}),
+        ('{"a": {"b": 1}}  ,\n "c": 2}', {"a": {"b": 1}, "c": 2}),
+        # closers that close nothing after a document whose inner closers come one at a time
+        ('{"a": {"b": [1], "c": 2}}]', {"a": {"b": [1], "c": 2}}),
+        ('{"a": {"b": [1], "c": {"d": [2]}}}}]', {"a": {"b": [1], "c": {"d": [2]}}}),
+        ('[[1], [2], {"a": [3]}]}]', [[1], [2], {"a": [3]}]),
+    ],
+)
+def test_stray_closers_are_removed(text: str, data: Any) -> None:
+    parsed = parse_jsonld(text)
+    assert (parsed.data, parsed.repairs) == (data, ("removed a stray closing brace or bracket",))
+
+
+# --- where a Dataset is looked for --------------------------------------------------------
+
+
+def _record_about(resource: Any) -> dict[str, Any]:
+    return {"@type": "DigitalDocument", "about": resource}
+
+
+_DATASET = {"@type": "Dataset"}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # the about of a metadata record, under each name JSON-LD lets it have
+        {"@type": "DigitalDocument", "about": _DATASET},
+        {"@type": "DigitalDocument", "schema:about": _DATASET},
+        {"@type": "DigitalDocument", "http://schema.org/about": _DATASET},
+        {"@type": "DigitalDocument", "https://schema.org/about": _DATASET},
+        # the elements of an ItemList, bare or in a ListItem's item
+        {"@type": "ItemList", "itemListElement": [_record_about(_DATASET)]},
+        {"@type": "ItemList", "schema:itemListElement": [_record_about(_DATASET)]},
+        {"@type": "ItemList", "itemListElement": [{"@type": "ListItem", "item": _DATASET}]},
+        {"@type": "ItemList", "itemListElement": [{"@type": "ListItem", "schema:item": _DATASET}]},
+        # the deepest of those shapes: a @graph holding an ItemList of ListItems whose items are
+        # metadata records about the Dataset
+        {
+            "@graph": [
+                {
+                    "@type": "ItemList",
+                    "itemListElement": [
+                        {"@type": "ListItem", "item": _record_about({"@type": "Person"})},
+                        {"@type": "ListItem", "item": _record_about(_DATASET)},
+                    ],
+                }
+            ]
+        },
+        # what else the document holds does not hide the Dataset: a record about a plain IRI,
+        # a string, arrays nested deeper than any of the shapes above
+        [_DATASET, _record_about("https://doi.org/10.1234/x")],
+        [_DATASET, "a note"],
+        [_DATASET, [[[[[[[["deep"]]]]]]]]],
+        {"@graph": [_DATASET, {"about": {"about": {"about": {"about": {"about": {}}}}}}]},
+    ],
+)
+def test_a_dataset_is_found_in_each_documented_shape(data: Any) -> None:
+    assert has_dataset(data) is True
