@@ -551,6 +551,15 @@ def test_stray_closers_are_removed(text: str, data: Any) -> None:
     assert (parsed.data, parsed.repairs) == (data, ("removed a stray closing brace or bracket",))
 
 
+def test_at_most_two_closers_that_end_a_document_early_are_dropped() -> None:
+    # Each dropped closer costs a parse of the whole text: two are repaired, a third is not.
+    twice = '{"a": {"b": {"c": 1}}}, "d": 2}, "e": 3}'
+    assert parse_jsonld(twice).data == {"a": {"b": {"c": 1}}, "d": 2, "e": 3}
+    thrice = '{"a": {"b": {"c": {"x": 1}}}}, "d": 2}, "e": 3}, "f": 4}'
+    with pytest.raises(ExtractionError, match="malformed JSON-LD"):
+        parse_jsonld(thrice)
+
+
 # --- where a Dataset is looked for --------------------------------------------------------
 
 

@@ -66,9 +66,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [item if type(item) in _SCALARS else plain(item) for item in value]
     if isinstance(value, dict):
-        return {
-            key: item if type(item) in _SCALARS else plain(item) for key, item in value.items()
-        }
+        return {key: item if type(item) in _SCALARS else plain(item) for key, item in value.items()}
     cls = type(value)
     names = _FIELD_NAMES.get(cls)
     if names is None:

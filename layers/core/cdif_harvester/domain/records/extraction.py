@@ -316,20 +316,29 @@ def _depth_of(data: Any) -> int:
     return depth
 
 
+#: Closers that end a document early dropped at most (each costs a parse of the whole text).
+_EARLY_CLOSERS = 2
+
+
 def _drop_early_closers(text: str) -> str | None:
-    """Drop closers that end the document before its "extra data"; the text if it then parses."""
+    """Drop up to :data:`_EARLY_CLOSERS` closers that end the document before its "extra
+    data"; the text if it then parses, else None."""
     candidate = text
-    for _ in range(3):
+    for dropped in range(_EARLY_CLOSERS + 1):
         try:
             _loads(candidate)
         except json.JSONDecodeError as exc:
             before = candidate[: exc.pos].rstrip()
-            if not exc.msg.startswith("Extra data") or not before.endswith(("}", "]")):
+            if (
+                dropped == _EARLY_CLOSERS
+                or not exc.msg.startswith("Extra data")
+                or not before.endswith(("}", "]"))
+            ):
                 return None
             candidate = before[:-1] + candidate[len(before) :]
             continue
         return candidate
-    return None
+    return None  # pragma: no cover - (the last pass returns)
 
 
 def _remove_stray_closers(text: str) -> str:
