@@ -13,6 +13,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 mutmut=${MUTMUT:-$root/.venv/bin/mutmut}
 python=${PYTHON:-$root/.venv/bin/python}
 jobs=${MUTATION_JOBS:-2}
+if [ ! -x "$mutmut" ]; then
+    echo "mutation.sh: mutmut is not installed at $mutmut; run it as 'make mutation' (MODULES=...)," >&2
+    echo "which installs it, or install it first with 'make .venv/.mutation-installed'." >&2
+    exit 2
+fi
 work=$root/.mutation
 if [ $# -gt 0 ]; then
     modules=("$@")
