@@ -525,3 +525,15 @@ def test_null_is_read_as_none_where_a_field_may_be_null() -> None:
     staged = decode_staged(json.dumps(data))
     assert staged.lastmod is None
     assert staged.records[0].item_list is None
+
+
+def test_plain_data_gives_a_records_tree_as_it_is_and_walks_the_rest() -> None:
+    staged = STAGED.records[0]
+    data = plain(staged)
+    # The record's JSON, held as parsed, is not copied value by value...
+    assert data["record"] is staged.record
+    # ...while the dataclasses beside it still become dicts and their tuples lists.
+    assert isinstance(data["report"], dict)
+    assert isinstance(data["notes"], list)
+    # Whatever holds the JSON, the message written is the same as with deep copies.
+    assert json.loads(encode_staged(STAGED))["records"][0] == json.loads(json.dumps(asdict(staged)))

@@ -7,6 +7,7 @@ These are small frozen dataclasses with no I/O. The message contracts between st
 from __future__ import annotations
 
 import copy
+import typing
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -73,10 +74,29 @@ def plain(value: Any) -> Any:
         if not is_dataclass(value):
             raise TypeError(f"{cls.__name__} is not plain data")
         names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(value))
+        _JSON_FIELDS[cls] = _json_fields(cls)
+    kept = _JSON_FIELDS[cls]
     return {
-        name: item if type(item := getattr(value, name)) in _SCALARS else plain(item)
+        name: item
+        if type(item := getattr(value, name)) in _SCALARS or (name in kept and type(item) is dict)
+        else plain(item)
         for name in names
     }
+
+
+_JSON_FIELDS: dict[type[Any], frozenset[str]] = {}
+_JSON_HINTS = (dict[str, Any], dict[str, Any] | None)
+
+
+def _json_fields(cls: type[Any]) -> frozenset[str]:
+    """The fields of ``cls`` that hold JSON as parsed (``dict[str, Any]``: a record's tree, an
+    ItemList's provenance): given as they are, not walked (a record's tree is most of a
+    hand-over's values, and holds nothing but JSON)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError):  # (a hint not resolvable here: every field is walked)
+        return frozenset()
+    return frozenset(name for name, hint in hints.items() if hint in _JSON_HINTS)
 
 
 JSONLD_MEDIA_TYPES = frozenset({"application/ld+json", "application/json"})

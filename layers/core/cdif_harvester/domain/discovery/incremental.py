@@ -71,22 +71,33 @@ def block_hash(data: Any) -> str:
 
 def sd_dates(data: Any) -> tuple[str, ...]:
     """Return every ``sdDatePublished`` value in a parsed JSON-LD block (any prefix), sorted."""
-    return tuple(sorted(set(_walk_sd_dates(data))))
+    found: set[str] = set()
+    # A walk with a list of nodes still to visit, leaves skipped where they are met: a block is
+    # mostly strings, and a call (or an abstract-class check) per string was most of the cost.
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        if type(value) in _LEAVES:
+            continue
+        if isinstance(value, list):
+            pending.extend(item for item in value if type(item) not in _LEAVES)
+        elif type(value) is dict or isinstance(value, Mapping):
+            for key, item in value.items():
+                if key in _SD_DATE_KEYS:
+                    found.update(_dates_of(item))
+                elif type(item) not in _LEAVES:
+                    pending.append(item)
+    return tuple(sorted(found))
 
 
-def _walk_sd_dates(value: Any) -> Iterator[str]:
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if key in _SD_DATE_KEYS:
-                for entry in item if isinstance(item, list) else [item]:
-                    date = entry.get("@value") if isinstance(entry, Mapping) else entry
-                    if isinstance(date, str) and date.strip():
-                        yield date.strip()
-            else:
-                yield from _walk_sd_dates(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _walk_sd_dates(item)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _dates_of(item: Any) -> Iterator[str]:
+    for entry in item if isinstance(item, list) else [item]:
+        date = entry.get("@value") if isinstance(entry, Mapping) else entry
+        if isinstance(date, str) and date.strip():
+            yield date.strip()
 
 
 def record_digest(record: Any, report: Mapping[str, Any], links: Any, authority: Any) -> str:
