@@ -146,6 +146,12 @@ def record_links(record: Mapping[str, Any], *, invented: Collection[str] = ()) -
     ``describes`` (anchored at the metadata record). ``invented`` identifiers give no link.
     Never raises.
     """
+    return _dedupe(_record_links(record, invented))
+
+
+def _record_links(record: Mapping[str, Any], invented: Collection[str]) -> list[TypedLink]:
+    """:func:`record_links` before duplicates merge (a caller that merges them with more
+    links merges once)."""
     bindings = prefixes(record)
     links: list[TypedLink] = []
     # The record's nodes by id, indexed only when a bare reference asks for one: walking the
@@ -218,7 +224,7 @@ def record_links(record: Mapping[str, Any], *, invented: Collection[str] = ()) -
                 add(first_iri(target.get("schema:url"), bindings), rel, media_type=media)
             elif isinstance(target, str):
                 add(absolute_iri(target, bindings), rel)
-    return _dedupe(links)
+    return links
 
 
 @lru_cache(maxsize=4096)
@@ -327,7 +333,7 @@ def signposting_links(
             continue
         anchor = None if _same(link.anchor) in same_as_context else link.anchor
         republished.append(replace(link, anchor=anchor, scheme=None, used=None, ignored=None))
-    return _dedupe([*republished, *record_links(record, invented=invented)])
+    return _dedupe([*republished, *_record_links(record, invented)])
 
 
 # --- serialisers ---------------------------------------------------------------------------
