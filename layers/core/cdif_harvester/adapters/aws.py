@@ -78,6 +78,9 @@ _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 # Outcome writes read the items, then write them conditionally; a redelivered job racing this
 # one can make the condition fail, and then it is read again (a few times at most).
 _SETTLE_TRIES = 5
+# Record entries whose URL a catalogue remembers (about 200 bytes each): an index job reads
+# or writes a few hundred before it writes its URLs' states, which use them up.
+_NAMED_MEMO = 20_000
 _SQS_MAX_DELAY = 900  # seconds, the SQS limit on DelaySeconds
 _SQS_MAX_VISIBILITY = 43_200  # seconds, the SQS limit on a message's visibility timeout
 # The codes S3 answers for a key that holds no object: GetObject says NoSuchKey (or a bare 404
@@ -158,11 +161,16 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def __init__(self, table: Table) -> None:
         self.table = table
+        # Record id -> (URL, source) its entry named when this catalogue last read or wrote
+        # it: what tells, when a URL's state is written, whether a record entry lists the URL
+        # already (then its LATEST item stays out of gsi1: decision 0102).
+        self._named: dict[str, tuple[str, str]] = {}
 
     def put_record(self, entry: CatalogEntry) -> None:
-        """Insert or replace the entry of ``entry.record_id``."""
+        """Insert or replace the entry of ``entry.record_id``. An entry that named another URL
+        before puts that URL back in the source's listing (decision 0102)."""
         rkey = record_hash(entry.record_id)
-        self._put(
+        old = self._put(
             {
                 "pk": f"RECORD#{rkey}",
                 "sk": "RECORD",
@@ -175,19 +183,56 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 # everywhere, and the entry is read whole anyway (less what the item's keys
                 # say: dynamo_items).
                 "body": entry_body(entry),
-            }
+            },
+            returning=True,
         )
+        self._note(entry)
+        if old is not None and "body" in old:
+            before = entry_of(old)
+            if (before.url, before.source) != (entry.url, entry.source):
+                self._relist(before.url, before.source)
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""
         found = self._get({"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"})
-        return entry_of(found) if found else None
+        return self._note(entry_of(found)) if found else None
 
     def peek_record(self, record_id: str) -> CatalogEntry | None:
         """:meth:`get_record`, eventually consistent (half the read units)."""
         key = {"pk": f"RECORD#{record_hash(record_id)}", "sk": "RECORD"}
         found = self._get(key, consistent=False)
-        return entry_of(found) if found else None
+        return self._note(entry_of(found)) if found else None
+
+    def _note(self, entry: CatalogEntry) -> CatalogEntry:
+        """Remember which URL ``entry`` names (a bounded memo: forgetting costs a write unit
+        at most, an index entry kept that a record entry made needless)."""
+        if len(self._named) >= _NAMED_MEMO:
+            self._named.clear()
+        self._named[entry.record_id] = (entry.url, entry.source)
+        return entry
+
+    def _named_by_records(self, state: UrlState) -> bool:
+        """Whether an entry of one of ``state``'s records names its URL (in its source), as
+        this catalogue last read or wrote the entries; the memo's entries are used up."""
+        named = [self._named.pop(record_id, None) for record_id in state.record_ids]
+        return (state.url, state.source) in named
+
+    def _relist(self, url: str, source: str) -> None:
+        """Put ``url``'s LATEST item back in ``gsi1`` (a record entry that named it names
+        another URL now); a URL without a LATEST item is left alone."""
+        try:
+            with aws_errors(f"DynamoDB relist {url}", passing={CONDITION_FAILED}):
+                self.table.update_item(
+                    Key={"pk": f"URL#{url_hash(url)}", "sk": "LATEST"},
+                    UpdateExpression="SET gsi1pk = :pk, gsi1sk = :sk",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues={
+                        ":pk": f"SOURCE#{source}",
+                        ":sk": f"URL#{url_hash(url)}",
+                    },
+                )
+        except ClientError:  # the condition failed: no LATEST item to list
+            return
 
     def records(
         self,
@@ -266,12 +311,19 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         held = self._latest_outcomes([o.url for o in outcomes if o.url not in states])
         for outcome in outcomes:
             state = states.get(outcome.url)
+            if state is not None:
+                # A state is news whatever the outcome (at least its harvest run; after a crash
+                # between the run's transaction and this write, the state the retry brings).
+                # A URL one of whose record entries names it is listed through that entry.
+                self._write_latest(outcome, state, listed=not self._named_by_records(state))
+                continue
+            found = held.get(outcome.url)
             # The same outcome again (an unchanged URL re-harvested) changes nothing the item
             # says but its run and time: not written, so a re-harvest pays a read, not a write.
-            # A state is news whatever the outcome (at least its harvest run; after a crash
-            # between the run's transaction and this write, the state the retry brings).
-            if state is not None or held.get(outcome.url) != outcome.outcome.value:
-                self._write_latest(outcome, state)
+            if found is None or found[0] != outcome.outcome.value:
+                # (an item held out of gsi1 stays out: its state, and so the record entries
+                # that list it, did not change)
+                self._write_latest(outcome, listed=True if found is None else found[1])
 
     def _settle_outcomes(self, run_id: str, outcomes: Sequence[UrlOutcome]) -> None:
         """Write the run's items of ``outcomes`` (one chunk) and move the run's counters once.
@@ -370,14 +422,16 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "body": outcome_body(outcome),
         }
 
-    def _latest_outcomes(self, urls: Sequence[str]) -> dict[str, str]:
-        """The latest outcome each URL's LATEST item holds, by URL (URLs without one left out).
+    def _latest_outcomes(self, urls: Sequence[str]) -> dict[str, tuple[str, bool | None]]:
+        """The latest outcome each URL's LATEST item holds and whether the item is in
+        ``gsi1`` (True) or left out of it (None: left as it is), by URL (URLs without one left
+        out).
 
         Read eventually consistent (half the units): a value read is one the item held, so a
         write skipped on a read a moment old is a write that came before a concurrent job's,
         an order concurrent jobs may have anyway.
         """
-        held: dict[str, str] = {}
+        held: dict[str, tuple[str, bool | None]] = {}
         urls = list(dict.fromkeys(urls))
         for start in range(0, len(urls), _BATCH_GET):
             keys = [
@@ -386,16 +440,20 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             ]
             for item in self._batch_get(keys, consistent=False):
                 if "url" in item and "outcome" in item:
-                    held[str(item["url"])] = str(item["outcome"])
+                    listed = True if "gsi1sk" in item else None
+                    held[str(item["url"])] = (str(item["outcome"]), listed)
         return held
 
-    def _write_latest(self, outcome: UrlOutcome, state: UrlState | None = None) -> None:
+    def _write_latest(
+        self, outcome: UrlOutcome, state: UrlState | None = None, *, listed: bool | None
+    ) -> None:
         """Write ``outcome`` as the URL's latest outcome, and ``state`` as its harvest state
         when given (else the state held is kept): one UpdateItem either way.
 
-        The index key leaves the outcome out, so a changed outcome does not move the URL in
-        ``gsi1`` (a delete and a put there); the source is the index key's. Older items' outcome
-        body and source attribute go.
+        ``listed`` puts the item in ``gsi1`` (True), takes it out (False: a record entry lists
+        the URL, decision 0102) or leaves it as it is (None). The index key leaves the outcome
+        out, so a changed outcome does not move the URL in ``gsi1`` (a delete and a put there);
+        the source is the index key's. Older items' outcome body and source attribute go.
         """
         values = {
             "url": outcome.url,
@@ -403,14 +461,15 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "last_run": outcome.run_id,
             "last_seen": outcome.recorded_at or "",
             "gsi1pk": f"SOURCE#{outcome.source}",
-            "gsi1sk": f"URL#{url_hash(outcome.url)}",
         }
+        if listed:
+            values["gsi1sk"] = f"URL#{url_hash(outcome.url)}"
         if state is not None:
             values["state"] = state_body(state)
         self._update(
             {"pk": f"URL#{url_hash(outcome.url)}", "sk": "LATEST"},
             values,
-            remove=("body", "source"),
+            remove=("body", "source") if listed is not False else ("body", "source", "gsi1sk"),
         )
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
@@ -499,14 +558,21 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         return sorted(kept, key=lambda s: s.url)
 
     def source_urls(self, source: str) -> list[str]:
-        """Every URL of ``source``, ordered by URL: read from ``gsi1`` alone (its entries
-        project the URL; their keys are URL#<url hash>, URL#<outcome>#<url hash> in older
-        items), with no read of the items themselves."""
+        """Every URL of ``source``, ordered by URL: read from ``gsi1`` alone, with no read of
+        the items themselves. A URL is there as its LATEST item's entry (projecting the URL;
+        keys URL#<url hash>, URL#<outcome>#<url hash> in older items) or, when one of its
+        record entries names it, as that entry (decision 0102)."""
         items = self._query_index(
             "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
             {":pk": f"SOURCE#{source}", ":prefix": "URL#"},
         )
-        return sorted({str(item["url"]) for item in items if "url" in item})
+        urls = {str(item["url"]) for item in items if "url" in item}
+        records = self._query_index(
+            "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+            {":pk": f"SOURCE#{source}", ":prefix": "RECORD#"},
+        )
+        urls.update(entry.url for entry in map(entry_of, records) if entry.url)
+        return sorted(urls)
 
     def _get(self, key: dict[str, str], *, consistent: bool = True) -> dict[str, Any] | None:
         with aws_errors(f"DynamoDB get {key['pk']}"):
@@ -544,9 +610,15 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _put(self, item: dict[str, Any]) -> None:
+    def _put(self, item: dict[str, Any], *, returning: bool = False) -> dict[str, Any] | None:
+        """Put ``item``; with ``returning``, return the item it replaced (None: none), which
+        DynamoDB gives at no extra cost."""
         with aws_errors(f"DynamoDB put {item['pk']}"):
-            self.table.put_item(Item=item)
+            if not returning:
+                self.table.put_item(Item=item)
+                return None
+            answer = self.table.put_item(Item=item, ReturnValues="ALL_OLD")
+        return answer.get("Attributes") or None
 
 
 class SqsQueue:
