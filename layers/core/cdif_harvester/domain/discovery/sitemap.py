@@ -588,13 +588,8 @@ def _parse_xml(
     container: Any = None
     failure: Exception | None = None
     for chunk in itertools.chain(replay, (None,)):
-        try:
-            if chunk is None:
-                parser.close()
-            else:
-                parser.feed(chunk)
-        except Exception as exc:  # as in iterparse: the events before the break come first
-            failure = exc
+        # (as in iterparse: the events before the break come first)
+        failure = _push(parser, chunk) or failure
         for event, element in events:
             if event == "start":
                 if root is None:
@@ -721,15 +716,31 @@ def _iterparse(chunks: Iterator[bytes]) -> Iterator[tuple[str, Any]]:
     parser = _pull_parser(("start", "end"))
     events = parser.read_events()
     for chunk in itertools.chain(chunks, (None,)):
-        try:
-            if chunk is None:
-                parser.close()
-            else:
-                parser.feed(chunk)
-        except Exception:
-            yield from events
-            raise
+        failure = _push(parser, chunk)
         yield from events
+        if failure is not None:
+            raise failure
+
+
+def _push(parser: Any, chunk: bytes | None) -> Exception | None:
+    """Feed ``chunk`` to ``parser`` (None: close it); return the error it raised, if any.
+
+    The events a failed ``close()`` queued are dropped: all input was fed before it, so they
+    are the ends libxml2 makes up for the elements a broken document left open (lxml 6.2 and
+    later report them, earlier versions did not). An entry cut off by the break is never read:
+    its text may be cut too (a location that ends mid-URL).
+    """
+    try:
+        if chunk is None:
+            parser.close()
+        else:
+            parser.feed(chunk)
+    except Exception as exc:
+        if chunk is None:
+            for _ in parser.read_events():
+                pass
+        return exc
+    return None
 
 
 def _root_kind(root: Any) -> str:
