@@ -11,18 +11,23 @@ BIN := $(VENV)/bin
 DEMO_OUT ?= demo-out
 
 .PHONY: setup demo test lint typecheck pytest check-template sam-tools openapi clean browser report-screenshot \
-	mutation
+	mutation constraints
 
-$(VENV)/.installed: pyproject.toml layers/core/requirements.txt
+# Both environments install the versions pinned in infrastructure/constraints/ (every run of the
+# tests meets the same packages; `make constraints` moves them on).
+DEV_CONSTRAINTS := infrastructure/constraints/dev.txt
+SAM_CONSTRAINTS := infrastructure/constraints/sam.txt
+
+$(VENV)/.installed: pyproject.toml layers/core/requirements.txt $(DEV_CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[aws,dev]'
+	$(BIN)/pip install --quiet -c $(DEV_CONSTRAINTS) -e '.[aws,dev]'
 	touch $@
 
-$(SAM_VENV)/.installed:
+$(SAM_VENV)/.installed: $(SAM_CONSTRAINTS)
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
-	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli
+	$(SAM_VENV)/bin/pip install --quiet -c $(SAM_CONSTRAINTS) aws-sam-cli
 	touch $@
 
 setup: $(VENV)/.installed
@@ -71,11 +76,15 @@ check-template: setup sam-tools
 # Mutation testing of the modules that decide outcomes (docs/mutation.md), one module at a time;
 # minutes, not part of `make test`. MODULES="discovery.robots" runs one; MUTATION_JOBS workers.
 $(VENV)/.mutation-installed: $(VENV)/.installed pyproject.toml
-	$(BIN)/pip install --quiet -e '.[aws,dev,mutation]'
+	$(BIN)/pip install --quiet -c $(DEV_CONSTRAINTS) -e '.[aws,dev,mutation]'
 	touch $@
 
 mutation: $(VENV)/.mutation-installed
 	bash infrastructure/scripts/mutation.sh $(MODULES)
+
+# Move the pinned versions of both environments on to the newest that install (then: make test).
+constraints:
+	PYTHON=$(PYTHON) bash infrastructure/scripts/freeze-constraints.sh
 
 clean:
 	rm -rf $(VENV) .tools .aws-sam $(DEMO_OUT) .mypy_cache .ruff_cache .pytest_cache .mutation

@@ -103,3 +103,32 @@ def test_the_aws_commands_say_what_to_install_without_it(tmp_path: Path) -> None
     done = _without_aws("dlq", "redrive", "--dlq-url", "x", "--target-url", "y", cwd=tmp_path)
     assert done.returncode == 2
     assert "pip install '.[aws]'" in done.stderr
+
+
+def _pins(path: Path) -> dict[str, str]:
+    """``name == version`` lines of a pip requirements or constraints file, by normalised name."""
+    pins: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"([A-Za-z0-9_.-]+)==([^\s;\\]+)", line.strip())
+        if match:
+            pins[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    return pins
+
+
+def test_the_tests_run_the_versions_the_layer_ships() -> None:
+    # The test environment's constraints pin every package the Lambda layer's lock ships at
+    # the lock's version, so the tests exercise what is deployed (the tests and the layer once
+    # ran two lxml releases that read a broken document differently).
+    layer = _pins(REPO_ROOT / "layers" / "core" / "requirements.lock")
+    dev = _pins(REPO_ROOT / "infrastructure" / "constraints" / "dev.txt")
+    assert layer, "the layer's lock pins nothing"
+    assert {name: dev.get(name) for name in layer} == layer
+
+
+def test_every_environment_is_installed_with_its_constraints() -> None:
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    installs = [
+        line for line in makefile.splitlines() if re.search(r"pip install .*(-e|sam)", line)
+    ]
+    assert installs
+    assert all(" -c $(" in line for line in installs), installs
