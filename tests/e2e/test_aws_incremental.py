@@ -234,3 +234,27 @@ def test_pages_asked_again_answer_304_and_end_unchanged_with_no_body_kept(
         if key.startswith("cache/") and key.endswith(".json")
     ]
     assert cached and not set(cached) & set(urls.values())
+
+
+def test_a_first_harvest_lists_its_record_pages_through_their_records(
+    stack: ProvisionedStack, site: PublisherSite
+) -> None:
+    # Decision 0102, through the real handlers: the indexer read or wrote each record's entry,
+    # so the pages that gave records have no index entry of their own, and are listed anyway.
+    run_id, _stats = _harvest(stack, site)
+    outcomes = list(_catalog(stack).outcomes(run_id))
+    recorded = {o.url for o in outcomes if o.outcome is Outcome.RECORD}
+    assert len(recorded) == RECORD_PAGES
+    source = f"127.0.0.1_{site.port}"
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    own = table.query(
+        IndexName="gsi1",
+        KeyConditionExpression="gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+        ExpressionAttributeValues={":pk": f"SOURCE#{source}", ":prefix": "URL#"},
+    )["Items"]
+    listed_by_own_entry = {str(item["url"]) for item in own}
+    assert listed_by_own_entry.isdisjoint(recorded)
+    assert listed_by_own_entry  # the pages without a record keep theirs
+    listed = set(_catalog(stack).source_urls(source))
+    assert recorded | listed_by_own_entry <= listed
+    assert {o.url for o in outcomes if o.url.startswith(site.url("/"))} <= listed
