@@ -19,7 +19,7 @@ import pytest
 from cdif_harvester.adapters import aws as aws_adapters
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.adapters.local import InProcessQueue, MemoryObjectStore, SystemClock
-from cdif_harvester.keys import url_hash
+from cdif_harvester.keys import record_hash, url_hash
 from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome, UrlState
 from cdif_harvester.stages.finish import withdraw_vanished
 from cdif_harvester.wiring import Wiring
@@ -232,3 +232,20 @@ def test_closing_withdraws_a_vanished_url_listed_through_its_record(
     entry = catalog.get_record("rec-1")
     assert entry is not None and entry.withdrawn_at is not None
     assert replace(entry, withdrawn_at=None).url == _url(1)
+
+
+def test_an_entry_written_over_an_unreadable_item_is_written_all_the_same(
+    stack: ProvisionedStack,
+) -> None:
+    # Given a RECORD item no reader can read (a body that is not JSON)
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    key = {"pk": f"RECORD#{record_hash('rec-1')}", "sk": "RECORD"}
+    table.put_item(Item={**key, "record_id": "rec-1", "body": "{not json"})
+
+    # When an entry is put over it
+    catalog = catalog_of(stack)
+    catalog.put_record(_entry("rec-1", _url(1)))
+
+    # Then it is written, and the item it replaced named no URL to put back in the index
+    assert catalog.get_record("rec-1") == _entry("rec-1", _url(1))
+    assert _index_urls(stack) == set()

@@ -187,10 +187,14 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             returning=True,
         )
         self._note(entry)
-        if old is not None and "body" in old:
+        if old is None or "body" not in old:
+            return
+        try:
             before = entry_of(old)
-            if (before.url, before.source) != (entry.url, entry.source):
-                self._relist(before.url, before.source)
+        except (TypeError, KeyError, ValueError):  # an item no reader can read named no URL
+            return
+        if before.url and (before.url, before.source) != (entry.url, entry.source):
+            self._relist(before.url, before.source)
 
     def get_record(self, record_id: str) -> CatalogEntry | None:
         """Return the entry of ``record_id``, or None."""
