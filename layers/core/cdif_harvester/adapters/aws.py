@@ -36,6 +36,7 @@ from cdif_harvester.adapters.batch_sends import packs
 from cdif_harvester.adapters.dynamo_items import (
     entry_body,
     entry_of,
+    entry_url,
     outcome_body,
     outcome_of,
     state_body,
@@ -575,7 +576,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
             {":pk": f"SOURCE#{source}", ":prefix": "RECORD#"},
         )
-        urls.update(entry.url for entry in map(entry_of, records) if entry.url)
+        urls.update(url for url in map(entry_url, records) if url is not None)
         return sorted(urls)
 
     def _get(self, key: dict[str, str], *, consistent: bool = True) -> dict[str, Any] | None:

@@ -37,6 +37,7 @@ __all__ = [
     "OUTCOME_ATTRIBUTES",
     "entry_body",
     "entry_of",
+    "entry_url",
     "outcome_body",
     "outcome_of",
     "state_body",
@@ -202,6 +203,17 @@ def entry_of(item: Mapping[str, Any]) -> CatalogEntry:
             default = _ENTRY_DEFAULTS.get(name)
             data[name] = dict(default) if default is not None else None
     return entry_from_dict(data)
+
+
+def entry_url(item: Mapping[str, Any]) -> str | None:
+    """The URL a RECORD item's entry names (either shape), without reading the rest of it;
+    None when the item names none or cannot be read."""
+    try:
+        body = json.loads(str(item["body"]))
+    except (KeyError, ValueError):
+        return None
+    url = body.get("url") if isinstance(body, dict) else None
+    return url if isinstance(url, str) and url else None
 
 
 def state_body(state: UrlState) -> str:
