@@ -36,6 +36,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,6 +92,52 @@ def _cpu_seconds(who: int | None = None) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class _ThreadCpu:
+    """The CPU time of each thread of this process, by thread name (numbered names counted
+    together: ``cdif-fetch_0`` to ``_3`` as ``cdif-fetch``), read from ``/proc`` every 50 ms while
+    the harvest runs: a pool's threads are gone by the time it returns."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="bench-sampler", daemon=True)
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def __enter__(self) -> _ThreadCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.05):
+            self._read()
+
+    def _read(self) -> None:
+        for thread in threading.enumerate():
+            tid = thread.native_id
+            if tid is None or thread is self._thread:
+                continue
+            try:
+                with Path(f"/proc/self/task/{tid}/stat").open(encoding="ascii") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # (it ended between the listing and the read)
+            # utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name
+            self._last[tid] = (thread.name, (int(fields[11]) + int(fields[12])) / self._tick)
+
+    def by_name(self) -> dict[str, float]:
+        """Seconds of CPU by thread name, numbers dropped."""
+        totals: dict[str, float] = {}
+        for name, seconds in self._last.values():
+            key = name.rstrip("0123456789").rstrip("_-")
+            totals[key] = totals.get(key, 0.0) + seconds
+        return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
 def _children_peak_rss_mib() -> float:
     """The largest peak RSS of the processes this one started and waited for."""
     import resource  # noqa: PLC0415
@@ -127,7 +174,10 @@ def _child_harvest(base: str, out: str, profile: str | None, processes: int = 1)
     import resource  # noqa: PLC0415
 
     cpu0, t0 = _cpu_seconds(), time.perf_counter()
-    with LocalHarvester(Path(out), allow_loopback=True, processes=processes) as harvester:
+    with (
+        _ThreadCpu() as threads,
+        LocalHarvester(Path(out), allow_loopback=True, processes=processes) as harvester,
+    ):
         if profile:
             import cProfile  # noqa: PLC0415
 
@@ -149,6 +199,7 @@ def _child_harvest(base: str, out: str, profile: str | None, processes: int = 1)
                 "seconds": seconds,
                 "cpu": cpu,
                 "children_cpu": children_cpu,
+                "threads_cpu": threads.by_name(),
                 "close_seconds": marks.get("close_seconds", float("nan")),
                 "records": summary.records,
                 "valid": summary.valid_records,
@@ -294,6 +345,8 @@ def _print_rows(
             f"processes {float(harvest['children_cpu']):.1f} s, closing the run and its report "
             f"{float(harvest['close_seconds']):.1f} s"
         )
+        threads = ", ".join(f"{name} {cpu:.1f} s" for name, cpu in harvest["threads_cpu"].items())
+        print(f"  CPU of the harvesting process by thread: {threads}")
         folders = disk[count][2]
         per_folder = (
             f"{name} {size / max(records, 1):,.0f}" for name, size in sorted(folders.items())
