@@ -285,6 +285,22 @@ def test_endless_interim_responses_are_capped_like_one_head(
     assert elapsed < WALL_BOUND
 
 
+def test_interim_responses_arriving_together_are_each_counted(
+    make_fetcher: Callable[..., SafeFetcher],
+) -> None:
+    # 40 KiB of interim heads in one write, then nothing: the head cap (32 KiB) must see every
+    # one of them, not only the first of each read, or the fetch waits for the deadline.
+    def burst(conn: socket.socket, server: RawServer) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 102 Processing\r\n\r\n" * 1500)
+        server.sleep(DEADLINE * 2)
+
+    with serve(burst) as server:
+        error, _elapsed = timed(lambda: make_fetcher().fetch(server.url("/")))
+    assert isinstance(error, PermanentError), error
+    assert error.reason == "headers-too-large"
+
+
 # --- redirects ----------------------------------------------------------------------------------
 
 

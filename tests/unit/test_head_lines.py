@@ -88,3 +88,31 @@ def test_a_head_with_folded_link_lines_read_whole() -> None:
     lines = _HeadLines()
     lines.feed(status + link + other + b"\r\n" + b"Link: <in the body>\r\n")
     assert (lines.link, lines.other) == (len(link), len(status) + len(other) + 2)
+
+
+def _interim(rng: random.Random) -> bytes:
+    code = rng.choice([b"100 Continue", b"102 Processing", b"103 Early Hints"])
+    lines = [b"HTTP/1.1 " + code + b"\r\n"]
+    lines += [rng.choice(_LINES) for _ in range(rng.randrange(0, 4))]
+    return b"".join(lines) + b"\r\n"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_interim_heads_and_the_final_one_count_as_one_head(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(30):
+        heads = [_interim(rng) for _ in range(rng.randrange(1, 6))] + [_head(rng)]
+        sums = [_reference(head) for head in heads]
+        expected = (sum(link for link, _ in sums), sum(other for _, other in sums))
+        data = b"".join(heads)
+        # In one read with the body after it, byte by byte, and cut anywhere: all the same.
+        assert _count([data + b"Link: <x>\r\n\r\nbody"]) == expected
+        assert _count([data[i : i + 1] for i in range(len(data))]) == expected
+        cuts = sorted(rng.sample(range(1, len(data)), 4))
+        pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        assert _count(pieces) == expected
+
+
+def test_nothing_after_a_switch_of_protocols_is_a_head() -> None:
+    switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n"
+    assert _count([switch + b"HTTP/1.1 200 OK\r\n\r\n"]) == (0, len(switch))

@@ -237,6 +237,8 @@ class _Budget:
         )
 
 
+# The bytes of a status line that say whether a head is interim: "HTTP/1.1 1xx".
+_STATUS_BYTES = 12
 # The blank line that ends a head, and a Link field line with the obs-fold lines continuing it.
 _BLANK_LINE = re.compile(rb"^\r?\n", re.MULTILINE)
 _LINK_LINES = re.compile(rb"^link:[^\n]*\n(?:[ \t][^\n]*\n)*", re.IGNORECASE | re.MULTILINE)
@@ -247,9 +249,10 @@ class _HeadLines:
 
     Each line is classified by its first five bytes (``link:`` in any case; a line starting
     with white space continues the previous one, RFC 9112 obs-fold); the rest of a line is
-    found with ``bytes.find``, so the count costs one pass. Counting stops at the blank line
-    ending a head (what follows in the same read is body, or the next of several interim
-    heads, which the ceiling on the whole head still bounds).
+    found with ``bytes.find``, so the count costs one pass. The blank line ending an interim
+    head (a 1xx status other than 101) is followed by the next head, which is counted on: the
+    interim heads and the final one count as one head, however they are cut into reads. The
+    blank line ending the final head ends the count (what follows in the same read is body).
     """
 
     def __init__(self) -> None:
@@ -258,6 +261,37 @@ class _HeadLines:
         self._start = b""  # the first bytes of the current line, while it is not classified
         self._is_link: bool | None = None  # the current line's kind, once known
         self._last_was_link = False
+        self._status = b""  # the first bytes of the current head's status line (12 at most)
+        self._status_read = False  # whether they are all there
+
+    def feed(self, data: bytes) -> None:
+        """Count ``data``, the next bytes of the head (and of the heads after interim ones)."""
+        while data:
+            self._read_status(data)
+            end = self._count(data)
+            if end < 0 or not self._interim():
+                return
+            data = data[end:]  # the next head starts here
+            self._status, self._status_read = b"", False
+
+    def _read_status(self, data: bytes) -> None:
+        """Keep the first bytes of the head's status line, as far as ``data`` goes on with it."""
+        if self._status_read:
+            return
+        piece = data[: _STATUS_BYTES - len(self._status)]
+        newline = piece.find(b"\n")
+        if newline != -1:
+            piece, self._status_read = piece[:newline], True
+        self._status += piece
+        if len(self._status) >= _STATUS_BYTES:
+            self._status_read = True
+
+    def _interim(self) -> bool:
+        """Whether the head just ended is an interim one: 1xx, but not 101 (after a switch of
+        protocols nothing is a head)."""
+        parts = self._status.split(b" ", 2)
+        code = parts[1] if len(parts) > 1 else b""
+        return parts[0].startswith(b"HTTP/") and code[:1] == b"1" and code[:3] != b"101"
 
     def _add(self, count: int, *, is_link: bool) -> None:
         if is_link:
@@ -265,8 +299,9 @@ class _HeadLines:
         else:
             self.other += count
 
-    def feed(self, data: bytes) -> None:
-        """Count ``data``, the next bytes of the head."""
+    def _count(self, data: bytes) -> int:
+        """Count ``data`` up to the blank line ending the head; return where that line ends
+        in ``data``, or -1 when the head goes on past it."""
         if not self._start and self._is_link is None and not self._last_was_link:
             # At the start of a line, as a head read in one piece is: two searches count it
             # as the loop below would, line by line.
@@ -276,7 +311,7 @@ class _HeadLines:
                 link = sum(map(len, _LINK_LINES.findall(head)))
                 self.link += link
                 self.other += len(head) - link
-                return
+                return blank.end()
         pos, size = 0, len(data)
         while pos < size:
             if self._is_link is None:
@@ -287,12 +322,12 @@ class _HeadLines:
                 self._start += piece
                 pos += len(piece)
                 if newline == -1 and len(self._start) < 5:
-                    return  # the line's first bytes are still to come
+                    return -1  # the line's first bytes are still to come
                 start, self._start = self._start, b""
                 if start in (b"\r\n", b"\n"):  # the blank line that ends a head
                     self.other += len(start)
                     self._last_was_link = False
-                    return
+                    return pos
                 if start[:1] in (b" ", b"\t"):
                     is_link = self._last_was_link
                 else:
@@ -309,6 +344,7 @@ class _HeadLines:
             pos = end
             if newline != -1:
                 self._last_was_link, self._is_link = self._is_link, None
+        return -1
 
 
 # The budget of the fetch running in this thread (or context); None outside SafeFetcher.fetch.
