@@ -19,7 +19,7 @@ from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.contracts import UrlJob, encode
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.model import Outcome, RunStatus
-from tests.support.aws import ProvisionedStack, mocked_stack
+from tests.support.aws import ProvisionedStack, mocked_stack, own_index_urls
 from tests.support.lambda_driver import PumpStats
 from tests.support.pipeline import invoke, run_pipeline
 
@@ -246,13 +246,7 @@ def test_a_first_harvest_lists_its_record_pages_through_their_records(
     recorded = {o.url for o in outcomes if o.outcome is Outcome.RECORD}
     assert len(recorded) == RECORD_PAGES
     source = f"127.0.0.1_{site.port}"
-    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
-    own = table.query(
-        IndexName="gsi1",
-        KeyConditionExpression="gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-        ExpressionAttributeValues={":pk": f"SOURCE#{source}", ":prefix": "URL#"},
-    )["Items"]
-    listed_by_own_entry = {str(item["url"]) for item in own}
+    listed_by_own_entry = own_index_urls(stack, source)
     assert listed_by_own_entry.isdisjoint(recorded)
     assert listed_by_own_entry  # the pages without a record keep theirs
     listed = set(_catalog(stack).source_urls(source))

@@ -23,7 +23,7 @@ from cdif_harvester.keys import record_hash, url_hash
 from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome, UrlState
 from cdif_harvester.stages.finish import withdraw_vanished
 from cdif_harvester.wiring import Wiring
-from tests.support.aws import ProvisionedStack, catalog_of
+from tests.support.aws import ProvisionedStack, catalog_of, own_index_urls
 from tests.support.fakes import TableFetcher
 
 pytestmark = [pytest.mark.aws]
@@ -74,14 +74,7 @@ def _latest(stack: ProvisionedStack, url: str) -> dict[str, Any]:
 
 
 def _index_urls(stack: ProvisionedStack) -> set[str]:
-    """The URLs the LATEST items' own ``gsi1`` entries list."""
-    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
-    items = table.query(
-        IndexName="gsi1",
-        KeyConditionExpression="gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-        ExpressionAttributeValues={":pk": f"SOURCE#{SOURCE}", ":prefix": "URL#"},
-    )["Items"]
-    return {str(item["url"]) for item in items}
+    return own_index_urls(stack, SOURCE)
 
 
 def _index_one(catalog: DynamoCatalog, url: str, record_id: str, run_id: str = "run-1") -> None:

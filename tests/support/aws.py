@@ -131,6 +131,18 @@ def session_hooks(hooks: Sequence[tuple[str, Callable[..., Any]]]) -> Iterator[N
             events.unregister(name, hook)
 
 
+def own_index_urls(stack: ProvisionedStack, source: str) -> set[str]:
+    """The URLs of ``source`` that their LATEST items' own ``gsi1`` entries list (decision
+    0102: a URL one of whose record entries names it has none)."""
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    items = table.query(
+        IndexName="gsi1",
+        KeyConditionExpression="gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+        ExpressionAttributeValues={":pk": f"SOURCE#{source}", ":prefix": "URL#"},
+    )["Items"]
+    return {str(item["url"]) for item in items}
+
+
 def catalog_of(stack: ProvisionedStack) -> DynamoCatalog:
     """The DynamoDB catalogue of ``stack`` (its table, as the handlers see it)."""
     return DynamoCatalog(
