@@ -45,6 +45,10 @@ INTAKE_EVENT = (
 # Every hostile input of this suite stays under these (a loaded 2-core machine included).
 MAX_RSS_MIB = 256
 MAX_CPU_SECONDS = 10
+# The huge index settles 50,000 URLs through a whole run: 8 to 10 s of CPU on a slow 2-core
+# machine. Its bound is three times that: there to catch work that grows faster than the index
+# (a child fetched, a quadratic step), not to time it (speed is measured in bench/).
+HUGE_INDEX_CPU_SECONDS = 30
 
 
 def _page(url: str) -> bytes:
@@ -344,7 +348,7 @@ def test_a_huge_index_of_children_on_a_host_that_does_not_announce_them() -> Non
     assert not result["recounted"]
     assert result["asked_of_other"] == 1  # its robots.txt, once; never a child
     assert measured.peak_rss_mib < MAX_RSS_MIB, measured
-    assert measured.cpu_seconds < MAX_CPU_SECONDS, measured
+    assert measured.cpu_seconds < HUGE_INDEX_CPU_SECONDS, measured
 
 
 @pytest.fixture
