@@ -7,6 +7,7 @@ once however often its job runs; and a source never has two runs under way.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -152,8 +153,29 @@ def test_sitemap_steps_count_once_and_remember_sitemaps(catalog: Any) -> None:
     assert catalog.count_sitemaps("nope", 1, step="x") is None
 
 
+def _atomic_writes(catalog: Any) -> None:
+    """Make moto apply each DynamoDB call whole before the next starts, as DynamoDB applies a
+    conditional write to an item: moto checks a condition and writes in two steps, and two
+    threads can both pass the check between them (a race of the emulator, not of ours)."""
+    if not isinstance(catalog, DynamoCatalog):
+        return
+    lock = threading.Lock()
+    events = catalog.table.meta.client.meta.events
+
+    def take(**_: Any) -> None:
+        lock.acquire()
+
+    def give(**_: Any) -> None:
+        lock.release()
+
+    events.register("before-call.dynamodb", take)
+    events.register("after-call.dynamodb", give)
+    events.register("after-call-error.dynamodb", give)
+
+
 def test_a_run_finishes_once(catalog: Any) -> None:
     catalog.start_run(_run())
+    _atomic_writes(catalog)
     with ThreadPoolExecutor(4) as pool:
         wins = list(pool.map(lambda _: catalog.finish_run("run-1", at=AT), range(8)))
     assert wins.count(True) == 1
