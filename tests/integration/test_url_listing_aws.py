@@ -24,7 +24,7 @@ from cdif_harvester.model import CatalogEntry, Outcome, UrlOutcome, UrlState
 from cdif_harvester.stages.finish import withdraw_vanished
 from cdif_harvester.wiring import Wiring
 from tests.support.aws import ProvisionedStack, catalog_of, own_index_urls
-from tests.support.fakes import TableFetcher
+from tests.support.fakes import TableFetcher, catalog_entry
 
 pytestmark = [pytest.mark.aws]
 
@@ -38,23 +38,7 @@ def _url(n: int) -> str:
 
 
 def _entry(record_id: str, url: str, run_id: str = "run-1") -> CatalogEntry:
-    return CatalogEntry(
-        record_id=record_id,
-        resource_id=record_id,
-        source=SOURCE,
-        url=url,
-        title="t",
-        pattern="embedded",
-        valid=True,
-        conformance=None,
-        date_modified=None,
-        sd_date_published=None,
-        content_hash="h",
-        record_key="k",
-        report_key="r",
-        run_id=run_id,
-        harvested_at=AT,
-    )
+    return catalog_entry(record_id, url, source=SOURCE, run_id=run_id, harvested_at=AT)
 
 
 def _state(url: str, *record_ids: str, run_id: str = "run-1") -> UrlState:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cdif_harvester.errors import HarvestError
-from cdif_harvester.model import FetchResponse
+from cdif_harvester.model import CatalogEntry, FetchResponse
 
 __all__ = ["Answer", "TableFetcher"]
 
@@ -44,3 +44,25 @@ class TableFetcher:
         return FetchResponse(
             url=url, status=status, headers=tuple(head.items()), body=body, truncated=cut
         )
+
+
+def catalog_entry(
+    record_id: str, url: str, *, source: str, run_id: str = "run-1", **fields: object
+) -> CatalogEntry:
+    """A catalogue entry for ``record_id`` naming ``url``: plain values for every field the
+    test does not care about (``fields`` override them)."""
+    values: dict[str, object] = {
+        "resource_id": record_id,
+        "title": "t",
+        "pattern": "embedded",
+        "valid": True,
+        "conformance": None,
+        "date_modified": None,
+        "sd_date_published": None,
+        "content_hash": "h",
+        "record_key": "k",
+        "report_key": "r",
+        "harvested_at": "2026-12-01T10:00:00+00:00",
+        **fields,
+    }
+    return CatalogEntry(record_id=record_id, url=url, source=source, run_id=run_id, **values)  # type: ignore[arg-type]

@@ -8,24 +8,17 @@ import json
 import pytest
 
 from cdif_harvester.adapters.dynamo_items import entry_body, entry_url
-from cdif_harvester.model import CatalogEntry, entry_to_dict
+from cdif_harvester.model import entry_to_dict
+from tests.support.fakes import catalog_entry
 
-ENTRY = CatalogEntry(
-    record_id="https://pub.example.org/meta/1.jsonld",
-    resource_id="https://doi.org/10.5072/1",
+ENTRY = catalog_entry(
+    "https://pub.example.org/meta/1.jsonld",
+    "https://pub.example.org/d/1.html",
     source="pub.example.org",
-    url="https://pub.example.org/d/1.html",
+    resource_id="https://doi.org/10.5072/1",
     title="One",
-    pattern="embedded",
-    valid=True,
-    conformance=None,
-    date_modified=None,
-    sd_date_published=None,
-    content_hash="h",
     record_key="records/pub.example.org/x.jsonld",
     report_key="reports/pub.example.org/x.json",
-    run_id="run-1",
-    harvested_at="2026-12-01T10:00:00+00:00",
 )
 
 
