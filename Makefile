@@ -46,8 +46,14 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# The tests run on every core (pytest-xdist; a test file stays on one worker, so its module
+# fixtures are made once), then the few that bound wall-clock time (marked `serial`) run alone,
+# where no other test competes for the machine. TEST_JOBS=0 runs them all in one process.
+TEST_JOBS ?= auto
+
 pytest: setup browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_JOBS) --dist loadfile -m "not serial"
+	$(BIN)/pytest -q -m serial
 
 # The publisher report is tested in a real browser: Debian's chromium, installed when missing.
 browser:

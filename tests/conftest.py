@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,19 @@ def _fake_aws_credentials() -> None:
     }.items():
         os.environ[name] = value
     os.environ.pop("AWS_PROFILE", None)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_metrics() -> Iterator[None]:
+    """Each test leaves Powertools' metrics empty. The handlers' ``Metrics`` (in
+    ``aws_runtime``) lives as long as the process, as in a warm Lambda container where
+    ``log_metrics`` flushes it after every invocation; a test that calls a stage without that
+    decorator would leave its dimensions to whichever test runs next in this process (and
+    which test that is differs when the tests are spread over workers)."""
+    yield
+    runtime = sys.modules.get("cdif_harvester.aws_runtime")
+    if runtime is not None:
+        runtime.metrics.clear_metrics()
 
 
 @pytest.fixture

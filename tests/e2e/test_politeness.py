@@ -19,6 +19,8 @@ from cdif_harvester.cli.main import main
 from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite, TimedRequest, max_overlap
 
+pytestmark = pytest.mark.serial  # (crawl delays and overlaps read on the wall clock)
+
 PER_HOST = 2
 RESPONSE_DELAY = 0.2  # seconds per answer: slow enough that any overlap would show
 CRAWL_DELAY = 1.0

@@ -29,7 +29,7 @@ from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
 from cdif_harvester.model import FetchResponse, Outcome, UrlOutcome
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.serial]  # (wall-clock bounds)
 
 HTML = {"content-type": "text/html; charset=utf-8"}
 DATASET = {

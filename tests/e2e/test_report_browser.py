@@ -19,7 +19,7 @@ from cdif_harvester.cli.runner import LocalHarvester
 from cdif_harvester.demo.server import PublisherSite
 from tests.support.browser import Browser, BrowserMissing, Page, chromium_binary
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.serial]  # (wall-clock bounds)
 
 # Read back by the test: the title, the chart's box, every data-count element, and whatever
 # markup a publisher's text must never have turned into.

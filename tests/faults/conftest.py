@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,22 +18,28 @@ PAGES = (
 )
 
 
-@pytest.fixture(scope="module")
-def small_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublisherSite]:
-    """:data:`PAGES` in one sitemap announced by robots.txt, served on 127.0.0.1."""
-    root = tmp_path_factory.mktemp("site")
+def _serve(root: Path, *, lastmod: str | None) -> PublisherSite:
+    """Write :data:`PAGES` under ``root``, in one sitemap announced by robots.txt (each entry
+    with ``lastmod`` when given), and serve them on 127.0.0.1 (not started yet)."""
     for page in PAGES:
         (root / page).parent.mkdir(parents=True, exist_ok=True)
         (root / page).write_bytes((demo_site_dir() / page).read_bytes())
     (root / "robots.txt").write_text(
         "User-agent: *\nAllow: /\nDisallow: /private/\n\nSitemap: {{BASE}}/sitemap.xml\n"
     )
-    urls = "".join(f"<url><loc>{{{{BASE}}}}/{page}</loc></url>" for page in PAGES)
+    dated = f"<lastmod>{lastmod}</lastmod>" if lastmod else ""
+    urls = "".join(f"<url><loc>{{{{BASE}}}}/{page}</loc>{dated}</url>" for page in PAGES)
     (root / "sitemap.xml").write_text(
         '<?xml version="1.0" encoding="UTF-8"?>'
         f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
     )
-    with PublisherSite(root) as served:
+    return PublisherSite(root)
+
+
+@pytest.fixture(scope="module")
+def small_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublisherSite]:
+    """:data:`PAGES` in one sitemap announced by robots.txt, served on 127.0.0.1."""
+    with _serve(tmp_path_factory.mktemp("site"), lastmod=None) as served:
         yield served
 
 
@@ -40,19 +47,5 @@ def small_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublisherSi
 def dated_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublisherSite]:
     """:data:`PAGES` as :func:`small_site` serves them, the sitemap giving each a lastmod (so a
     re-harvest settles the record's page as unchanged by its lastmod, in the sitemap stage)."""
-    root = tmp_path_factory.mktemp("dated-site")
-    for page in PAGES:
-        (root / page).parent.mkdir(parents=True, exist_ok=True)
-        (root / page).write_bytes((demo_site_dir() / page).read_bytes())
-    (root / "robots.txt").write_text(
-        "User-agent: *\nAllow: /\nDisallow: /private/\n\nSitemap: {{BASE}}/sitemap.xml\n"
-    )
-    urls = "".join(
-        f"<url><loc>{{{{BASE}}}}/{page}</loc><lastmod>2025-01-16</lastmod></url>" for page in PAGES
-    )
-    (root / "sitemap.xml").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?>'
-        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
-    )
-    with PublisherSite(root) as served:
+    with _serve(tmp_path_factory.mktemp("dated-site"), lastmod="2025-01-16") as served:
         yield served

@@ -33,7 +33,7 @@ from tests.support.bounds import measure
 from tests.support.httpserver import LocalHTTPServer
 from tests.support.rawserver import RawServer, read_request
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.serial]  # (wall-clock bounds)
 
 KiB = 1024
 MiB = 1024 * KiB

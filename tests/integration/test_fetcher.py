@@ -463,6 +463,7 @@ def test_max_bytes_argument_overrides_the_policy(
 # --- time limits -----------------------------------------------------------------------------
 
 
+@pytest.mark.serial  # (a wall-clock bound)
 def test_slow_drip_body_hits_the_total_timeout(
     server: LocalHTTPServer, make_fetcher: Callable[..., SafeFetcher]
 ) -> None:

@@ -294,6 +294,7 @@ BILLION_LAUGHS = (
 )
 
 
+@pytest.mark.serial  # (a wall-clock bound)
 def test_billion_laughs_refused_quickly() -> None:
     started = time.perf_counter()
     assert refused(BILLION_LAUGHS) == "xml-entities-refused"
@@ -344,6 +345,7 @@ def gzip_bomb() -> bytes:
     return b"".join(compressor.compress(block) for _ in range(128)) + compressor.flush()
 
 
+@pytest.mark.serial  # (a wall-clock bound)
 def test_gzip_bomb_too_large_at_default_cap(gzip_bomb: bytes) -> None:
     assert len(gzip_bomb) < 1 << 20
     started = time.perf_counter()
