@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -264,3 +266,42 @@ def test_every_schema_is_a_valid_2020_12_schema(name: str) -> None:
     """The schemas are compiled without a check against the metaschema (it cost a third of a
     document process's start): this is that check."""
     Draft202012Validator.check_schema(validation._schema_document(name))
+
+
+# The script prints, at each step, whether the reference engine (jsonschema) is imported.
+_LAZY_PROBE = """
+import json, sys
+from cdif_harvester.domain.records.validation import validate_record
+seen = {"imported": "jsonschema" in sys.modules}
+valid = validate_record(json.loads(sys.argv[1]))
+seen["after a valid record"] = "jsonschema" in sys.modules
+invalid = validate_record(json.loads(sys.argv[2]))
+seen["after an invalid record"] = "jsonschema" in sys.modules
+seen["verdicts"] = [valid.valid, invalid.valid, len(invalid.errors) > 0]
+print(json.dumps(seen))
+"""
+
+
+def test_the_reference_engine_is_loaded_only_for_a_record_that_needs_its_messages() -> None:
+    # A cold start that validates only valid records (or none: the intake API on most
+    # requests) does not import jsonschema; the first invalid record does, and gets its errors.
+    valid, invalid = (
+        json.dumps(
+            json.loads((GOLDEN / f"normalisation/{name}.expected.json").read_text())[0]["record"]
+        )
+        for name in ("cdif_shaped", "plain_schemaorg")
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _LAZY_PROBE, valid, invalid],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {
+        "imported": False,
+        "after a valid record": False,
+        "after an invalid record": True,
+        "verdicts": [True, False, True],
+    }

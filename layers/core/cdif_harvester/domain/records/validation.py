@@ -16,17 +16,17 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jsonschema_rs
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 
 from cdif_harvester.model import VERDICTS, ProfileQuery
+
+if TYPE_CHECKING:  # (the reference engine is imported when a record first needs it)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 __all__ = [
     "DEFAULT_RULES",
@@ -318,9 +318,28 @@ def _schema_document(name: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class _CompiledSchema:
     fast: jsonschema_rs.Validator
-    full: Draft202012Validator
+    # The schema with every ``$ref`` inlined, for the reference engine (see :attr:`full`).
+    inlined: Any
     # Members whose presence the root-level rules test; None: the record is never pruned.
     presence: frozenset[str] | None
+
+    @cached_property
+    def full(self) -> Draft202012Validator:
+        """The reference engine for this schema, built when a record first needs messages.
+
+        A valid record never needs it, and importing ``jsonschema`` is a large part of a
+        handler's cold start (the intake API's, for one, validates nothing on most requests).
+        (A frozen dataclass still has the instance dictionary the cache is kept in.)
+        """
+        from jsonschema import Draft202012Validator  # noqa: PLC0415 - imported when needed
+        from referencing import Registry, Resource  # noqa: PLC0415
+        from referencing.jsonschema import DRAFT202012  # noqa: PLC0415
+
+        registry: Registry[Any] = Registry().with_resources(
+            (doc["$id"], Resource.from_contents(doc, default_specification=DRAFT202012))
+            for doc in (_schema_document(each) for each in _SCHEMA_FILES)
+        )
+        return Draft202012Validator(self.inlined, registry=registry)
 
 
 # Root-level keywords that look at nothing but the root's type, its members one by one
@@ -357,7 +376,9 @@ def _presence_names(schema: Any) -> frozenset[str] | None:
 
 @cache
 def _compiled(name: str) -> _CompiledSchema:
-    """Both engines for one schema, built once per process; all our schemas are resources.
+    """The fast engine for one schema, built once per process (the reference engine is built
+    from the same inlined schema when first needed: :attr:`_CompiledSchema.full`); all our
+    schemas are resources.
 
     The Python engine gets the schema with every ``$ref`` inlined (our schemas have no
     cycles): resolving references at each use is most of its cost. The schemas are our own
@@ -371,15 +392,7 @@ def _compiled(name: str) -> _CompiledSchema:
         schema, registry=fast_registry, validate_formats=False, offline=True
     )
     inlined = jsonschema_rs.dereference(schema, registry=fast_registry, offline=True)
-    registry: Registry[Any] = Registry().with_resources(
-        (doc["$id"], Resource.from_contents(doc, default_specification=DRAFT202012))
-        for doc in documents
-    )
-    return _CompiledSchema(
-        fast=fast,
-        full=Draft202012Validator(inlined, registry=registry),
-        presence=_presence_names(inlined),
-    )
+    return _CompiledSchema(fast=fast, inlined=inlined, presence=_presence_names(inlined))
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -441,6 +454,8 @@ def _closest(error: ValidationError) -> ValidationError | None:
             ):
                 return True
         return False
+
+    from jsonschema.exceptions import best_match  # noqa: PLC0415 - see _CompiledSchema.full
 
     ranked = sorted(groups.values(), key=lambda errs: (type_failed(errs), len(errs)))
     closest: ValidationError | None = best_match(ranked[0])
