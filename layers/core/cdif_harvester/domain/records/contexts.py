@@ -20,8 +20,6 @@ import copy
 from functools import cache
 from typing import Any
 
-from pyld.context_resolver import ContextResolver
-
 from cdif_harvester.domain.records import jsonld_fast, jsonld_loader
 
 __all__ = ["JsonLdContexts", "shipped_contexts"]
@@ -93,6 +91,9 @@ class JsonLdContexts:
     def pyld_options(self, **options: Any) -> dict[str, Any]:
         """``options`` for one pyld call, plus this instance's document loader and its cache of
         resolved contexts (a fresh resolver per call, as pyld makes itself)."""
+        # (pyld is imported when a call needs it: most handlers never do; see jsonld_fast)
+        from pyld.context_resolver import ContextResolver  # noqa: PLC0415
+
         return {
             **options,
             "documentLoader": self.document_loader,

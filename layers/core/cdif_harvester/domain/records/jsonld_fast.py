@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from pyld.iri_resolver import resolve
-
 from cdif_harvester.domain.records import jsonld_loader
 
 __all__ = [
@@ -147,12 +145,23 @@ def _context_key(entry: dict[str, Any]) -> Any:
         raise Declined("context object that is not JSON") from exc
 
 
+def _resolve_iri(iri: str, base: str | None) -> Any:
+    """pyld's resolution of ``iri`` against ``base`` (raises ValueError as pyld does).
+
+    pyld is imported here, on first use, not with this module: the composition root builds the
+    processed contexts in every handler, most of which never process JSON-LD (a cold start of
+    the intake API's does not load pyld)."""
+    from pyld.iri_resolver import resolve  # noqa: PLC0415 - already loaded after the first call
+
+    return resolve(iri, base)
+
+
 def _process_entry(parent: _Context, entry: Any) -> _Context:
     if isinstance(entry, str):
         # pyld resolves the URL before loading it; only a URL that resolution leaves as it is
         # is certain to name the same document.
         try:
-            resolved = resolve(entry, None)
+            resolved = _resolve_iri(entry, None)
         except ValueError as exc:
             raise Declined(f"context URL {entry!r} is not absolute") from exc
         document = parent.served(entry) if resolved == entry else None
@@ -406,7 +415,7 @@ class _Expander:
 
     def _resolve(self, value: str) -> str:
         try:
-            return str(resolve(value, self.base))
+            return str(_resolve_iri(value, self.base))
         except ValueError as exc:  # pyld raises it too: let pyld say so
             raise Declined(f"unresolvable IRI {value!r}") from exc
 

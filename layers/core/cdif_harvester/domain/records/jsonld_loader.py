@@ -17,9 +17,11 @@ import copy
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyld import jsonld
+if TYPE_CHECKING:
+    from pyld.jsonld import JsonLdError
+
 
 __all__ = [
     "CDIF_11_CONTEXT_URL",
@@ -120,9 +122,13 @@ def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str
     return remote_document(canonical_url(url), document)
 
 
-def not_loaded(url: str) -> jsonld.JsonLdError:
+def not_loaded(url: str) -> JsonLdError:
     """The error a loader raises for a context it does not serve (it never fetches one)."""
-    return jsonld.JsonLdError(
+    # (pyld is imported where it is used: a handler that never processes JSON-LD, the intake
+    # API's for one, does not load it on a cold start)
+    from pyld.jsonld import JsonLdError  # noqa: PLC0415
+
+    return JsonLdError(
         f"remote context {url} not loaded: the harvester does not fetch remote JSON-LD "
         "documents (offline loader)",
         "jsonld.LoadDocumentError",

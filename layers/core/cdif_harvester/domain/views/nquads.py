@@ -18,8 +18,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pyld import jsonld
-
 from cdif_harvester.domain.records import jsonld_fast
 from cdif_harvester.domain.records.contexts import JsonLdContexts, shipped_contexts
 from cdif_harvester.errors import PermanentError
@@ -56,6 +54,10 @@ def record_nquads(
     :class:`NQuadsError` when JSON-LD processing fails (e.g. a context not served).
     ``fast_path=False`` leaves the whole work to pyld (the tests compare both).
     """
+    # (pyld is imported by the calls that use it: the handlers that only import this module,
+    # through closing a run, do not load it on a cold start)
+    from pyld import jsonld  # noqa: PLC0415
+
     served = contexts if contexts is not None else shipped_contexts()
     body = {key: value for key, value in record.items() if key != "@context"}
     document: dict[str, Any] = {"@graph": [body]}
@@ -86,6 +88,8 @@ def _fast_expansion(document: Mapping[str, Any], served: JsonLdContexts) -> list
 
 def _expanded_to_nquads(expanded: list[Any]) -> str:
     """What pyld's ``to_rdf`` does after its expansion step, with its defaults."""
+    from pyld import jsonld  # noqa: PLC0415 - see record_nquads
+
     processor = jsonld.JsonLdProcessor()
     issuer = jsonld.IdentifierIssuer("_:b")
     node_map: dict[str, Any] = {"@default": {}}
