@@ -9,18 +9,13 @@ in a fresh interpreter with the environment a Lambda function has, and lists wha
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from tests.support.handler_import import FUNCTIONS, probe_handler
 
 pytest.importorskip("aws_lambda_powertools")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-HANDLERS = sorted(path.parent.name for path in (REPO_ROOT / "functions").glob("*/app.py"))
+HANDLERS = sorted(path.parent.name for path in FUNCTIONS.glob("*/app.py"))
 #: The handlers that normalise records, and so import pyld with their stage.
 NORMALISING = {"extractor"}
 
@@ -32,29 +27,7 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 
 
 def _loaded(handler: str) -> set[str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("POWERTOOLS_", "AWS_", "LAMBDA_"))
-    }
-    env.update(
-        AWS_REGION="us-east-1",
-        AWS_DEFAULT_REGION="us-east-1",
-        LAMBDA_TASK_ROOT=str(REPO_ROOT / "functions" / handler),
-        AWS_LAMBDA_FUNCTION_NAME=handler,
-        POWERTOOLS_TRACE_DISABLED="true",
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=REPO_ROOT / "functions" / handler,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return set(probe_handler(handler, PROBE, POWERTOOLS_TRACE_DISABLED="true"))
 
 
 def test_every_handler_is_probed() -> None:

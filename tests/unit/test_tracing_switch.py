@@ -7,18 +7,12 @@ environment a Lambda function has (LAMBDA_TASK_ROOT set).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from tests.support.handler_import import probe_handler
 
 pytest.importorskip("aws_lambda_powertools")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-HANDLER = REPO_ROOT / "functions" / "crosswalk"
 
 PROBE = """
 import json, sys, types
@@ -33,29 +27,7 @@ print(json.dumps({
 
 
 def _import_handler(**environment: str) -> dict[str, object]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("POWERTOOLS_", "AWS_", "LAMBDA_"))
-    }
-    env.update(
-        AWS_REGION="us-east-1",
-        AWS_DEFAULT_REGION="us-east-1",
-        LAMBDA_TASK_ROOT=str(HANDLER),
-        AWS_LAMBDA_FUNCTION_NAME="crosswalk",
-        **environment,
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=HANDLER,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, object] = probe_handler("crosswalk", PROBE, **environment)
     return result
 
 
