@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -25,7 +26,7 @@ import httpx
 import pytest
 
 from cdif_harvester import CONTACT_URL, PRODUCT
-from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher
+from cdif_harvester.adapters.http import FetchPolicy, SafeFetcher, default_ssl_context
 from cdif_harvester.errors import (
     AddressRefused,
     BodyTooLarge,
@@ -524,6 +525,30 @@ def test_tls_failure_is_a_retryable_failure(
         make_fetcher(connect_timeout=2).fetch(f"https://publisher.test:{server.port}/")
     assert caught.value.reason == "tls-error"
     assert connect_spy.hosts() == ["127.0.0.1"]
+
+
+def test_fetchers_share_one_verifying_tls_context_read_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Reading the CA bundle takes tens of milliseconds: every fetcher of a process given no TLS
+    # settings shares the one context, which verifies certificates and host names.
+    made: list[ssl.SSLContext] = []
+    create = httpx.create_ssl_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(create(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    default_ssl_context.cache_clear()
+    try:
+        with SafeFetcher(FetchPolicy(allow_loopback=True)), SafeFetcher():
+            pass
+        assert len(made) == 1
+        assert default_ssl_context() is made[0]
+        assert made[0].verify_mode == ssl.CERT_REQUIRED and made[0].check_hostname
+    finally:
+        default_ssl_context.cache_clear()  # (the next fetcher makes its own, unpatched)
 
 
 def test_garbage_response_is_a_protocol_error(
