@@ -23,6 +23,7 @@ from cdif_harvester.keys import journal_key
 from cdif_harvester.model import FetchResponse
 from cdif_harvester.ports import HostSlot, Wait
 from cdif_harvester.settings import Settings
+from cdif_harvester.stages import jobs
 from cdif_harvester.stages.jobs import job_key, run_job
 from cdif_harvester.wiring import Wiring
 
@@ -365,6 +366,27 @@ def two_requests(wiring: Wiring, job: UrlJob) -> list[int]:
     head = wiring.fetcher.fetch(job.url, method="HEAD", headers={"Accept": "text/html"})
     page = wiring.fetcher.fetch(job.url, headers={"Accept": "text/html"})
     return [head.status, page.status]
+
+
+@pytest.mark.parametrize("mode", ["wait", "defer"])
+def test_the_job_key_is_worked_out_only_to_name_a_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # The key hashes the whole message (2% of a local harvest's main process): a fetcher that
+    # waits keeps no journal, so it never asks for one; one that defers asks once per job.
+    keys: list[str] = []
+
+    def counted(stage: Any, job: object) -> str:
+        keys.append(job_key(stage, job))
+        return keys[-1]
+
+    monkeypatch.setattr(jobs, "job_key", counted)
+    clock = FakeClock()
+    store = DirectoryObjectStore(tmp_path / "journals")
+    fetcher = _gated(FakeFetcher(clock), clock, mode=mode, journal_store=store)
+    job = UrlJob(run_id="run-1", source="a.example.org", url=f"{A}/page")
+    assert run_job(_wiring(tmp_path, fetcher), job, two_requests) == [200, 200]
+    assert keys == ([] if mode == "wait" else [job_key(two_requests, job)])
 
 
 def test_defer_mode_raises_deferred_instead_of_sleeping(tmp_path: Path) -> None:

@@ -374,7 +374,7 @@ class GatedFetcher:
         self,
         *,
         run_id: str,
-        job_key: str,
+        job_key: str | Callable[[], str],
         resume: bool = False,
         requests_per_host: int | None = None,
         crawl_delay: float | None = None,
@@ -382,10 +382,11 @@ class GatedFetcher:
         """Run one job: journal its requests (``defer`` mode) and apply its source's limits.
 
         With ``resume`` the journal saved when the job was deferred is loaded first, and its
-        answers are replayed. ``requests_per_host`` lowers the host's slots for this job's
-        requests; ``crawl_delay`` holds the host for that long after each request starts (as
-        a Crawl-delay does, for every worker). Raises StorageError when the journal cannot be
-        read.
+        answers are replayed. ``job_key`` names the job's journal (a callable is called only
+        when there is a journal to name: the key hashes the whole message).
+        ``requests_per_host`` lowers the host's slots for this job's requests; ``crawl_delay``
+        holds the host for that long after each request starts (as a Crawl-delay does, for
+        every worker). Raises StorageError when the journal cannot be read.
         """
         previous = getattr(self._local, "limits", None)
         self._local.limits = (requests_per_host, crawl_delay)
@@ -396,11 +397,14 @@ class GatedFetcher:
             self._local.limits = previous
 
     @contextmanager
-    def _journal_scope(self, run_id: str, job_key: str, *, resume: bool) -> Iterator[None]:
+    def _journal_scope(
+        self, run_id: str, job_key: str | Callable[[], str], *, resume: bool
+    ) -> Iterator[None]:
         if self.mode != "defer" or self.journal_store is None:
             yield
             return
-        journal = FetchJournal(self.journal_store, run_id, job_key)
+        key = job_key() if callable(job_key) else job_key
+        journal = FetchJournal(self.journal_store, run_id, key)
         if resume:
             journal.load()
         previous = getattr(self._local, "journal", None)

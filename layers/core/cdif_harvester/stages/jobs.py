@@ -15,6 +15,7 @@ import logging
 import random
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from cdif_harvester.contracts import SitemapJob
@@ -63,7 +64,7 @@ class _JobScoped(Protocol):
         self,
         *,
         run_id: str,
-        job_key: str,
+        job_key: str | Callable[[], str],
         resume: bool = False,
         requests_per_host: int | None = None,
         crawl_delay: float | None = None,
@@ -104,7 +105,8 @@ def run_job(
     scope: AbstractContextManager[None] = (
         fetcher.job_scope(
             run_id=job.run_id,
-            job_key=job_key(stage, job),
+            # (the key hashes the whole message: worked out only by a scope that journals)
+            job_key=partial(job_key, stage, job),
             resume=resume,
             # A registered source's own limits (sitemap and URL jobs carry them).
             requests_per_host=getattr(job, "requests_per_host", None),
