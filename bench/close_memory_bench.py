@@ -1,0 +1,176 @@
+"""Benchmark: the memory closing a run takes on DynamoDB, as the source grows (issue 20).
+
+Run from the repository root (needs the ``dev`` and ``aws`` extras: moto, boto3)::
+
+    .venv/bin/python bench/close_memory_bench.py                    # 400 and 1,600 records
+    .venv/bin/python bench/close_memory_bench.py --records 2000 8000
+
+For each size N it provisions the stack of template.yaml in moto, writes N record entries of one
+source through ``DynamoCatalog.put_record`` (a landing page each, valid, in a segment), starts a
+run and settles an outcome for each page through ``put_outcomes``, as a first harvest leaves
+the catalogue. Then it measures, with ``tracemalloc`` (Python allocations made during the call,
+not what moto held before it), the peak of each read closing a run makes over the catalogue:
+
+- ``records``: walking ``catalog.records(source)`` (the publisher report does it twice);
+- ``source_urls``: walking ``catalog.source_urls(source)`` (the vanished-URL check);
+- ``withdraw_vanished``: the vanished-URL check itself (the source's URLs against the run's
+  outcomes);
+- ``held_records``: the publisher report's walk over the records held (reports unread: none are
+  stored here, which the report treats as unreadable).
+
+Reported per size: the peak of each in MiB, and the growth per record between the two sizes
+(bytes): what a source of a million records would need, against the 512 MB a function has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+
+from cdif_harvester.adapters.aws import DynamoCatalog, S3ObjectStore
+from cdif_harvester.adapters.local import InProcessQueue
+from cdif_harvester.cli.moto_stack import mocked_stack
+from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, RunStatus, UrlOutcome
+from cdif_harvester.stages.finish import held_records, withdraw_vanished
+from cdif_harvester.wiring import Wiring
+
+SOURCE = "data.example.org"
+RUN = "run-bench"
+AT = "2026-12-07T08:00:00+00:00"
+
+
+class _Clock:
+    def now(self) -> Any:
+        from datetime import datetime  # noqa: PLC0415
+
+        return datetime.fromisoformat(AT)
+
+
+class _NoFetcher:
+    def fetch(self, url: str, **_: Any) -> Any:
+        raise AssertionError(f"closing fetched {url}")
+
+
+def _entry(index: int) -> CatalogEntry:
+    record_id = f"https://doi.org/10.5072/bench.{index:07d}"
+    return CatalogEntry(
+        record_id=record_id,
+        resource_id=record_id,
+        source=SOURCE,
+        url=f"https://{SOURCE}/datasets/{index:07d}.html",
+        title=f"Benchmark dataset {index}: ocean observations along a transect",
+        pattern="embedded",
+        valid=True,
+        conformance="https://w3id.org/cdif/core/1.0",
+        date_modified="2025-01-15",
+        sd_date_published="2025-01-16",
+        content_hash=f"{index:064x}",
+        record_key=f"segments/{SOURCE}/2026-12-07/{index // 50:08d}.seg#{index * 3000}+2900",
+        report_key=f"segments/{SOURCE}/2026-12-07/{index // 50:08d}.seg#{index * 3000 + 2900}+700",
+        run_id=RUN,
+        harvested_at=AT,
+        changed_at=AT,
+        profiles={"core/1.0": "valid"},
+    )
+
+
+def _outcome(entry: CatalogEntry) -> UrlOutcome:
+    ref = RecordRef(
+        record_id=entry.record_id,
+        resource_id=entry.resource_id,
+        valid=True,
+        errors=(),
+        record_key=entry.record_key,
+        report_key=entry.report_key,
+    )
+    return UrlOutcome(
+        run_id=RUN,
+        source=SOURCE,
+        url=entry.url,
+        outcome=Outcome.RECORD,
+        pattern="embedded",
+        records=(ref,),
+        recorded_at=AT,
+    )
+
+
+def _peak_mib(work: Callable[[], object]) -> float:
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def _walk(items: Any) -> None:
+    for _ in items:
+        pass
+
+
+def measure(records: int) -> dict[str, float]:
+    """Fill a fresh catalogue with ``records`` entries and outcomes; the peaks in MiB."""
+    with mocked_stack() as stack:
+        table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+        catalog = DynamoCatalog(table)
+        store = S3ObjectStore(boto3.client("s3", region_name=stack.region), stack.bucket_name)
+        catalog.start_run(RunStatus(run_id=RUN, entry_urls=(f"https://{SOURCE}/",), started_at=AT))
+        entries = [_entry(index) for index in range(records)]
+        for entry in entries:
+            catalog.put_record(entry)
+        for start in range(0, records, 500):
+            catalog.put_outcomes([_outcome(entry) for entry in entries[start : start + 500]])
+        del entries
+        wiring = Wiring(
+            store=store,
+            catalog=catalog,
+            queue=InProcessQueue(),
+            fetcher=_NoFetcher(),  # type: ignore[arg-type]
+            clock=_Clock(),  # type: ignore[arg-type]
+        )
+        return {
+            "records": _peak_mib(lambda: _walk(catalog.records(SOURCE))),
+            "source_urls": _peak_mib(lambda: _walk(catalog.source_urls(SOURCE))),
+            "withdraw_vanished": _peak_mib(
+                lambda: withdraw_vanished(wiring, RUN, sitemaps=(), entry_urls=())
+            ),
+            "held_records": _peak_mib(lambda: _walk(held_records(wiring, RUN, [SOURCE], ()))),
+        }
+
+
+def main() -> int:
+    """Measure each size; print a Markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, nargs=2, default=[400, 1600])
+    args = parser.parse_args()
+    small, large = args.records
+    print(f"python {platform.python_version()}, records {small} and {large}", flush=True)
+    started = time.perf_counter()
+    peaks = {size: measure(size) for size in (small, large)}
+    print(f"(filled and measured in {time.perf_counter() - started:.0f} s)")
+    print()
+    print(
+        f"| read | peak MiB at {small:,} | peak MiB at {large:,} | bytes per record | "
+        "MiB at 1,000,000 |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name in peaks[small]:
+        grow = (peaks[large][name] - peaks[small][name]) * 2**20 / (large - small)
+        million = (peaks[large][name] * 2**20 + grow * (1_000_000 - large)) / 2**20
+        print(
+            f"| {name} | {peaks[small][name]:.1f} | {peaks[large][name]:.1f} | {grow:,.0f} | "
+            f"{million:,.0f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
