@@ -82,7 +82,7 @@ def test_a_url_its_record_names_has_no_index_entry_and_is_listed_all_the_same(
     assert _index_urls(stack) == {_url(9)}
     assert "gsi1sk" not in _latest(stack, _url(0))
     # and every URL is listed, in URL order, with its state
-    assert catalog.source_urls(SOURCE) == [_url(0), _url(1), _url(2), _url(9)]
+    assert list(catalog.source_urls(SOURCE)) == [_url(0), _url(1), _url(2), _url(9)]
     assert [s.url for s in catalog.urls(SOURCE)] == [_url(0), _url(1), _url(2), _url(9)]
     assert [s.url for s in catalog.urls(SOURCE, outcome="record")] == [_url(0), _url(1), _url(2)]
 
@@ -100,7 +100,7 @@ def test_a_url_whose_record_names_another_url_keeps_its_index_entry(
 
     # Then page a stays in the index: no record entry lists it
     assert _index_urls(stack) == {_url(1)}
-    assert catalog.source_urls(SOURCE) == [_url(1), _url(2)]
+    assert list(catalog.source_urls(SOURCE)) == [_url(1), _url(2)]
 
 
 def test_a_catalogue_that_never_read_the_entry_keeps_the_index_entry(
@@ -112,7 +112,7 @@ def test_a_catalogue_that_never_read_the_entry_keeps_the_index_entry(
 
     # Then the URL is listed by its own index entry: what it cannot tell, it lists
     assert _index_urls(stack) == {_url(1)}
-    assert catalog_of(stack).source_urls(SOURCE) == [_url(1)]
+    assert list(catalog_of(stack).source_urls(SOURCE)) == [_url(1)]
 
 
 def test_a_record_moving_to_another_url_puts_the_first_url_back_in_the_index(
@@ -130,7 +130,7 @@ def test_a_record_moving_to_another_url_puts_the_first_url_back_in_the_index(
 
     # Then page a is back in the index, and both pages are listed
     assert _index_urls(stack) == {_url(1)}
-    assert other.source_urls(SOURCE) == [_url(1), _url(2)]
+    assert list(other.source_urls(SOURCE)) == [_url(1), _url(2)]
 
 
 def test_an_outcome_without_a_state_leaves_a_listed_url_out_of_the_index(
@@ -147,7 +147,7 @@ def test_an_outcome_without_a_state_leaves_a_listed_url_out_of_the_index(
     # Then it is not put back in the index (a write unit each time for nothing)
     assert "gsi1sk" not in _latest(stack, _url(1))
     assert _latest(stack, _url(1))["outcome"] == "failed"
-    assert catalog.source_urls(SOURCE) == [_url(1)]
+    assert list(catalog.source_urls(SOURCE)) == [_url(1)]
 
 
 def test_a_url_whose_state_loses_its_records_goes_back_in_the_index(

@@ -14,7 +14,9 @@ docs/decisions/0042-one-aws-error-mapper.md for the error mapping.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+import pickle
 import random
 import threading
 import time
@@ -50,6 +52,7 @@ from cdif_harvester.adapters.dynamo_runs import (
     settle_uncounted,
 )
 from cdif_harvester.errors import StorageError
+from cdif_harvester.external_sort import sorted_pairs
 from cdif_harvester.keys import parse_segment_ref, record_hash, url_hash
 from cdif_harvester.model import (
     QUEUED,
@@ -245,8 +248,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         *,
         changed_since: str | None = None,
         query: ProfileQuery | None = None,
-    ) -> list[CatalogEntry]:
-        """Return the entries of ``source`` (changed at or after ``changed_since``, kept by the
+    ) -> Iterator[CatalogEntry]:
+        """Yield the entries of ``source`` (changed at or after ``changed_since``, kept by the
         profile ``query``), by id. The query is applied to the entries read: a DynamoDB filter
         would cost the same reads."""
         condition = "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)"
@@ -255,10 +258,15 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             # "~" sorts after every character of an ISO date, so this is "from then on".
             condition = "gsi1pk = :pk AND gsi1sk BETWEEN :since AND :end"
             values = {":pk": values[":pk"], ":since": f"RECORD#{changed_since}", ":end": "RECORD#~"}
-        items = self._query_index(condition, values)
-        entries = [entry_of(item) for item in items]
-        kept = [entry for entry in entries if query is None or query.matches(entry)]
-        return sorted(kept, key=lambda entry: entry.record_id)
+        # The index yields them by date of change: ordered by id on local disk past a few
+        # thousand (external_sort), so a large source is not held in memory to be sorted.
+        kept = (
+            entry
+            for entry in map(entry_of, self._index_items(condition, values))
+            if query is None or query.matches(entry)
+        )
+        for _, blob in sorted_pairs((entry.record_id, pickle.dumps(entry)) for entry in kept):
+            yield pickle.loads(blob)  # (pickled just above, by this process)
 
     def put_outcome(
         self, outcome: UrlOutcome, *, state: UrlState | None = None
@@ -558,26 +566,29 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         """Return the state of every URL of ``source`` (with latest outcome ``outcome``)."""
         # The index is eventually consistent; read the items themselves for the latest state
         # (the outcome is asked of them too: older index keys held it, newer ones do not).
-        states = self.get_urls(self.source_urls(source))
+        states = self.get_urls(list(self.source_urls(source)))
         kept = [s for s in states.values() if outcome is None or s.outcome == outcome]
         return sorted(kept, key=lambda s: s.url)
 
-    def source_urls(self, source: str) -> list[str]:
-        """Every URL of ``source``, ordered by URL: read from ``gsi1`` alone, with no read of
-        the items themselves. A URL is there as its LATEST item's entry (projecting the URL;
-        keys URL#<url hash>, URL#<outcome>#<url hash> in older items) or, when one of its
-        record entries names it, as that entry (decision 0102)."""
-        items = self._query_index(
-            "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-            {":pk": f"SOURCE#{source}", ":prefix": "URL#"},
+    def source_urls(self, source: str) -> Iterator[str]:
+        """Yield every URL of ``source`` once, ordered by URL: read from ``gsi1`` alone, with
+        no read of the items themselves. A URL is there as its LATEST item's entry (projecting
+        the URL; keys URL#<url hash>, URL#<outcome>#<url hash> in older items) or, when one of
+        its record entries names it, as that entry (decision 0102). Ordered on local disk past
+        a few thousand (external_sort): a large source is not held in memory."""
+
+        def listed(prefix: str) -> Iterator[dict[str, Any]]:
+            return self._index_items(
+                "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+                {":pk": f"SOURCE#{source}", ":prefix": prefix},
+            )
+
+        urls = itertools.chain(
+            (str(item["url"]) for item in listed("URL#") if "url" in item),
+            (url for url in map(entry_url, listed("RECORD#")) if url is not None),
         )
-        urls = {str(item["url"]) for item in items if "url" in item}
-        records = self._query_index(
-            "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-            {":pk": f"SOURCE#{source}", ":prefix": "RECORD#"},
-        )
-        urls.update(url for url in map(entry_url, records) if url is not None)
-        return sorted(urls)
+        for url, _ in sorted_pairs(((url, b"") for url in urls), unique=True):
+            yield url
 
     def _get(self, key: dict[str, str], *, consistent: bool = True) -> dict[str, Any] | None:
         with aws_errors(f"DynamoDB get {key['pk']}"):
@@ -600,19 +611,19 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 ExpressionAttributeValues={f":v{i}": v for i, v in enumerate(values.values())},
             )
 
-    def _query_index(self, condition: str, values: dict[str, str]) -> list[dict[str, Any]]:
+    def _index_items(self, condition: str, values: dict[str, str]) -> Iterator[dict[str, Any]]:
+        """The items of a ``gsi1`` query, read a page (1 MB) at a time as they are taken."""
         kwargs: dict[str, Any] = {
             "IndexName": "gsi1",
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
         }
-        items: list[dict[str, Any]] = []
         while True:
             with aws_errors(f"DynamoDB query {values[':pk']}"):
                 page = self.table.query(**kwargs)
-            items.extend(page.get("Items", []))
+            yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
-                return items
+                return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _put(self, item: dict[str, Any], *, returning: bool = False) -> dict[str, Any] | None:

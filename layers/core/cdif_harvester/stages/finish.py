@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cdif_harvester.errors import HarvestError, StorageError
+from cdif_harvester.external_sort import sorted_pairs
 from cdif_harvester.keys import parse_segment_ref, signmap_key, site_discovery_prefix, source_of
 from cdif_harvester.model import (
     CatalogEntry,
@@ -436,12 +437,15 @@ STATE_CHUNK = 100
 def _missing(
     wiring: Wiring, run_id: str, listed: Iterator[str], *, in_order: bool
 ) -> Iterator[str]:
-    """The URLs of ``listed`` (in URL order) the run has no outcome for, each once."""
+    """The URLs of ``listed`` (in URL order) the run has no outcome for, each once.
+
+    Outcomes not in URL order (DynamoDB yields them by URL hash) are put in order first, on
+    local disk past a few thousand (external_sort), rather than held in a set: a run of a
+    million URLs would need hundreds of megabytes for it.
+    """
+    outcomes: Iterator[str] = (o.url for o in wiring.catalog.outcomes(run_id))
     if not in_order:
-        read = {o.url for o in wiring.catalog.outcomes(run_id)}
-        yield from (url for url, _ in itertools.groupby(listed) if url not in read)
-        return
-    outcomes = (o.url for o in wiring.catalog.outcomes(run_id))
+        outcomes = (url for url, _ in sorted_pairs(((url, b"") for url in outcomes), unique=True))
     next_url: str | None = next(outcomes, None)
     last = ""
     for url in listed:
