@@ -28,7 +28,7 @@ __all__ = ["SPILL_AFTER", "sorted_pairs"]
 #: pickled catalogue entry is a few hundred bytes), so this is a few megabytes at most.
 SPILL_AFTER = 10_000
 
-_FETCH = 1_000  # rows read back from disk at a time
+_FETCH = 1_000  # pairs written to disk, and rows read back, at a time
 
 
 def sorted_pairs(
@@ -81,7 +81,7 @@ def _on_disk(
                 seq += 1
             db.executemany(insert, rows)
             batch.clear()  # (the pairs held in memory go as soon as they are on disk)
-            batch = [pair for _, pair in zip(range(_FETCH * 10), rest, strict=False)]
+            batch = [pair for _, pair in zip(range(_FETCH), rest, strict=False)]
         cursor = db.execute("SELECT key, value FROM pairs ORDER BY key, seq")
         while found := cursor.fetchmany(_FETCH):
             for key, value in found:
