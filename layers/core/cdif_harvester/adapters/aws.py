@@ -258,8 +258,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             # "~" sorts after every character of an ISO date, so this is "from then on".
             condition = "gsi1pk = :pk AND gsi1sk BETWEEN :since AND :end"
             values = {":pk": values[":pk"], ":since": f"RECORD#{changed_since}", ":end": "RECORD#~"}
-        # The index yields them by date of change: ordered by id on local disk past a few
-        # thousand (external_sort), so a large source is not held in memory to be sorted.
+        # The index yields them by date of change: ordered by id on local disk past 10,000
+        # (external_sort), so a large source is not held in memory to be sorted (decision 0104).
         kept = (
             entry
             for entry in map(entry_of, self._index_items(condition, values))
@@ -575,7 +575,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         no read of the items themselves. A URL is there as its LATEST item's entry (projecting
         the URL; keys URL#<url hash>, URL#<outcome>#<url hash> in older items) or, when one of
         its record entries names it, as that entry (decision 0102). Ordered on local disk past
-        a few thousand (external_sort): a large source is not held in memory."""
+        10,000 (external_sort): a large source is not held in memory (decision 0104)."""
 
         def listed(prefix: str) -> Iterator[dict[str, Any]]:
             return self._index_items(

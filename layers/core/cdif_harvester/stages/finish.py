@@ -440,8 +440,8 @@ def _missing(
     """The URLs of ``listed`` (in URL order) the run has no outcome for, each once.
 
     Outcomes not in URL order (DynamoDB yields them by URL hash) are put in order first, on
-    local disk past a few thousand (external_sort), rather than held in a set: a run of a
-    million URLs would need hundreds of megabytes for it.
+    local disk past 10,000 (external_sort), rather than held in a set: a run of a million URLs
+    would need hundreds of megabytes for it (decision 0104).
     """
     outcomes: Iterator[str] = (o.url for o in wiring.catalog.outcomes(run_id))
     if not in_order:
