@@ -180,7 +180,7 @@ def test_realistic_items_are_under_one_kilobyte_and_read_back_exactly(
     # and what was written is what is read
     assert sorted(catalog.outcomes(RUN), key=lambda o: o.url) == [outcome, two]
     assert catalog.get_record(_record_id(1)) == _entry(1)
-    assert catalog.records(SOURCE) == [_entry(1)]
+    assert list(catalog.records(SOURCE)) == [_entry(1)]
     assert catalog.get_url(URL) == replace(
         _state(_record_id(1)), outcome="record", last_run=RUN, last_seen=AT
     )
@@ -290,7 +290,7 @@ def test_items_of_the_earlier_shape_still_read(stack: ProvisionedStack) -> None:
 
     assert list(catalog.outcomes(RUN)) == [outcome]
     assert catalog.get_record(entry.record_id) == entry
-    assert catalog.records(SOURCE) == [entry]
+    assert list(catalog.records(SOURCE)) == [entry]
     read = replace(state, outcome="record", last_run=RUN, last_seen=AT)
     assert catalog.get_url(URL) == read
     assert catalog.urls(SOURCE) == [read]
