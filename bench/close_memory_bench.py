@@ -41,10 +41,9 @@ from typing import Any
 import boto3
 
 from cdif_harvester.adapters.aws import DynamoCatalog, S3ObjectStore
-from cdif_harvester.adapters.dynamo_items import entry_body
+from cdif_harvester.adapters.dynamo_items import record_item
 from cdif_harvester.adapters.local import InProcessQueue
 from cdif_harvester.cli.moto_stack import mocked_stack
-from cdif_harvester.keys import record_hash
 from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, RunStatus, UrlOutcome
 from cdif_harvester.stages.finish import held_records, withdraw_vanished
 from cdif_harvester.wiring import Wiring
@@ -87,17 +86,6 @@ def _entry(index: int) -> CatalogEntry:
         changed_at=AT,
         profiles={"core/1.0": "valid"},
     )
-
-
-def _record_item(entry: CatalogEntry) -> dict[str, str]:
-    return {
-        "pk": f"RECORD#{record_hash(entry.record_id)}",
-        "sk": "RECORD",
-        "record_id": entry.record_id,
-        "gsi1pk": f"SOURCE#{entry.source}",
-        "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}",
-        "body": entry_body(entry),
-    }
 
 
 def _outcome(entry: CatalogEntry) -> UrlOutcome:
@@ -148,7 +136,7 @@ def measure(records: int) -> dict[str, float]:
         with table.batch_writer() as batch:
             for index in range(records):
                 entry = _entry(index)
-                batch.put_item(Item=_record_item(entry))
+                batch.put_item(Item=record_item(entry))
                 batch.put_item(Item=DynamoCatalog._outcome_item(_outcome(entry)))  # noqa: SLF001
         wiring = Wiring(
             store=store,

@@ -16,33 +16,38 @@ sort the same way (``surrogatepass`` keeps any ``str`` as bytes of that order).
 from __future__ import annotations
 
 import os
+import pickle
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from pathlib import Path
+from typing import TypeVar
 
 __all__ = ["SPILL_AFTER", "sorted_pairs"]
 
-#: Pairs held in memory before the stream goes to disk. Values are small byte strings (a
-#: pickled catalogue entry is a few hundred bytes), so this is a few megabytes at most.
+#: Pairs held in memory before the stream goes to disk (a catalogue entry is a few KB of
+#: objects: some tens of megabytes at most).
 SPILL_AFTER = 10_000
+
+_V = TypeVar("_V")
 
 _FETCH = 1_000  # pairs written to disk, and rows read back, at a time
 
 
 def sorted_pairs(
-    pairs: Iterable[tuple[str, bytes]], *, unique: bool = False, spill_after: int | None = None
-) -> Iterator[tuple[str, bytes]]:
+    pairs: Iterable[tuple[str, _V]], *, unique: bool = False, spill_after: int | None = None
+) -> Iterator[tuple[str, _V]]:
     """Yield ``pairs`` (key, value) ordered by key; pairs with equal keys in the order given,
     or, with ``unique``, only the first of them.
 
-    Up to ``spill_after`` pairs (:data:`SPILL_AFTER` when None) are sorted in memory; beyond
-    that every pair goes to a temporary database on disk, removed when the stream ends or is
-    closed. Raises OSError or sqlite3.Error when the disk fails.
+    Up to ``spill_after`` pairs (:data:`SPILL_AFTER` when None) are sorted in memory, values as
+    they are; beyond that every pair goes to a temporary database on disk (values pickled, and
+    read back by this process only), removed when the stream ends or is closed. Raises OSError
+    or sqlite3.Error when the disk fails.
     """
     limit = SPILL_AFTER if spill_after is None else spill_after
-    held: list[tuple[str, bytes]] = []
+    held: list[tuple[str, _V]] = []
     source = iter(pairs)
     for pair in source:
         held.append(pair)
@@ -59,8 +64,8 @@ def sorted_pairs(
 
 
 def _on_disk(
-    held: list[tuple[str, bytes]], rest: Iterator[tuple[str, bytes]], *, unique: bool
-) -> Iterator[tuple[str, bytes]]:
+    held: list[tuple[str, _V]], rest: Iterator[tuple[str, _V]], *, unique: bool
+) -> Iterator[tuple[str, _V]]:
     handle, path = tempfile.mkstemp(prefix="cdif-sort-", suffix=".sqlite")
     os.close(handle)
     db = sqlite3.connect(path)
@@ -77,7 +82,7 @@ def _on_disk(
         while batch:
             rows = []
             for key, value in batch:
-                rows.append((_b(key), 0 if unique else seq, value))
+                rows.append((_b(key), 0 if unique else seq, pickle.dumps(value)))
                 seq += 1
             db.executemany(insert, rows)
             batch.clear()  # (the pairs held in memory go as soon as they are on disk)
@@ -85,7 +90,8 @@ def _on_disk(
         cursor = db.execute("SELECT key, value FROM pairs ORDER BY key, seq")
         while found := cursor.fetchmany(_FETCH):
             for key, value in found:
-                yield bytes(key).decode("utf-8", "surrogatepass"), bytes(value)
+                # (pickled above, by this process: never read from elsewhere)
+                yield bytes(key).decode("utf-8", "surrogatepass"), pickle.loads(value)
     finally:
         db.close()
         Path(path).unlink()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import pickle
 import random
 import threading
 import time
@@ -36,11 +35,11 @@ from cdif_harvester.adapters.aws_errors import (
 )
 from cdif_harvester.adapters.batch_sends import packs
 from cdif_harvester.adapters.dynamo_items import (
-    entry_body,
     entry_of,
     entry_url,
     outcome_body,
     outcome_of,
+    record_item,
     state_body,
     state_of,
 )
@@ -173,23 +172,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
     def put_record(self, entry: CatalogEntry) -> None:
         """Insert or replace the entry of ``entry.record_id``. An entry that named another URL
         before puts that URL back in the source's listing (decision 0102)."""
-        rkey = record_hash(entry.record_id)
-        old = self._put(
-            {
-                "pk": f"RECORD#{rkey}",
-                "sk": "RECORD",
-                "record_id": entry.record_id,
-                "gsi1pk": f"SOURCE#{entry.source}",
-                # (the index needs no record hash to tell entries apart: its keys need not be
-                # unique, and the listings sort by record id)
-                "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}",
-                # Stored as a JSON document: DynamoDB cannot hold floats or empty strings
-                # everywhere, and the entry is read whole anyway (less what the item's keys
-                # say: dynamo_items).
-                "body": entry_body(entry),
-            },
-            returning=True,
-        )
+        old = self._put(record_item(entry), returning=True)
         self._note(entry)
         if old is None or "body" not in old:
             return
@@ -265,8 +248,8 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             for entry in map(entry_of, self._index_items(condition, values))
             if query is None or query.matches(entry)
         )
-        for _, blob in sorted_pairs((entry.record_id, pickle.dumps(entry)) for entry in kept):
-            yield pickle.loads(blob)  # (pickled just above, by this process)
+        for _, entry in sorted_pairs((entry.record_id, entry) for entry in kept):
+            yield entry
 
     def put_outcome(
         self, outcome: UrlOutcome, *, state: UrlState | None = None
@@ -587,7 +570,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             (str(item["url"]) for item in listed("URL#") if "url" in item),
             (url for url in map(entry_url, listed("RECORD#")) if url is not None),
         )
-        for url, _ in sorted_pairs(((url, b"") for url in urls), unique=True):
+        for url, _ in sorted_pairs(((url, None) for url in urls), unique=True):
             yield url
 
     def _get(self, key: dict[str, str], *, consistent: bool = True) -> dict[str, Any] | None:

@@ -40,6 +40,7 @@ __all__ = [
     "entry_url",
     "outcome_body",
     "outcome_of",
+    "record_item",
     "state_body",
     "state_of",
 ]
@@ -181,6 +182,22 @@ def entry_body(entry: CatalogEntry) -> str:
         if value is None or (name in _ENTRY_DEFAULTS and not value):
             del data[name]
     return _dumps({_ENTRY_NAMES[name]: value for name, value in data.items()})
+
+
+def record_item(entry: CatalogEntry) -> dict[str, str]:
+    """The ``RECORD`` item of ``entry`` (what ``DynamoCatalog.put_record`` puts)."""
+    return {
+        "pk": f"RECORD#{record_hash(entry.record_id)}",
+        "sk": "RECORD",
+        "record_id": entry.record_id,
+        "gsi1pk": f"SOURCE#{entry.source}",
+        # (the index needs no record hash to tell entries apart: its keys need not be unique,
+        # and the listings sort by record id)
+        "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}",
+        # Stored as a JSON document: DynamoDB cannot hold floats or empty strings everywhere,
+        # and the entry is read whole anyway (less what the item's keys say).
+        "body": entry_body(entry),
+    }
 
 
 def entry_of(item: Mapping[str, Any]) -> CatalogEntry:

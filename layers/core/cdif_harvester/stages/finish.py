@@ -445,7 +445,7 @@ def _missing(
     """
     outcomes: Iterator[str] = (o.url for o in wiring.catalog.outcomes(run_id))
     if not in_order:
-        outcomes = (url for url, _ in sorted_pairs(((url, b"") for url in outcomes), unique=True))
+        outcomes = (url for url, _ in sorted_pairs(((url, None) for url in outcomes), unique=True))
     next_url: str | None = next(outcomes, None)
     last = ""
     for url in listed:
