@@ -24,6 +24,26 @@ from tests.support.aws import ProvisionedStack
 AT = "2026-03-01T10:00:00+00:00"
 
 
+def _atomic_writes(catalog: Any) -> None:
+    """Make moto apply each DynamoDB call whole before the next starts, as DynamoDB applies a
+    conditional write to an item: moto checks a condition and writes in two steps, and two
+    threads can both pass the check between them (a race of the emulator, not of ours)."""
+    if not isinstance(catalog, DynamoCatalog):
+        return
+    lock = threading.Lock()
+    events = catalog.table.meta.client.meta.events
+
+    def take(**_: Any) -> None:
+        lock.acquire()
+
+    def give(**_: Any) -> None:
+        lock.release()
+
+    events.register("before-call.dynamodb", take)
+    events.register("after-call.dynamodb", give)
+    events.register("after-call-error.dynamodb", give)
+
+
 @pytest.fixture(params=["sqlite", "dynamodb"])
 def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "sqlite":
@@ -33,7 +53,11 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         return
     stack: ProvisionedStack = request.getfixturevalue("stack")
     table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
-    yield DynamoCatalog(table)
+    dynamo = DynamoCatalog(table)
+    # (every test here that races threads on one item needs it: a run finishing once, a
+    # source registered once)
+    _atomic_writes(dynamo)
+    yield dynamo
 
 
 def _run(run_id: str = "run-1", **fields: Any) -> RunStatus:
@@ -153,29 +177,8 @@ def test_sitemap_steps_count_once_and_remember_sitemaps(catalog: Any) -> None:
     assert catalog.count_sitemaps("nope", 1, step="x") is None
 
 
-def _atomic_writes(catalog: Any) -> None:
-    """Make moto apply each DynamoDB call whole before the next starts, as DynamoDB applies a
-    conditional write to an item: moto checks a condition and writes in two steps, and two
-    threads can both pass the check between them (a race of the emulator, not of ours)."""
-    if not isinstance(catalog, DynamoCatalog):
-        return
-    lock = threading.Lock()
-    events = catalog.table.meta.client.meta.events
-
-    def take(**_: Any) -> None:
-        lock.acquire()
-
-    def give(**_: Any) -> None:
-        lock.release()
-
-    events.register("before-call.dynamodb", take)
-    events.register("after-call.dynamodb", give)
-    events.register("after-call-error.dynamodb", give)
-
-
 def test_a_run_finishes_once(catalog: Any) -> None:
     catalog.start_run(_run())
-    _atomic_writes(catalog)
     with ThreadPoolExecutor(4) as pool:
         wins = list(pool.map(lambda _: catalog.finish_run("run-1", at=AT), range(8)))
     assert wins.count(True) == 1
