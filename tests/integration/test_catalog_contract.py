@@ -216,3 +216,75 @@ def test_url_states_are_read_in_batches(catalog: Any) -> None:
     assert found[urls[9]].lastmod == "2024-01-10"
     assert found[urls[7]].outcome == "unchanged"  # the outcome and the state, together
     assert catalog.get_urls([]) == {}
+
+
+def _pages(catalog: Any, source: str, limit: int, **kw: Any) -> list[list[str]]:
+    """The record ids of every page of ``records_page``, following each page's ``after``."""
+    pages: list[list[str]] = []
+    after: str | None = None
+    while True:
+        page = catalog.records_page(source, limit=limit, after=after, **kw)
+        assert len(page.entries) <= limit
+        pages.append([entry.record_id for entry in page.entries])
+        if page.after is None:
+            return pages
+        after = page.after
+
+
+def test_records_page_lists_each_entry_once_by_date_of_change(catalog: Any) -> None:
+    # eleven entries over four dates of change (ties included), and another source's
+    dates = [f"2026-01-0{1 + n % 4}T00:00:00+00:00" for n in range(11)]
+    for number, changed_at in enumerate(dates):
+        catalog.put_record(_entry(f"r{number:02d}", "a.org", changed_at))
+    catalog.put_record(_entry("other", "b.org", dates[0]))
+    everything = sorted(e.record_id for e in catalog.records("a.org"))
+    by_change = sorted(everything, key=lambda rid: dates[int(rid[1:])])
+    for limit in (1, 2, 3, 5, 11, 12, 100):
+        pages = _pages(catalog, "a.org", limit)
+        listed = [rid for page in pages for rid in page]
+        assert sorted(listed) == everything  # each once, none of b.org's
+        # by date of change (ties in the catalogue's own order)
+        assert [dates[int(rid[1:])] for rid in listed] == [dates[int(r[1:])] for r in by_change]
+        assert all(len(page) == limit for page in pages[:-1])
+        assert len(pages) == max(1, -(-len(everything) // limit))  # no empty page at the end
+    since = [
+        rid for page in _pages(catalog, "a.org", 2, changed_since="2026-01-03") for rid in page
+    ]
+    assert sorted(since) == sorted(r for r in everything if dates[int(r[1:])] >= "2026-01-03")
+    # a rewrite moves the entry to the end; it is still listed once
+    catalog.put_record(_entry("r00", "a.org", "2026-05-01T00:00:00+00:00"))
+    listed = [rid for page in _pages(catalog, "a.org", 4) for rid in page]
+    assert sorted(listed) == everything and listed[-1] == "r00"
+
+
+def test_records_page_filters_and_stops_at_its_read_budget(
+    catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number in range(9):
+        entry = _entry(f"r{number}", "a.org", f"2026-01-0{number + 1}T00:00:00+00:00")
+        catalog.put_record(replace(entry, valid=number in (1, 7)))
+    invalid = profile_query(None, "invalid")
+    valid = profile_query(None, "valid")
+    assert _pages(catalog, "a.org", 5, query=valid) == [["r1", "r7"]]
+    assert [rid for page in _pages(catalog, "a.org", 3, query=invalid) for rid in page] == [
+        "r0",
+        "r2",
+        "r3",
+        "r4",
+        "r5",
+        "r6",
+        "r8",
+    ]
+    # a sparse filter: each page reads at most the budget and says where to go on
+    monkeypatch.setattr("cdif_harvester.model.PAGE_READ_BUDGET", 3)
+    assert _pages(catalog, "a.org", 5, query=valid) == [["r1"], [], ["r7"]]
+
+
+def test_records_page_refuses_a_position_it_did_not_give(catalog: Any) -> None:
+    catalog.put_record(_entry("r1", "a.org", "2026-01-05T00:00:00+00:00"))
+    catalog.put_record(_entry("r2", "a.org", "2026-02-05T00:00:00+00:00"))
+    for after in ("", "abc", "[1, 2]", '["x"]', "{}", '[null, "r1"]'):
+        with pytest.raises(ValueError, match="position"):
+            catalog.records_page("a.org", limit=1, after=after)
+    with pytest.raises(ValueError, match="at least one"):
+        catalog.records_page("a.org", limit=0)

@@ -853,7 +853,7 @@ def test_a_source_s_records_are_listed_by_profile_and_verdict(records: Provision
     assert ids(profile="discovery", verdict="valid") == [RECORD_ID]
     assert ids(profile="core/1.1", verdict="invalid") == []
     assert ids(key=OPERATOR, verdict="valid") == [RECORD_ID]
-    # one page at a time, in record id order
+    # one page at a time
     first = call(records, "GET", path, key=PUBLISHER, query={"limit": "1"}).json
     assert (first["count"], first["truncated"]) == (1, True)
     query = {"limit": "1", "cursor": first["next_cursor"]}
@@ -1040,6 +1040,56 @@ def test_get_sources_honours_limit_and_links_the_next_page(api_stack: Provisione
     assert everything["count"] == 5 and everything["truncated"] is False
     for query in ({"limit": "0"}, {"limit": "1001"}, {"cursor": "Not An Id"}):
         call(api_stack, "GET", "/sources", query=query).error(400, "invalid-request")
+
+
+def test_a_large_source_s_records_are_paged_reading_no_more_than_a_page(
+    api_stack: ProvisionedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts = ["data.example.org", "files.example.org"]
+    register(api_stack, {**SOURCE, "hosts": hosts})
+    table = catalog(api_stack)
+    made: dict[str, bool] = {}  # record id -> valid
+    for number in range(25):
+        host = hosts[number % 2]
+        record_id = f"https://doi.org/10.5072/paged.{number:02d}"
+        valid = number % 3 != 0
+        entry = _entry(record_id, f"https://{host}/d/{number}", valid=valid)
+        # dates of change out of id order, some of them equal
+        changed = f"2026-01-{10 + (7 * number) % 9:02d}T00:00:00+00:00"
+        table.put_record(replace(entry, changed_at=changed))
+        made[record_id] = valid
+    read: list[int] = []
+    index_items = DynamoCatalog._index_items  # noqa: SLF001 - what a request takes of gsi1
+
+    def counted(self: DynamoCatalog, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        for item in index_items(self, *args, **kwargs):
+            read.append(1)
+            yield item
+
+    monkeypatch.setattr(DynamoCatalog, "_index_items", counted)
+    path = "/sources/data-example-org/records"
+    for query, wanted in (
+        ({"limit": "4"}, set(made)),
+        ({"limit": "3", "verdict": "invalid"}, {rid for rid, ok in made.items() if not ok}),
+        ({"limit": "1000"}, set(made)),
+    ):
+        read.clear()
+        pages = _pages(api_stack, path, query, RecordsPage)
+        listed = [r["record_id"] for page in pages for r in page["records"]]
+        assert len(listed) == len(set(listed)) and set(listed) == wanted
+        # host by host, oldest change first within each
+        for host in hosts:
+            mine = [r for page in pages for r in page["records"] if r["source"] == host]
+            assert [r["changed_at"] for r in mine] == sorted(r["changed_at"] for r in mine)
+        # each page read its entries and the one that says more follow, not the source
+        assert len(read) <= len(made) + len(pages) * len(hosts)
+    read.clear()
+    first = call(api_stack, "GET", path, query={"limit": "4"}).shaped(RecordsPage)
+    assert first["count"] == 4 and len(read) == 5
+    # a cursor is the API's own: anything else is refused, never read as a position
+    for cursor in ("abc", "W10", first["next_cursor"] + "x", "Wzk5LG51bGxd"):
+        query = {"limit": "4", "cursor": cursor}
+        assert "cursor" in call(api_stack, "GET", path, query=query).error(400, "invalid-request")
 
 
 def test_run_outcomes_and_source_records_link_their_next_page(records: ProvisionedStack) -> None:

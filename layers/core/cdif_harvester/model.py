@@ -9,17 +9,19 @@ from __future__ import annotations
 import copy
 import typing
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
 __all__ = [
     "HTML_MEDIA_TYPES",
+    "PAGE_READ_BUDGET",
     "JSONLD_MEDIA_TYPES",
     "QUEUED",
     "VERDICTS",
     "CatalogEntry",
+    "EntryPage",
     "ProfileQuery",
     "FetchResponse",
     "Outcome",
@@ -33,6 +35,7 @@ __all__ = [
     "UrlState",
     "entry_from_dict",
     "entry_to_dict",
+    "fill_page",
     "outcome_from_dict",
     "outcome_to_dict",
     "plain",
@@ -244,6 +247,54 @@ class CatalogEntry:
     # The verdict of each CDIF profile judged, by "<profile>/<version>": "valid", "invalid" or
     # "unknown" (core at the record's version first; empty for entries written before).
     profiles: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EntryPage:
+    """One page of a source's catalogue entries (see ``Catalog.records_page``).
+
+    ``after`` is where the next page starts, in the catalogue's own words (opaque to callers):
+    None when nothing is left to read. A page may hold fewer entries than were asked for with
+    an ``after`` (a filter that kept few of the entries one request may read), even none.
+    """
+
+    entries: tuple[CatalogEntry, ...]
+    after: str | None
+
+
+#: The entries one page may read at most, kept or not: a profile filter that keeps few of a
+#: large source's records ends the page early (with where to go on) rather than reading on.
+PAGE_READ_BUDGET = 5000
+
+
+def fill_page(
+    listed: Iterator[tuple[str, CatalogEntry]],
+    *,
+    limit: int,
+    query: ProfileQuery | None = None,
+    budget: int | None = None,
+) -> EntryPage:
+    """The page of ``listed`` (each entry with the position just after it, in listing order):
+    its first ``limit`` entries kept by ``query``, and, when more follow, the position the next
+    page starts from: just before the next entry kept (read to know that one follows), so that
+    the entries left out between are not read again. When more than ``budget`` entries are left
+    to read, the page ends after ``budget`` of them, with the position after the last
+    (``budget``: by default :data:`PAGE_READ_BUDGET`). Reads nothing beyond that but the one
+    entry that says more follow."""
+    if limit < 1:
+        raise ValueError(f"a page holds at least one entry, not {limit}")
+    budget = PAGE_READ_BUDGET if budget is None else budget
+    kept: list[CatalogEntry] = []
+    last = ""  # the position after the last entry read
+    for read, (after, entry) in enumerate(listed):
+        if read == budget:  # (this one is past the budget: the next page starts with it)
+            return EntryPage(tuple(kept), last)
+        if query is None or query.matches(entry):
+            if len(kept) == limit:  # one more: the page is full, the next starts with this one
+                return EntryPage(tuple(kept), last)
+            kept.append(entry)
+        last = after
+    return EntryPage(tuple(kept), None)
 
 
 @dataclass(frozen=True)

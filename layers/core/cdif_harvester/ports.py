@@ -17,6 +17,7 @@ from typing import Protocol, cast, runtime_checkable
 from cdif_harvester.domain.discovery.robots import RobotsPolicy
 from cdif_harvester.model import (
     CatalogEntry,
+    EntryPage,
     FetchResponse,
     ProfileQuery,
     RunState,
@@ -182,6 +183,26 @@ class CatalogIndex(Protocol):
         """Yield the entries of ``source`` (changed at or after the ISO date or datetime
         ``changed_since``, and kept by the profile ``query``, when given), ordered by record
         id."""
+        ...
+
+    def records_page(
+        self,
+        source: str,
+        *,
+        limit: int,
+        after: str | None = None,
+        changed_since: str | None = None,
+        query: ProfileQuery | None = None,
+    ) -> EntryPage:
+        """One page of :meth:`records` for a caller that pages (the API): up to ``limit``
+        entries, in the catalogue's listing order (by date of change, then an order of its
+        own) rather than by id, starting after the position ``after`` a page before gave.
+
+        What one page reads is bounded by its size (and by a budget of entries read when a
+        filter keeps few: :data:`~cdif_harvester.model.PAGE_READ_BUDGET`), whatever the size of
+        the source. Raises ValueError for an ``after`` this catalogue did not give for this
+        listing.
+        """
         ...
 
     def start_run(self, run: RunStatus) -> None:

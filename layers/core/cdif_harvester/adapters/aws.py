@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 import random
 import threading
@@ -56,10 +57,12 @@ from cdif_harvester.keys import parse_segment_ref, record_hash, url_hash
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
+    EntryPage,
     ProfileQuery,
     RunStatus,
     UrlOutcome,
     UrlState,
+    fill_page,
     settle_moves,
 )
 from cdif_harvester.ports import HostSlot, Wait
@@ -235,12 +238,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         """Yield the entries of ``source`` (changed at or after ``changed_since``, kept by the
         profile ``query``), by id. The query is applied to the entries read: a DynamoDB filter
         would cost the same reads."""
-        condition = "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)"
-        values = {":pk": f"SOURCE#{source}", ":prefix": "RECORD#"}
-        if changed_since is not None:
-            # "~" sorts after every character of an ISO date, so this is "from then on".
-            condition = "gsi1pk = :pk AND gsi1sk BETWEEN :since AND :end"
-            values = {":pk": values[":pk"], ":since": f"RECORD#{changed_since}", ":end": "RECORD#~"}
+        condition, values = _records_condition(source, changed_since)
         # The index yields them by date of change: ordered by id on local disk past 10,000
         # (external_sort), so a large source is not held in memory to be sorted (decision 0104).
         kept = (
@@ -250,6 +248,32 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         )
         for _, entry in sorted_pairs((entry.record_id, entry) for entry in kept):
             yield entry
+
+    def records_page(
+        self,
+        source: str,
+        *,
+        limit: int,
+        after: str | None = None,
+        changed_since: str | None = None,
+        query: ProfileQuery | None = None,
+    ) -> EntryPage:
+        """One page of ``source``'s entries in ``gsi1``'s order (date of change, then the
+        index's own), read from where the page before ended (see the port): no more than the
+        page needs, where :meth:`records` reads the whole source to order it by id. A position
+        is the index keys of an entry, ``[gsi1sk, pk]`` as JSON. Raises ValueError for
+        another, or one outside ``changed_since``."""
+        condition, values = _records_condition(source, changed_since)
+        start = _index_start(after, values) if after is not None else None
+        items = self._index_items(
+            condition,
+            values,
+            start=start,
+            # (unfiltered, one query of the page and the one entry that says more follow)
+            size=limit + 1 if query is None else None,
+        )
+        listed = ((json.dumps([item["gsi1sk"], item["pk"]]), entry_of(item)) for item in items)
+        return fill_page(listed, limit=limit, query=query)
 
     def put_outcome(
         self, outcome: UrlOutcome, *, state: UrlState | None = None
@@ -594,13 +618,25 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 ExpressionAttributeValues={f":v{i}": v for i, v in enumerate(values.values())},
             )
 
-    def _index_items(self, condition: str, values: dict[str, str]) -> Iterator[dict[str, Any]]:
-        """The items of a ``gsi1`` query, read a page (1 MB) at a time as they are taken."""
+    def _index_items(
+        self,
+        condition: str,
+        values: dict[str, str],
+        *,
+        start: dict[str, str] | None = None,
+        size: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """The items of a ``gsi1`` query, read a page (1 MB, or ``size`` items) at a time as
+        they are taken, after the index keys ``start`` when given."""
         kwargs: dict[str, Any] = {
             "IndexName": "gsi1",
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
         }
+        if start is not None:
+            kwargs["ExclusiveStartKey"] = start
+        if size is not None:
+            kwargs["Limit"] = size
         while True:
             with aws_errors(f"DynamoDB query {values[':pk']}"):
                 page = self.table.query(**kwargs)
@@ -618,6 +654,43 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 return None
             answer = self.table.put_item(Item=item, ReturnValues="ALL_OLD")
         return answer.get("Attributes") or None
+
+
+def _records_condition(source: str, changed_since: str | None) -> tuple[str, dict[str, str]]:
+    """The ``gsi1`` key condition (and its values) of ``source``'s record entries, changed at or
+    after ``changed_since`` when given."""
+    if changed_since is None:
+        condition = "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)"
+        return condition, {":pk": f"SOURCE#{source}", ":prefix": "RECORD#"}
+    # "~" sorts after every character of an ISO date, so this is "from then on".
+    condition = "gsi1pk = :pk AND gsi1sk BETWEEN :since AND :end"
+    return condition, {
+        ":pk": f"SOURCE#{source}",
+        ":since": f"RECORD#{changed_since}",
+        ":end": "RECORD#~",
+    }
+
+
+def _index_start(after: str, values: Mapping[str, str]) -> dict[str, str]:
+    """The ``ExclusiveStartKey`` of the position ``after`` (see records_page), checked to be a
+    record entry's place in the listing of ``values``: DynamoDB refuses a start outside the
+    query's keys, and that refusal would read as a fault, not as a bad request."""
+    try:
+        position = json.loads(after)
+    except ValueError:
+        position = None
+    if isinstance(position, list) and len(position) == 2:
+        index_key, key = position
+        low, high = values.get(":since", "RECORD#"), values.get(":end", "RECORD#~")
+        if (
+            isinstance(index_key, str)
+            and isinstance(key, str)
+            and low <= index_key <= high
+            and index_key.startswith("RECORD#")
+            and key.startswith("RECORD#")
+        ):
+            return {"gsi1pk": values[":pk"], "gsi1sk": index_key, "pk": key, "sk": "RECORD"}
+    raise ValueError(f"not a position of this listing: {after[:80]!r}")
 
 
 class SqsQueue:

@@ -26,6 +26,7 @@ from cdif_harvester.keys import parse_segment_ref
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
+    EntryPage,
     FetchResponse,
     ProfileQuery,
     RunState,
@@ -35,6 +36,7 @@ from cdif_harvester.model import (
     UrlState,
     entry_from_dict,
     entry_to_dict,
+    fill_page,
     outcome_from_dict,
     outcome_to_dict,
     run_from_dict,
@@ -378,6 +380,7 @@ _ADDED_COLUMNS = {
 }
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
+CREATE INDEX IF NOT EXISTS records_by_change_id ON records (source, changed_at, record_id);
 CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
 CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source_id, started_at);
 CREATE INDEX IF NOT EXISTS records_by_resource ON records (json_extract(body, '$.resource_id'));
@@ -495,6 +498,43 @@ class SqliteCatalog:
             entry = entry_from_dict(json.loads(body))
             if query is None or query.matches(entry):
                 yield entry
+
+    def records_page(
+        self,
+        source: str,
+        *,
+        limit: int,
+        after: str | None = None,
+        changed_since: str | None = None,
+        query: ProfileQuery | None = None,
+    ) -> EntryPage:
+        """One page of ``source``'s entries by date of change, then record id (see the port);
+        a position is ``[changed_at, record_id]`` as JSON. Raises ValueError for another."""
+        start = _change_position(after) if after is not None else None
+        return fill_page(self._by_change(source, start, changed_since), limit=limit, query=query)
+
+    def _by_change(
+        self, source: str, start: tuple[str, str] | None, changed_since: str | None
+    ) -> Iterator[tuple[str, CatalogEntry]]:
+        """``source``'s entries after ``start`` by (date of change, record id), each with its
+        position, read ``_PAGE`` rows a query (index ``records_by_change_id``)."""
+        sql = "SELECT changed_at, record_id, body FROM records WHERE source = ?"
+        params: tuple[object, ...] = (source,)
+        if changed_since is not None:
+            sql += " AND changed_at >= ?"
+            params += (changed_since,)
+        while True:
+            page, args = sql, params
+            if start is not None:
+                page += " AND (changed_at > ? OR (changed_at = ? AND record_id > ?))"
+                args += (start[0], start[0], start[1])
+            rows = self._query(f"{page} ORDER BY changed_at, record_id LIMIT {_PAGE}", args)
+            for changed_at, record_id, body in rows:
+                position = json.dumps([changed_at, record_id])
+                yield position, entry_from_dict(json.loads(body))
+            if len(rows) < _PAGE:
+                return
+            start = (rows[-1][0], rows[-1][1])
 
     def put_outcome(
         self, outcome: UrlOutcome, *, state: UrlState | None = None
@@ -904,6 +944,21 @@ class SqliteCatalog:
                 return list(self._db.execute(sql, params).fetchall())
             except sqlite3.Error as exc:
                 raise StorageError(f"catalogue read failed: {exc}") from exc
+
+
+def _change_position(after: str) -> tuple[str, str]:
+    """The ``[changed_at, record_id]`` a page of :meth:`SqliteCatalog.records_page` gave."""
+    try:
+        position = json.loads(after)
+    except ValueError:
+        position = None
+    if (
+        not isinstance(position, list)
+        or len(position) != 2
+        or not all(isinstance(part, str) for part in position)
+    ):
+        raise ValueError(f"not a position of this catalogue's listings: {after[:80]!r}")
+    return position[0], position[1]
 
 
 def _harvest_state(state: UrlState) -> str:

@@ -15,7 +15,9 @@ A record that is not valid has a report but no views. Views are made from the st
 asked for, with an ``ETag`` and ``Cache-Control`` (docs/decisions/0081-views-derived-on-read.md).
 """
 
+import base64
 import hashlib
+import json
 from http import HTTPStatus
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -47,7 +49,7 @@ from cdif_harvester.api.routes.sources import SourceIdParam
 from cdif_harvester.domain.records.validation import profile_query
 from cdif_harvester.domain.views.nquads import NQuadsError
 from cdif_harvester.keys import source_of
-from cdif_harvester.model import CatalogEntry, Source, entry_to_dict
+from cdif_harvester.model import CatalogEntry, ProfileQuery, Source, entry_to_dict
 from cdif_harvester.stages.crosswalk import VIEW_MEDIA_TYPES, stored_record_view
 
 __all__ = [
@@ -64,6 +66,9 @@ LINKSET_MEDIA_TYPES = ("application/linkset+json", "application/linkset")
 # The longest path segment of a record id: a URL, every character percent-encoded.
 _MAX_ENCODED_ID = 3 * MAX_URL_LENGTH
 RECORDS_PAGE = 100
+# A records cursor: URL-safe base64 of a host's index and the catalogue's position in it.
+_MAX_CURSOR = 2048
+_CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_RECORDS_PAGE = 1000
 _VERDICT_PATTERN = r"^(valid|invalid|unknown)$"
 _DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+Z-]{2,40})?$"
@@ -171,6 +176,69 @@ def _catalogue_sources(source: Source, host: str | None) -> list[str]:
     return sorted({source_of(url) for url in urls})
 
 
+def _records_page(
+    ctx: RouteContext,
+    names: list[str],
+    cursor: str | None,
+    *,
+    limit: int,
+    changed_since: str | None,
+    query: ProfileQuery | None,
+) -> tuple[list[CatalogEntry], str | None]:
+    """One page of the records of the catalogue's ``names``, one name after the other, from
+    ``cursor`` on; and the cursor of the next page (None: none). A page reads what it shows,
+    not the whole source (decision 0105). Raises ApiError for a cursor no page gave."""
+    first, after = _read_cursor(cursor, len(names))
+    catalog = ctx.wiring().catalog
+    entries: list[CatalogEntry] = []
+    for index in range(first, len(names)):
+        if len(entries) == limit:  # full, with names left: the next page starts with them
+            return entries, _write_cursor(index, None)
+        try:
+            page = catalog.records_page(
+                names[index],
+                limit=limit - len(entries),
+                after=after if index == first else None,
+                changed_since=changed_since,
+                query=query,
+            )
+        except ValueError as exc:
+            raise _bad_cursor() from exc
+        entries.extend(page.entries)
+        if page.after is not None:
+            return entries, _write_cursor(index, page.after)
+    return entries, None
+
+
+def _write_cursor(index: int, after: str | None) -> str:
+    """The opaque cursor of a place in a listing: a name's index and the catalogue's position
+    in it (URL-safe base64 of JSON)."""
+    text = json.dumps([index, after], separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def _read_cursor(cursor: str | None, names: int) -> tuple[int, str | None]:
+    """The name's index and position :func:`_write_cursor` made ``cursor`` of ((0, None):
+    from the start)."""
+    if cursor is None:
+        return 0, None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        index, after = json.loads(base64.urlsafe_b64decode(padded).decode("utf-8"))
+    except (ValueError, TypeError):
+        raise _bad_cursor() from None
+    if type(index) is not int or not 0 <= index < names or not isinstance(after, str | None):
+        raise _bad_cursor()
+    return index, after
+
+
+def _bad_cursor() -> ApiError:
+    return ApiError(
+        "cursor is not one a page of this listing gave: use next_cursor as it came",
+        error="invalid-request",
+    )
+
+
 def router(ctx: RouteContext) -> APIGatewayRouter:
     """Return the router of ``/records/{record_id}`` and its report and views, answering
     through ``ctx``."""
@@ -191,11 +259,13 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         "/sources/<source_id>/records",
         summary="The records of a source, by CDIF profile and verdict (operators, its publisher)",
         description=f"One page of at most limit catalogue entries (default {RECORDS_PAGE}, at "
-        f"most {MAX_RECORDS_PAGE}), ordered by record id, of the source's hosts (or of one, "
-        "host): only those judged by profile (discovery/1.1, discovery for any version, or a "
-        "conformance URI) with verdict (valid, invalid, unknown; without profile: the record's "
-        "own verdict), changed at or after changed_since. When truncated is true, ask again "
-        "with cursor=next_cursor.",
+        f"most {MAX_RECORDS_PAGE}) of the source's hosts (or of one, host), host by host, "
+        "oldest change first: only those judged by profile (discovery/1.1, discovery for any "
+        "version, or a conformance URI) with verdict (valid, invalid, unknown; without "
+        "profile: the record's own verdict), changed at or after changed_since. When "
+        "truncated is true, ask again with cursor=next_cursor (an opaque token); with a "
+        "filter that keeps few records, a page may hold fewer than limit, even none, and "
+        "still be truncated.",
         operation_id="listSourceRecords",
         tags=["sources"],
         responses=documented(
@@ -220,7 +290,11 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         limit: Annotated[int, Query(ge=1, le=MAX_RECORDS_PAGE)] = RECORDS_PAGE,
         cursor: Annotated[
             str | None,
-            Query(max_length=_MAX_ENCODED_ID, description="next_cursor of a page."),
+            Query(
+                max_length=_MAX_CURSOR,
+                pattern=_CURSOR_PATTERN,
+                description="next_cursor of a page.",
+            ),
         ] = None,
     ) -> Response[str]:
         who = ctx.caller()
@@ -237,26 +311,21 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
                 error="invalid-request",
             )
         names = _catalogue_sources(source, host)
-        catalog = ctx.wiring().catalog
-        entries = sorted(
-            (
-                entry
-                for name in names
-                for entry in catalog.records(name, changed_since=changed_since, query=query)
-                if cursor is None or entry.record_id > cursor
-            ),
-            key=lambda entry: entry.record_id,
+        page, next_cursor = _records_page(
+            ctx,
+            names,
+            cursor,
+            limit=limit,
+            changed_since=changed_since,
+            query=None if query == ProfileQuery() else query,  # (no filter: pages read exact)
         )
-        page = entries[:limit]
-        truncated = len(entries) > limit
-        next_cursor = page[-1].record_id if truncated else None
         return json_response(
             HTTPStatus.OK,
             {
                 "source_id": source_id,
                 "records": [_entry_view(ctx, entry) for entry in page],
                 "count": len(page),
-                "truncated": truncated,
+                "truncated": next_cursor is not None,
                 "next_cursor": next_cursor,
             },
             next_link(ctx.link("sources", source_id, "records"), ctx.query(), next_cursor),
