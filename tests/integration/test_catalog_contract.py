@@ -17,7 +17,14 @@ import pytest
 from cdif_harvester.adapters.aws import DynamoCatalog
 from cdif_harvester.adapters.local import SqliteCatalog
 from cdif_harvester.domain.records.validation import profile_query
-from cdif_harvester.model import CatalogEntry, Outcome, RequestValidator, UrlOutcome, UrlState
+from cdif_harvester.model import (
+    CatalogEntry,
+    Outcome,
+    RequestValidator,
+    RunStatus,
+    UrlOutcome,
+    UrlState,
+)
 from tests.support.aws import ProvisionedStack
 
 
@@ -224,8 +231,8 @@ def _pages(catalog: Any, source: str, limit: int, **kw: Any) -> list[list[str]]:
     after: str | None = None
     while True:
         page = catalog.records_page(source, limit=limit, after=after, **kw)
-        assert len(page.entries) <= limit
-        pages.append([entry.record_id for entry in page.entries])
+        assert len(page.items) <= limit
+        pages.append([entry.record_id for entry in page.items])
         if page.after is None:
             return pages
         after = page.after
@@ -288,3 +295,44 @@ def test_records_page_refuses_a_position_it_did_not_give(catalog: Any) -> None:
             catalog.records_page("a.org", limit=1, after=after)
     with pytest.raises(ValueError, match="at least one"):
         catalog.records_page("a.org", limit=0)
+
+
+def test_outcomes_page_lists_each_settled_url_once(catalog: Any) -> None:
+    catalog.start_run(RunStatus("run-1", ("https://a.org/robots.txt",), "2026-03-01T10:00:00"))
+    urls = [f"https://a.org/{n:02d}" for n in range(13)]
+    catalog.enter_urls("run-1", urls, step="sitemap")
+    for number, url in enumerate(urls[:10]):  # three left queued: never listed
+        kind = Outcome.UNCHANGED if number % 4 == 0 else Outcome.RECORD
+        catalog.put_outcome(_outcome(url, kind))
+    everything = [outcome.url for outcome in catalog.outcomes("run-1")]
+    assert sorted(everything) == urls[:10]
+
+    def pages(limit: int, outcome: str | None = None) -> list[list[str]]:
+        found: list[list[str]] = []
+        after: str | None = None
+        while True:
+            page = catalog.outcomes_page("run-1", limit=limit, after=after, outcome=outcome)
+            assert len(page.items) <= limit
+            found.append([item.url for item in page.items])
+            if page.after is None:
+                return found
+            after = page.after
+
+    for limit in (1, 3, 4, 10, 50):
+        listed = [url for page in pages(limit) for url in page]
+        assert listed == everything  # the order of outcomes(), each once
+    unchanged = [url for page in pages(2, "unchanged") for url in page]
+    assert sorted(unchanged) == [urls[0], urls[4], urls[8]]
+    assert [url for page in pages(5, "failed") for url in page] == []
+    assert catalog.outcomes_page("run-2", limit=5).items == ()
+
+
+def test_outcomes_page_on_dynamodb_refuses_a_position_it_did_not_give(
+    stack: ProvisionedStack,
+) -> None:
+    # (a SQLite position is a URL: any text is a place to start from)
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    catalog = DynamoCatalog(table)
+    for after in ("", "URL#x", "RECORD#" + "0" * 32, "URL#" + "0" * 31):
+        with pytest.raises(ValueError, match="position"):
+            catalog.outcomes_page("run-1", limit=1, after=after)

@@ -9,19 +9,19 @@ from __future__ import annotations
 import copy
 import typing
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "HTML_MEDIA_TYPES",
+    "Page",
     "PAGE_READ_BUDGET",
     "JSONLD_MEDIA_TYPES",
     "QUEUED",
     "VERDICTS",
     "CatalogEntry",
-    "EntryPage",
     "ProfileQuery",
     "FetchResponse",
     "Outcome",
@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 
+_Item = TypeVar("_Item")
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
@@ -250,51 +251,53 @@ class CatalogEntry:
 
 
 @dataclass(frozen=True)
-class EntryPage:
-    """One page of a source's catalogue entries (see ``Catalog.records_page``).
+class Page(Generic[_Item]):
+    """One page of a listing read a page at a time (``Catalog.records_page``,
+    ``Catalog.outcomes_page``).
 
     ``after`` is where the next page starts, in the catalogue's own words (opaque to callers):
-    None when nothing is left to read. A page may hold fewer entries than were asked for with
-    an ``after`` (a filter that kept few of the entries one request may read), even none.
+    None when nothing is left to read. A page may hold fewer items than were asked for with an
+    ``after`` (a filter that kept few of the items one request may read), even none.
     """
 
-    entries: tuple[CatalogEntry, ...]
+    items: tuple[_Item, ...]
     after: str | None
 
 
-#: The entries one page may read at most, kept or not: a profile filter that keeps few of a
-#: large source's records ends the page early (with where to go on) rather than reading on.
+#: The items one page may read at most, kept or not: a filter that keeps few of a large
+#: listing ends the page early (with where to go on) rather than reading on.
 PAGE_READ_BUDGET = 5000
 
 
 def fill_page(
-    listed: Iterator[tuple[str, CatalogEntry]],
+    listed: Iterator[tuple[str, _Item | None]],
     *,
     limit: int,
-    query: ProfileQuery | None = None,
+    keep: Callable[[_Item], bool] | None = None,
     budget: int | None = None,
-) -> EntryPage:
-    """The page of ``listed`` (each entry with the position just after it, in listing order):
-    its first ``limit`` entries kept by ``query``, and, when more follow, the position the next
-    page starts from: just before the next entry kept (read to know that one follows), so that
-    the entries left out between are not read again. When more than ``budget`` entries are left
-    to read, the page ends after ``budget`` of them, with the position after the last
-    (``budget``: by default :data:`PAGE_READ_BUDGET`). Reads nothing beyond that but the one
-    entry that says more follow."""
+) -> Page[_Item]:
+    """The page of ``listed`` (each item with the position just after it, in listing order;
+    None for an item read that the listing does not show): its first ``limit`` items kept by
+    ``keep``, and, when more follow, the position the next page starts from: just before the
+    next item kept (read to know that one follows), so that the items left out between are not
+    read again. When more than ``budget`` items are left to read, the page ends after
+    ``budget`` of them, with the position after the last (``budget``: by default
+    :data:`PAGE_READ_BUDGET`). Reads nothing beyond that but the one item that says more
+    follow."""
     if limit < 1:
-        raise ValueError(f"a page holds at least one entry, not {limit}")
+        raise ValueError(f"a page holds at least one item, not {limit}")
     budget = PAGE_READ_BUDGET if budget is None else budget
-    kept: list[CatalogEntry] = []
-    last = ""  # the position after the last entry read
-    for read, (after, entry) in enumerate(listed):
+    kept: list[_Item] = []
+    last = ""  # the position after the last item read
+    for read, (after, item) in enumerate(listed):
         if read == budget:  # (this one is past the budget: the next page starts with it)
-            return EntryPage(tuple(kept), last)
-        if query is None or query.matches(entry):
+            return Page(tuple(kept), last)
+        if item is not None and (keep is None or keep(item)):
             if len(kept) == limit:  # one more: the page is full, the next starts with this one
-                return EntryPage(tuple(kept), last)
-            kept.append(entry)
+                return Page(tuple(kept), last)
+            kept.append(item)
         last = after
-    return EntryPage(tuple(kept), None)
+    return Page(tuple(kept), None)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import Protocol, cast, runtime_checkable
 from cdif_harvester.domain.discovery.robots import RobotsPolicy
 from cdif_harvester.model import (
     CatalogEntry,
-    EntryPage,
     FetchResponse,
+    Page,
     ProfileQuery,
     RunState,
     RunStatus,
@@ -147,6 +147,16 @@ class CatalogIndex(Protocol):
         them alongside :meth:`urls`, in the same order, rather than holding either)."""
         ...
 
+    def outcomes_page(
+        self, run_id: str, *, limit: int, after: str | None = None, outcome: str | None = None
+    ) -> Page[UrlOutcome]:
+        """One page of :meth:`outcomes` for a caller that pages (the API): up to ``limit``
+        outcomes (only those that are ``outcome``, when given), in the catalogue's order of the
+        run's URLs, starting after the position ``after`` a page before gave. What one page
+        reads is bounded by its size and a read budget, not by its place in the run. Raises
+        ValueError for an ``after`` this catalogue did not give."""
+        ...
+
     def get_url(self, url: str) -> UrlState | None:
         """Return what is known about ``url`` across runs, or None for a URL never seen."""
         ...
@@ -193,7 +203,7 @@ class CatalogIndex(Protocol):
         after: str | None = None,
         changed_since: str | None = None,
         query: ProfileQuery | None = None,
-    ) -> EntryPage:
+    ) -> Page[CatalogEntry]:
         """One page of :meth:`records` for a caller that pages (the API): up to ``limit``
         entries, in the catalogue's listing order (by date of change, then an order of its
         own) rather than by id, starting after the position ``after`` a page before gave.

@@ -18,6 +18,7 @@ import itertools
 import json
 import math
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -57,7 +58,7 @@ from cdif_harvester.keys import parse_segment_ref, record_hash, url_hash
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
-    EntryPage,
+    Page,
     ProfileQuery,
     RunStatus,
     UrlOutcome,
@@ -257,7 +258,7 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         after: str | None = None,
         changed_since: str | None = None,
         query: ProfileQuery | None = None,
-    ) -> EntryPage:
+    ) -> Page[CatalogEntry]:
         """One page of ``source``'s entries in ``gsi1``'s order (date of change, then the
         index's own), read from where the page before ended (see the port): no more than the
         page needs, where :meth:`records` reads the whole source to order it by id. A position
@@ -269,11 +270,10 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             condition,
             values,
             start=start,
-            # (unfiltered, one query of the page and the one entry that says more follow)
-            size=limit + 1 if query is None else None,
+            size=_query_size(limit, filtered=query is not None),
         )
         listed = ((json.dumps([item["gsi1sk"], item["pk"]]), entry_of(item)) for item in items)
-        return fill_page(listed, limit=limit, query=query)
+        return fill_page(listed, limit=limit, keep=query.matches if query else None)
 
     def put_outcome(
         self, outcome: UrlOutcome, *, state: UrlState | None = None
@@ -494,16 +494,46 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
 
     def outcomes(self, run_id: str) -> Iterator[UrlOutcome]:
         """Yield every outcome of ``run_id`` (paginated query on the run's partition)."""
+        for _, outcome in self._run_urls(run_id, None):
+            if outcome is not None:
+                yield outcome
+
+    def outcomes_page(
+        self, run_id: str, *, limit: int, after: str | None = None, outcome: str | None = None
+    ) -> Page[UrlOutcome]:
+        """One page of the run's outcomes in its partition's order (by URL hash), from where
+        the page before ended (see the port); a position is a URL item's ``sk``
+        (``URL#<hash>``). Raises ValueError for another."""
+        if after is not None and not _URL_SK.fullmatch(after):
+            raise ValueError(f"not a position of this listing: {after[:80]!r}")
+        listed = self._run_urls(
+            run_id, after, size=_query_size(limit, filtered=outcome is not None)
+        )
+        return fill_page(
+            listed,
+            limit=limit,
+            keep=None if outcome is None else (lambda item: item.outcome.value == outcome),
+        )
+
+    def _run_urls(
+        self, run_id: str, after: str | None, *, size: int | None = None
+    ) -> Iterator[tuple[str, UrlOutcome | None]]:
+        """The run's URL items after the ``sk`` ``after``, each with its ``sk`` and its outcome
+        (None while queued), a page (1 MB, or ``size`` items) a query."""
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :url)",
             "ExpressionAttributeValues": {":pk": f"RUN#{run_id}", ":url": "URL#"},
         }
+        if after is not None:
+            kwargs["ExclusiveStartKey"] = {"pk": f"RUN#{run_id}", "sk": after}
+        if size is not None:
+            kwargs["Limit"] = size
         while True:
             with aws_errors(f"DynamoDB query run {run_id}"):
                 page = self.table.query(**kwargs)
             for item in page.get("Items", []):
-                if item.get("outcome") != QUEUED:
-                    yield outcome_of(item, run_id)
+                queued = item.get("outcome") == QUEUED
+                yield str(item["sk"]), None if queued else outcome_of(item, run_id)
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -654,6 +684,16 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
                 return None
             answer = self.table.put_item(Item=item, ReturnValues="ALL_OLD")
         return answer.get("Attributes") or None
+
+
+def _query_size(limit: int, *, filtered: bool) -> int:
+    """The items one query of a page reads (``Limit``): the page and the one item that says
+    more follow; with a filter, at least 100 (fewer round trips; a page may read again what the
+    query before it read past its end, so not the 1 MB a query would read without a limit)."""
+    return limit + 1 if not filtered else max(limit + 1, 100)
+
+
+_URL_SK = re.compile(r"URL#[0-9a-f]{32}")  # a run's URL item: URL# and the URL's hash
 
 
 def _records_condition(source: str, changed_since: str | None) -> tuple[str, dict[str, str]]:

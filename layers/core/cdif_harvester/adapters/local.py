@@ -26,8 +26,8 @@ from cdif_harvester.keys import parse_segment_ref
 from cdif_harvester.model import (
     QUEUED,
     CatalogEntry,
-    EntryPage,
     FetchResponse,
+    Page,
     ProfileQuery,
     RunState,
     RunStatus,
@@ -507,11 +507,12 @@ class SqliteCatalog:
         after: str | None = None,
         changed_since: str | None = None,
         query: ProfileQuery | None = None,
-    ) -> EntryPage:
+    ) -> Page[CatalogEntry]:
         """One page of ``source``'s entries by date of change, then record id (see the port);
         a position is ``[changed_at, record_id]`` as JSON. Raises ValueError for another."""
         start = _change_position(after) if after is not None else None
-        return fill_page(self._by_change(source, start, changed_since), limit=limit, query=query)
+        listed = self._by_change(source, start, changed_since)
+        return fill_page(listed, limit=limit, keep=query.matches if query else None)
 
     def _by_change(
         self, source: str, start: tuple[str, str] | None, changed_since: str | None
@@ -626,6 +627,23 @@ class SqliteCatalog:
         sql = "SELECT url, body FROM url_outcomes WHERE run_id = ? AND outcome != ?"
         for _, body in self._stream(sql, (run_id, QUEUED), "url"):
             yield outcome_from_dict(json.loads(body))
+
+    def outcomes_page(
+        self, run_id: str, *, limit: int, after: str | None = None, outcome: str | None = None
+    ) -> Page[UrlOutcome]:
+        """One page of the run's outcomes by URL (see the port); a position is the last URL
+        read, ``_PAGE`` rows a query."""
+        sql = "SELECT url, body FROM url_outcomes WHERE run_id = ? AND outcome != ?"
+        params: tuple[object, ...] = (run_id, QUEUED)
+        if outcome is not None:
+            sql += " AND outcome = ?"
+            params += (outcome,)
+        if after is not None:
+            sql += " AND url > ?"
+            params += (after,)
+        rows = self._stream(sql, params, "url")
+        listed = ((url, outcome_from_dict(json.loads(body))) for url, body in rows)
+        return fill_page(listed, limit=limit)
 
     def get_url(self, url: str) -> UrlState | None:
         """Return what is known about ``url``, or None."""

@@ -15,9 +15,7 @@ A record that is not valid has a report but no views. Views are made from the st
 asked for, with an ``ETag`` and ``Cache-Control`` (docs/decisions/0081-views-derived-on-read.md).
 """
 
-import base64
 import hashlib
-import json
 from http import HTTPStatus
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -38,6 +36,13 @@ from cdif_harvester.api.errors import (
 from cdif_harvester.api.models import MAX_URL_LENGTH, RecordsPage, RecordView
 from cdif_harvester.api.negotiation import negotiate
 from cdif_harvester.api.routes.context import MAX_DOCUMENT_BYTES, RouteContext, new_router
+from cdif_harvester.api.routes.cursors import (
+    CURSOR_PATTERN,
+    MAX_CURSOR,
+    bad_cursor,
+    read_cursor,
+    write_cursor,
+)
 from cdif_harvester.api.routes.responses import (
     JSON,
     document_response,
@@ -66,9 +71,6 @@ LINKSET_MEDIA_TYPES = ("application/linkset+json", "application/linkset")
 # The longest path segment of a record id: a URL, every character percent-encoded.
 _MAX_ENCODED_ID = 3 * MAX_URL_LENGTH
 RECORDS_PAGE = 100
-# A records cursor: URL-safe base64 of a host's index and the catalogue's position in it.
-_MAX_CURSOR = 2048
-_CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_RECORDS_PAGE = 1000
 _VERDICT_PATTERN = r"^(valid|invalid|unknown)$"
 _DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+Z-]{2,40})?$"
@@ -188,12 +190,12 @@ def _records_page(
     """One page of the records of the catalogue's ``names``, one name after the other, from
     ``cursor`` on; and the cursor of the next page (None: none). A page reads what it shows,
     not the whole source (decision 0105). Raises ApiError for a cursor no page gave."""
-    first, after = _read_cursor(cursor, len(names))
+    first, after = read_cursor(cursor, len(names))
     catalog = ctx.wiring().catalog
     entries: list[CatalogEntry] = []
     for index in range(first, len(names)):
         if len(entries) == limit:  # full, with names left: the next page starts with them
-            return entries, _write_cursor(index, None)
+            return entries, write_cursor(index, None)
         try:
             page = catalog.records_page(
                 names[index],
@@ -203,40 +205,11 @@ def _records_page(
                 query=query,
             )
         except ValueError as exc:
-            raise _bad_cursor() from exc
-        entries.extend(page.entries)
+            raise bad_cursor() from exc
+        entries.extend(page.items)
         if page.after is not None:
-            return entries, _write_cursor(index, page.after)
+            return entries, write_cursor(index, page.after)
     return entries, None
-
-
-def _write_cursor(index: int, after: str | None) -> str:
-    """The opaque cursor of a place in a listing: a name's index and the catalogue's position
-    in it (URL-safe base64 of JSON)."""
-    text = json.dumps([index, after], separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
-
-
-def _read_cursor(cursor: str | None, names: int) -> tuple[int, str | None]:
-    """The name's index and position :func:`_write_cursor` made ``cursor`` of ((0, None):
-    from the start)."""
-    if cursor is None:
-        return 0, None
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        index, after = json.loads(base64.urlsafe_b64decode(padded).decode("utf-8"))
-    except (ValueError, TypeError):
-        raise _bad_cursor() from None
-    if type(index) is not int or not 0 <= index < names or not isinstance(after, str | None):
-        raise _bad_cursor()
-    return index, after
-
-
-def _bad_cursor() -> ApiError:
-    return ApiError(
-        "cursor is not one a page of this listing gave: use next_cursor as it came",
-        error="invalid-request",
-    )
 
 
 def router(ctx: RouteContext) -> APIGatewayRouter:
@@ -291,8 +264,8 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         cursor: Annotated[
             str | None,
             Query(
-                max_length=_MAX_CURSOR,
-                pattern=_CURSOR_PATTERN,
+                max_length=MAX_CURSOR,
+                pattern=CURSOR_PATTERN,
                 description="next_cursor of a page.",
             ),
         ] = None,

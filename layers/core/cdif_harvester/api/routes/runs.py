@@ -22,6 +22,13 @@ from cdif_harvester.api.access import require_run_access, require_source_access
 from cdif_harvester.api.errors import NotFound
 from cdif_harvester.api.models import OutcomesPage, RunsPage, RunView
 from cdif_harvester.api.routes.context import RouteContext, new_router
+from cdif_harvester.api.routes.cursors import (
+    CURSOR_PATTERN,
+    MAX_CURSOR,
+    bad_cursor,
+    read_cursor,
+    write_cursor,
+)
 from cdif_harvester.api.routes.responses import (
     HTML,
     JSON,
@@ -41,7 +48,7 @@ MAX_OUTCOMES_PAGE = 1000
 #: Runs per page of ``GET /sources/{source_id}/runs``: the default and the most.
 RUNS_PAGE = 20
 MAX_RUNS_PAGE = 100
-_CURSOR_PATTERN = r"^\d{1,9}$"
+_OFFSET_PATTERN = r"^\d{1,9}$"  # (the runs of a source: few, paged by offset)
 
 RunIdParam = Annotated[str, Path(min_length=1, max_length=128, description="The run's id.")]
 
@@ -114,7 +121,9 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         "/runs/<run_id>/outcomes",
         summary="A run's outcomes, URL by URL (operators, its source's publisher)",
         description=f"One page of at most limit outcomes (default {OUTCOMES_PAGE}, at most "
-        f"{MAX_OUTCOMES_PAGE}); when truncated is true, ask again with cursor=next_cursor.",
+        f"{MAX_OUTCOMES_PAGE}), in the catalogue's order of the run's URLs; when truncated is "
+        "true, ask again with cursor=next_cursor (an opaque token). With outcome, a page may "
+        "hold fewer than limit, even none, and still be truncated.",
         operation_id="listRunOutcomes",
         tags=["runs"],
         responses=documented(
@@ -125,25 +134,32 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         run_id: RunIdParam,
         limit: Annotated[int, Query(ge=1, le=MAX_OUTCOMES_PAGE)] = OUTCOMES_PAGE,
         cursor: Annotated[
-            str | None, Query(pattern=_CURSOR_PATTERN, description="next_cursor of a page.")
+            str | None,
+            Query(
+                max_length=MAX_CURSOR, pattern=CURSOR_PATTERN, description="next_cursor of a page."
+            ),
         ] = None,
         outcome: Annotated[Outcome | None, Query(description="Only this outcome.")] = None,
     ) -> Response[str]:
         run = _visible_run(ctx, run_id)
-        start = int(cursor or 0)
-        kept = (
-            item
-            for item in ctx.wiring().catalog.outcomes(run.run_id)
-            if outcome is None or item.outcome is outcome
-        )
-        page, truncated, next_cursor = _offset_page(kept, start, limit)
+        _, after = read_cursor(cursor, 1)
+        try:
+            page = ctx.wiring().catalog.outcomes_page(
+                run.run_id,
+                limit=limit,
+                after=after,
+                outcome=None if outcome is None else outcome.value,
+            )
+        except ValueError as exc:
+            raise bad_cursor() from exc
+        next_cursor = None if page.after is None else write_cursor(0, page.after)
         return json_response(
             HTTPStatus.OK,
             {
                 "run_id": run.run_id,
-                "outcomes": [outcome_to_dict(item) for item in page],
-                "count": len(page),
-                "truncated": truncated,
+                "outcomes": [outcome_to_dict(item) for item in page.items],
+                "count": len(page.items),
+                "truncated": next_cursor is not None,
                 "next_cursor": next_cursor,
             },
             next_link(ctx.link("runs", run.run_id, "outcomes"), ctx.query(), next_cursor),
@@ -165,7 +181,7 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
         source_id: SourceIdParam,
         limit: Annotated[int, Query(ge=1, le=MAX_RUNS_PAGE)] = RUNS_PAGE,
         cursor: Annotated[
-            str | None, Query(pattern=_CURSOR_PATTERN, description="next_cursor of a page.")
+            str | None, Query(pattern=_OFFSET_PATTERN, description="next_cursor of a page.")
         ] = None,
     ) -> Response[str]:
         source = ctx.registered(source_id)
