@@ -1,16 +1,18 @@
 """Benchmark: the memory closing a run takes on DynamoDB, as the source grows (issue 20).
 
-Run from the repository root (needs the ``dev`` and ``aws`` extras: moto, boto3)::
+Run from the repository root (needs the ``dev``, ``aws`` and ``bench`` extras: moto with its
+server, boto3)::
 
     .venv/bin/python bench/close_memory_bench.py                    # 5,000 and 40,000 records
     .venv/bin/python bench/close_memory_bench.py --records 2000 8000 --spill-after 1000
+    .venv/bin/python bench/close_memory_bench.py --in-process       # moto in this process
 
 For each size N it provisions the stack of template.yaml in moto, starts a run and writes N
 record entries of one source (a landing page each, valid, in a segment) and the run's settled
 outcome of each page, in the shapes ``DynamoCatalog.put_record`` and ``put_outcomes`` write, as
 a first harvest leaves the catalogue (25 items a request: the catalogue's own conditional
 writes take minutes in moto at these sizes). Then it measures, with ``tracemalloc`` (Python
-allocations made during the call, not what moto held before it), the peak of each read closing
+allocations made during the call, not what was held before it), the peak of each read closing
 a run makes over the catalogue:
 
 - ``records``: walking ``catalog.records(source)`` (the publisher report does it twice);
@@ -22,28 +24,38 @@ a run makes over the catalogue:
 
 Reported per size: the peak of each in MiB, and the growth per record between the two sizes
 (bytes): what a source of a million records would need, against the 512 MB a function has.
-The first row, the index's query pages read and dropped, is what the emulator itself costs:
-moto builds each page's answer from every item of the index, so that row grows with the
-source too, where DynamoDB's pages do not (1 MB each); the reads above it are worth comparing
-with it, not with zero.
+
+By default moto runs as a server in a process of its own (``python -m moto.server`` on
+127.0.0.1, reset between sizes), so that what is measured is this process alone, as on Lambda:
+the boto3 client and the catalogue's code. With ``--in-process`` moto runs inside this process
+(``mock_aws``) and its own work is counted too: it builds each query page from a deep copy of
+every item of the index or partition, so every row then grows with the source, where
+DynamoDB's pages (1 MB each) do not. The first row, the index's query pages read and dropped,
+is the floor the other reads are worth comparing with.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import platform
+import socket
+import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
+from botocore.config import Config
 
 from cdif_harvester.adapters.aws import DynamoCatalog, S3ObjectStore
 from cdif_harvester.adapters.dynamo_items import record_item
 from cdif_harvester.adapters.local import InProcessQueue
-from cdif_harvester.cli.moto_stack import mocked_stack
+from cdif_harvester.cli.moto_stack import ProvisionedStack, mocked_stack, provision
 from cdif_harvester.model import CatalogEntry, Outcome, RecordRef, RunStatus, UrlOutcome
 from cdif_harvester.stages.finish import held_records, withdraw_vanished
 from cdif_harvester.wiring import Wiring
@@ -123,10 +135,67 @@ def _walk(items: Any) -> None:
         pass
 
 
-def measure(records: int) -> dict[str, float]:
-    """Fill a fresh catalogue with ``records`` entries and outcomes; the peaks in MiB."""
-    with mocked_stack() as stack:
-        table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """Run moto's server in a process of its own on 127.0.0.1; yield its endpoint URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):  # noqa: S310
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(
+                        "moto's server did not start: install the bench extra (moto[server])"
+                    ) from None
+                time.sleep(0.2)
+        yield endpoint
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()  # (werkzeug may finish a slow answer first)
+            server.wait()
+
+
+@contextlib.contextmanager
+def _stack(endpoint: str | None) -> Iterator[ProvisionedStack]:
+    """The template's stack: in moto's server at ``endpoint`` (emptied first), else in-process."""
+    if endpoint is None:
+        with mocked_stack() as stack:
+            yield stack
+        return
+    reset = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
+    urllib.request.urlopen(reset, timeout=30).close()  # noqa: S310 - the server started above
+    os.environ.update(
+        AWS_ENDPOINT_URL=endpoint,  # every boto3 client made from here on talks to it
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",  # noqa: S105 - moto's, not a secret
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    yield provision()
+
+
+def measure(records: int, endpoint: str | None = None) -> dict[str, float]:
+    """Fill a fresh catalogue with ``records`` entries and outcomes; the peaks in MiB.
+
+    ``endpoint``: moto's server (else moto runs in this process, and its work is counted)."""
+    with _stack(endpoint) as stack:
+        # (moto's server takes long over a large index: each page is built from all of it)
+        patient = Config(read_timeout=900, retries={"max_attempts": 1})
+        dynamodb = boto3.resource("dynamodb", region_name=stack.region, config=patient)
+        table = dynamodb.Table(stack.table_name)
         catalog = DynamoCatalog(table)
         store = S3ObjectStore(boto3.client("s3", region_name=stack.region), stack.bucket_name)
         catalog.start_run(RunStatus(run_id=RUN, entry_urls=(f"https://{SOURCE}/",), started_at=AT))
@@ -147,8 +216,7 @@ def measure(records: int) -> dict[str, float]:
         )
 
         def pages() -> None:
-            # (the index's pages alone, each dropped when the next is read: moto builds each
-            # answer from every item of the index, which DynamoDB does not)
+            # (the index's pages alone, each dropped when the next is read)
             query: dict[str, Any] = {
                 "IndexName": "gsi1",
                 "KeyConditionExpression": "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
@@ -177,6 +245,11 @@ def main() -> int:
         type=int,
         help="pairs held in memory before a listing is ordered on disk (external_sort)",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run moto inside this process (its own work is then counted too)",
+    )
     args = parser.parse_args()
     if args.spill_after is not None:
         try:
@@ -186,9 +259,15 @@ def main() -> int:
         else:
             external_sort.SPILL_AFTER = args.spill_after
     small, large = args.records
-    print(f"python {platform.python_version()}, records {small} and {large}", flush=True)
+    where = "in this process" if args.in_process else "as a server of its own"
+    print(
+        f"python {platform.python_version()}, records {small} and {large}, moto {where}",
+        flush=True,
+    )
     started = time.perf_counter()
-    peaks = {size: measure(size) for size in (small, large)}
+    with contextlib.ExitStack() as stack:
+        endpoint = None if args.in_process else stack.enter_context(moto_server())
+        peaks = {size: measure(size, endpoint) for size in (small, large)}
     print(f"(filled and measured in {time.perf_counter() - started:.0f} s)")
     print()
     print(
