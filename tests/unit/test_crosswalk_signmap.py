@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cdif_harvester.adapters.local import InProcessQueue, SqliteCatalog, SystemClock
 from cdif_harvester.domain.discovery.sitemap import (
     MAX_SITEMAP_URLS,
@@ -24,6 +26,7 @@ from cdif_harvester.domain.views.signmap import (
 )
 from cdif_harvester.keys import normalised_record_key, record_hash, record_report_key, signmap_key
 from cdif_harvester.model import CatalogEntry, TypedLink
+from cdif_harvester.stages import crosswalk as crosswalk_stage
 from cdif_harvester.stages.crosswalk import build_source_signmap, build_views, signmap_part_key
 from cdif_harvester.wiring import Wiring
 from tests.unit.test_crosswalk_stage import MemoryStore, NoFetcher
@@ -290,3 +293,33 @@ def test_a_large_source_gets_an_index_of_parts(tmp_path: Path) -> None:
     key = build_source_signmap(wiring, SOURCE, max_urls=2, base_url="https://cdn.example/h/")
     index = parse_sitemap(store.objects[key], sitemap_url="https://elsewhere.example/x.xml")
     assert index.entries[0].loc == f"https://cdn.example/h/views/{SOURCE}/signmap-00001.xml"
+
+
+def test_the_parts_of_a_large_signmap_are_written_as_they_are_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a million records make some twenty parts of up to 50 MB: they are not all held)
+    store, wiring, _ = _harvested(tmp_path)
+    made: list[int] = []
+    made_when_put: dict[str, int] = {}
+    iter_parts = crosswalk_stage.iter_signmap
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        for part in iter_parts(*args, **kwargs):
+            made.append(part.urls)
+            yield part
+
+    put = store.put
+
+    def noted(key: str, body: bytes, **kwargs: Any) -> None:
+        made_when_put[key] = len(made)
+        put(key, body, **kwargs)
+
+    monkeypatch.setattr(crosswalk_stage, "iter_signmap", counted)
+    monkeypatch.setattr(store, "put", noted)
+    build_source_signmap(wiring, SOURCE, max_urls=1)
+    parts = [signmap_part_key(SOURCE, number) for number in (1, 2, 3)]
+    # the first part is written once the second says there is an index; each later one as
+    # soon as it is made
+    assert [made_when_put[key] for key in parts] == [2, 2, 3]
+    assert made == [1, 1, 1] and made_when_put[signmap_key(SOURCE)] == 3

@@ -15,6 +15,7 @@ See docs/decisions/0081-views-derived-on-read.md, 0035-crosswalk-views.md,
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import pickle
 import re
@@ -34,7 +35,9 @@ from cdif_harvester.domain.records.record_values import metadata_record
 from cdif_harvester.domain.views.crosswalk import (
     NQUADS_MEDIA_TYPE,
     SIGNMAP_MEDIA_TYPE,
+    SignmapPart,
     html_link_elements,
+    iter_signmap,
     landing_page,
     latest_lastmod,
     link_header,
@@ -42,7 +45,6 @@ from cdif_harvester.domain.views.crosswalk import (
     linkset_text,
     pid_kernel_view,
     record_nquads,
-    render_signmap,
     render_signmap_index,
     signposting_links,
 )
@@ -505,13 +507,23 @@ def build_source_signmap(
             for seq, signposts in zip(places, pool.map(read, places), strict=True):
                 if signposts is not None and signposts[0]:
                     pages.add(signposts[0], signposts[1], signposts[2], seq)
-        parts = render_signmap(pages.entries(), max_urls=max_urls, max_bytes=max_bytes)
+        parts = iter_signmap(pages.entries(), max_urls=max_urls, max_bytes=max_bytes)
+        return _write_signmap(wiring, source, parts, base_url)
+
+
+def _write_signmap(
+    wiring: Wiring, source: str, parts: Iterator[SignmapPart], base_url: str | None
+) -> str:
+    """Write the Signmap of ``source`` from ``parts``, each as it is made: one ``<urlset>``,
+    or the parts and their index. Two parts are held at most (a million records make some
+    twenty of up to 50 MB), the second only to know that there is an index. Returns its key."""
     target = signmap_key(source)
-    if len(parts) == 1:
-        _put_if_changed(wiring, target, parts[0].body, SIGNMAP_MEDIA_TYPE)
+    held = list(itertools.islice(parts, 2))
+    if len(held) == 1:
+        _put_if_changed(wiring, target, held[0].body, SIGNMAP_MEDIA_TYPE)
         return target
     listed: list[tuple[str, str | None]] = []
-    for number, part in enumerate(parts, start=1):
+    for number, part in enumerate(_handed_over(held, parts), start=1):
         part_key = signmap_part_key(source, number)
         _put_if_changed(wiring, part_key, part.body, SIGNMAP_MEDIA_TYPE)
         location = part_key.rsplit("/", 1)[1]
@@ -520,3 +532,10 @@ def build_source_signmap(
         listed.append((location, part.lastmod))
     _put_if_changed(wiring, target, render_signmap_index(listed), SIGNMAP_MEDIA_TYPE)
     return target
+
+
+def _handed_over(held: list[SignmapPart], rest: Iterator[SignmapPart]) -> Iterator[SignmapPart]:
+    """``held``, then ``rest``; each part of ``held`` is let go of as it is given."""
+    while held:
+        yield held.pop(0)
+    yield from rest

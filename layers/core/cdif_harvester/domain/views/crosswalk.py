@@ -18,6 +18,7 @@ from cdif_harvester.domain.views.pidkernel import KERNEL_ATTRIBUTES, pid_kernel_
 from cdif_harvester.domain.views.signmap import (
     SIGNMAP_MEDIA_TYPE,
     SignmapPart,
+    iter_signmap,
     latest_lastmod,
     render_signmap,
     render_signmap_index,
@@ -52,6 +53,7 @@ __all__ = [
     "pid_kernel_view",
     "record_links",
     "record_nquads",
+    "iter_signmap",
     "render_signmap",
     "render_signmap_index",
     "signmap_links",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
@@ -31,6 +31,7 @@ __all__ = [
     "SIGNMAP_MEDIA_TYPE",
     "SignmapPart",
     "latest_lastmod",
+    "iter_signmap",
     "render_signmap",
     "render_signmap_index",
     "signmap_links",
@@ -110,21 +111,35 @@ def render_signmap(
 
     Each document holds at most ``max_urls`` entries and ``max_bytes`` bytes (an entry that
     alone is larger still gets a document of its own). No entries give one empty
-    ``<urlset>``. Never raises.
+    ``<urlset>``. Never raises. Every part is held: :func:`iter_signmap` gives them one at a
+    time.
     """
+    return list(iter_signmap(entries, max_urls=max_urls, max_bytes=max_bytes))
+
+
+def iter_signmap(
+    entries: Iterable[SitemapEntry],
+    *,
+    max_urls: int = MAX_SITEMAP_URLS,
+    max_bytes: int = MAX_SITEMAP_BYTES,
+) -> Iterator[SignmapPart]:
+    """The parts :func:`render_signmap` writes, each given as soon as it is complete (and the
+    entries read no further than that), so that a writer holds one part at a time: a source of
+    a million records makes some twenty parts of up to 50 MB each."""
     head = (_DECLARATION + _URLSET_OPEN).encode("utf-8")
     tail = _URLSET_CLOSE.encode("utf-8")
-    parts: list[SignmapPart] = []
     # Each document is written into one buffer as its entries come, and its latest lastmod
     # kept as they go: a part of 50,000 entries is held once, not as pieces and their join.
     body = io.BytesIO()
     count, latest, size = 0, None, len(head) + len(tail)
+    written = 0  # parts given
     body.write(head)
     for entry in entries:
         chunk = _entry_xml(entry).encode("utf-8")
         if count and (count >= max_urls or size + len(chunk) > max_bytes):
             body.write(tail)
-            parts.append(SignmapPart(body.getvalue(), count, latest))
+            yield SignmapPart(body.getvalue(), count, latest)
+            written += 1
             body = io.BytesIO()
             count, latest, size = 0, None, len(head) + len(tail)
             body.write(head)
@@ -132,10 +147,9 @@ def render_signmap(
         count += 1
         latest = latest_lastmod((latest, entry.lastmod))
         size += len(chunk)
-    if count or not parts:
+    if count or not written:
         body.write(tail)
-        parts.append(SignmapPart(body.getvalue(), count, latest))
-    return parts
+        yield SignmapPart(body.getvalue(), count, latest)
 
 
 def render_signmap_index(parts: Sequence[tuple[str, str | None]]) -> bytes:
