@@ -336,3 +336,25 @@ def test_outcomes_page_on_dynamodb_refuses_a_position_it_did_not_give(
     for after in ("", "URL#x", "RECORD#" + "0" * 32, "URL#" + "0" * 31):
         with pytest.raises(ValueError, match="position"):
             catalog.outcomes_page("run-1", limit=1, after=after)
+
+
+def test_url_states_of_a_source_are_read_a_batch_at_a_time(
+    stack: ProvisionedStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = boto3.resource("dynamodb", region_name=stack.region).Table(stack.table_name)
+    catalog = DynamoCatalog(table)
+    urls = [f"https://a.org/{n:02d}" for n in range(10)]
+    for number, url in enumerate(reversed(urls)):
+        catalog.put_outcome(_outcome(url, Outcome.RECORD if number % 2 else Outcome.UNCHANGED))
+    monkeypatch.setattr("cdif_harvester.adapters.aws._URL_STATE_CHUNK", 3)
+    reads: list[int] = []
+    table.meta.client.meta.events.register(
+        "after-call.dynamodb.BatchGetItem", lambda **_: reads.append(1)
+    )
+    states = catalog.urls("a.org")
+    first = next(states)
+    assert first.url == urls[0] and len(reads) == 1  # the first batch alone, not every state
+    assert [first.url, *(state.url for state in states)] == urls
+    assert len(reads) == 4
+    kept = [state.url for state in catalog.urls("a.org", outcome="record")]
+    assert kept == [url for number, url in enumerate(reversed(urls)) if number % 2][::-1]

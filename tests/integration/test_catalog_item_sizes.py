@@ -293,11 +293,11 @@ def test_items_of_the_earlier_shape_still_read(stack: ProvisionedStack) -> None:
     assert list(catalog.records(SOURCE)) == [entry]
     read = replace(state, outcome="record", last_run=RUN, last_seen=AT)
     assert catalog.get_url(URL) == read
-    assert catalog.urls(SOURCE) == [read]
-    assert catalog.urls(SOURCE, outcome="record") == [read]
-    assert catalog.urls(SOURCE, outcome="unchanged") == []
+    assert list(catalog.urls(SOURCE)) == [read]
+    assert list(catalog.urls(SOURCE, outcome="record")) == [read]
+    assert list(catalog.urls(SOURCE, outcome="unchanged")) == []
     # a later outcome rewrites the older LATEST item in the new shape, in place
     catalog.put_outcome(replace(outcome, run_id="run-2", outcome=Outcome.UNCHANGED))
     assert [s.url for s in catalog.urls(SOURCE, outcome="unchanged")] == [URL]
-    assert catalog.urls(SOURCE, outcome="record") == []
+    assert list(catalog.urls(SOURCE, outcome="record")) == []
     assert "body" not in _raw(stack, f"URL#{url_hash(URL)}", "LATEST")

@@ -80,6 +80,7 @@ SQS_BATCH_ENTRIES = 10  # SendMessageBatch takes at most ten entries
 #: (bodies and attributes). Our messages stay under MAX_MESSAGE_BYTES (200 KiB) of contracts.py.
 SQS_REQUEST_BYTES = 256 * 1024
 _BATCH_GET = 100  # BatchGetItem takes at most 100 keys
+_URL_STATE_CHUNK = 10 * _BATCH_GET  # URLs whose states are read before they are yielded
 _BATCH_TRIES = 8
 _TRANSACTION_ITEMS = 100  # the DynamoDB limit on one TransactWriteItems call
 # Outcome writes read the items, then write them conditionally; a redelivered job racing this
@@ -599,13 +600,18 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
             remove=("source",),
         )
 
-    def urls(self, source: str, *, outcome: str | None = None) -> list[UrlState]:
-        """Return the state of every URL of ``source`` (with latest outcome ``outcome``)."""
+    def urls(self, source: str, *, outcome: str | None = None) -> Iterator[UrlState]:
+        """Yield the state of every URL of ``source`` (with latest outcome ``outcome``), by URL:
+        the states are read a batch at a time as the URLs are listed, not all held."""
         # The index is eventually consistent; read the items themselves for the latest state
         # (the outcome is asked of them too: older index keys held it, newer ones do not).
-        states = self.get_urls(list(self.source_urls(source)))
-        kept = [s for s in states.values() if outcome is None or s.outcome == outcome]
-        return sorted(kept, key=lambda s: s.url)
+        listed = iter(self.source_urls(source))
+        while chunk := list(itertools.islice(listed, _URL_STATE_CHUNK)):
+            states = self.get_urls(chunk)
+            for url in chunk:  # (in URL order, as listed)
+                state = states.get(url)
+                if state is not None and (outcome is None or state.outcome == outcome):
+                    yield state
 
     def source_urls(self, source: str) -> Iterator[str]:
         """Yield every URL of ``source`` once, ordered by URL: read from ``gsi1`` alone, with
