@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ import pytest
 
 from cdif_harvester.api import openapi_document
 from cdif_harvester.aws_runtime import AwsConfig
+from cdif_harvester.external_sort import sorted_pairs
+from cdif_harvester.model import CatalogEntry
 from tests.support.aws import (
     CATALOG_TABLE_ID,
     RECORDS_BUCKET_ID,
@@ -390,6 +393,48 @@ def test_visibility_timeout_is_at_least_six_function_timeouts() -> None:
             queue = getatt_target(event["Queue"])
             window = event.get("MaximumBatchingWindowInSeconds", 0)
             assert props(queue)["VisibilityTimeout"] >= 6 * timeout + window, (function, queue)
+
+
+def _typical_entry(index: int) -> CatalogEntry:
+    """A catalogue entry of the sizes a harvest writes (a DOI, a landing page, a segment)."""
+    segment = f"segments/data.example.org/2026-12-07/{index // 50:08d}.seg"
+    record_id = f"https://doi.org/10.5072/dataset.{index:07d}"
+    return CatalogEntry(
+        record_id=record_id,
+        resource_id=record_id,
+        source="data.example.org",
+        url=f"https://data.example.org/datasets/{index:07d}.html",
+        title=f"Ocean observations along transect {index}, CTD casts and bottle samples",
+        pattern="embedded",
+        valid=True,
+        conformance="https://w3id.org/cdif/core/1.1",
+        date_modified="2025-01-15",
+        sd_date_published="2025-01-16",
+        content_hash=f"{index:064x}",
+        record_key=f"{segment}#{index * 3000}+2900",
+        report_key=f"{segment}#{index * 3000 + 2900}+700",
+        run_id="20261207T080000Z-0000abcd",
+        harvested_at="2026-12-07T08:00:00+00:00",
+        changed_at="2026-12-07T08:00:00+00:00",
+        profiles={"core/1.1": "valid", "discovery/1.1": "valid"},
+    )
+
+
+def test_the_function_that_closes_runs_has_local_disk_for_a_million_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Closing orders a source's record entries on local disk past 10,000 (external_sort): the
+    # spill of 2,000 entries as the catalogue holds them, measured, sets what a million need.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    entries = (_typical_entry(n) for n in range(2_000))
+    ordered = sorted_pairs(((e.record_id, e) for e in entries), spill_after=100)
+    next(ordered)  # (all of them written, the first read back)
+    (spill,) = tmp_path.glob("cdif-sort-*")
+    per_record = spill.stat().st_size / 2_000
+    ordered.close()
+    size_mb = props("SchedulerFunction")["EphemeralStorage"]["Size"]
+    assert 500 < per_record < 2_000  # (a sanity check of the measure: about 1 KB)
+    assert size_mb * 2**20 >= 1_000_000 * per_record * 1.5  # (a source's URLs spill too)
 
 
 def test_bucket_properties_keep_it_private_versioned_and_encrypted() -> None:

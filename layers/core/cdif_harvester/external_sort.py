@@ -87,6 +87,7 @@ def _on_disk(
             db.executemany(insert, rows)
             batch.clear()  # (the pairs held in memory go as soon as they are on disk)
             batch = [pair for _, pair in zip(range(_FETCH), rest, strict=False)]
+        db.commit()  # (what the page cache still held goes to the file: memory stays small)
         cursor = db.execute("SELECT key, value FROM pairs ORDER BY key, seq")
         while found := cursor.fetchmany(_FETCH):
             for key, value in found:
