@@ -20,7 +20,7 @@ import json
 import pickle
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_plus
@@ -356,7 +356,7 @@ class _LandingPages:
     def __init__(self) -> None:
         self._db = sqlite3.connect("", isolation_level=None)
         self._db.execute(
-            "CREATE TABLE page (seq INTEGER PRIMARY KEY, loc BLOB NOT NULL, item BLOB NOT NULL)"
+            "CREATE TABLE page (seq TEXT PRIMARY KEY, loc BLOB NOT NULL, item BLOB NOT NULL)"
         )
         self._db.execute("CREATE INDEX page_by_loc ON page (loc, seq)")
         self._db.execute("BEGIN")  # never committed: nothing here outlives the Signmap
@@ -367,9 +367,10 @@ class _LandingPages:
     def __exit__(self, *exc: object) -> None:
         self._db.close()
 
-    def add(self, loc: str, lastmod: str | None, links: Sequence[TypedLink], seq: int) -> None:
+    def add(self, loc: str, lastmod: str | None, links: Sequence[TypedLink], seq: str) -> None:
         """Note one record of the landing page ``loc``, ``seq`` its place among the records
-        (the records of a page merge their links in that order, whatever the reading order)."""
+        (its record hash: the records of a page merge their links in that order, whatever the
+        reading order)."""
         # pickle: our own values, read back by this object only, never from elsewhere.
         item = pickle.dumps((lastmod, tuple(links)))
         self._db.execute(
@@ -400,28 +401,106 @@ def _text(data: bytes) -> str:
     return bytes(data).decode("utf-8", "surrogatepass")
 
 
-def _add_kept(
-    catalog: KeptSignposts,
-    source: str,
-    catalogued: Sequence[tuple[str, str, str | None]],
-    places: list[int],
-    pages: _LandingPages,
-) -> list[int]:
-    """Note the records at ``places`` (of ``catalogued``) whose entries keep their signposts;
-    return the places of the others, to be read one by one."""
-    wanted = {catalogued[seq][0]: seq for seq in places}
+class _Listed:
+    """The valid records a Signmap lists, by record hash, and how each is still to be read, in
+    a private temporary SQLite database (deleted when closed): a source of a million records
+    is not held in memory (some 300 MB of keys as Python objects).
+
+    A record is ``seg`` (its segment's signposts object names it), ``loose`` (no segment: the
+    catalogue may keep its signposts), ``read`` (to be read by its own report and record) or
+    ``done``.
+    """
+
+    def __init__(self, entries: Iterable[CatalogEntry]) -> None:
+        self._db = sqlite3.connect("", isolation_level=None)
+        self._db.execute(
+            "CREATE TABLE rec (rh TEXT PRIMARY KEY, report_key TEXT NOT NULL, record_key TEXT"
+            " NOT NULL, segment TEXT, status TEXT NOT NULL) WITHOUT ROWID"
+        )
+        self._db.execute("BEGIN")  # never committed: nothing here outlives the Signmap
+        rows = (
+            (record_hash(entry.record_id), entry.report_key, entry.record_key, *_place(entry))
+            for entry in entries
+            if entry.valid and not entry.withdrawn_at and entry.record_key is not None
+        )
+        self._db.executemany("INSERT OR REPLACE INTO rec VALUES (?, ?, ?, ?, ?)", rows)
+        self._db.execute("CREATE INDEX rec_by_segment ON rec (segment, rh)")
+
+    def __enter__(self) -> _Listed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._db.close()
+
+    def any_loose(self) -> bool:
+        """Whether a record has no segment."""
+        return bool(self._db.execute("SELECT 1 FROM rec WHERE status = 'loose' LIMIT 1").fetchall())
+
+    def loose(self, rh: str) -> bool:
+        """Whether the record of hash ``rh`` is listed, with no segment and not read yet."""
+        found = self._db.execute("SELECT status FROM rec WHERE rh = ?", (rh,)).fetchone()
+        return found is not None and found[0] == "loose"
+
+    def mark(self, rh: str, status: str) -> None:
+        """Note that the record of hash ``rh`` is now ``status`` (``done``, ``read``)."""
+        self._db.execute("UPDATE rec SET status = ? WHERE rh = ?", (status, rh))
+
+    def segments(self) -> Iterator[list[str]]:
+        """The signposts objects of the records' segments, in order, ``_READ_WINDOW`` at once."""
+        last = ""
+        while window := [
+            str(row[0])
+            for row in self._db.execute(
+                "SELECT DISTINCT segment FROM rec WHERE segment > ? ORDER BY segment LIMIT ?",
+                (last, _READ_WINDOW),
+            ).fetchall()
+        ]:
+            yield window
+            last = window[-1]
+
+    def in_segment(self, segment: str) -> list[str]:
+        """The hashes of the records of the signposts object ``segment``, in order."""
+        rows = self._db.execute("SELECT rh FROM rec WHERE segment = ? ORDER BY rh", (segment,))
+        return [str(row[0]) for row in rows.fetchall()]
+
+    def unread(self) -> Iterator[list[tuple[str, str, str]]]:
+        """The records still to be read one by one (hash, report key, record key), by hash,
+        ``_READ_WINDOW`` at once."""
+        last = ""
+        while window := [
+            (str(rh), str(report_key), str(record_key))
+            for rh, report_key, record_key in self._db.execute(
+                "SELECT rh, report_key, record_key FROM rec WHERE status IN ('loose', 'read')"
+                " AND rh > ? ORDER BY rh LIMIT ?",
+                (last, _READ_WINDOW),
+            ).fetchall()
+        ]:
+            yield window
+            last = window[-1][0]
+
+
+def _place(entry: CatalogEntry) -> tuple[str | None, str]:
+    """The signposts object of ``entry``'s segment and its first status (see _Listed)."""
+    segment = parse_segment_ref(entry.record_key or "")
+    if segment is None:
+        return None, "loose"
+    return segment_signposts_key(segment[0]), "seg"
+
+
+def _add_kept(catalog: KeptSignposts, source: str, listed: _Listed, pages: _LandingPages) -> None:
+    """Note the records without a segment whose entries keep their signposts (the others are
+    read one by one)."""
     for record_id, text in catalog.kept_signposts(source):
-        seq = wanted.get(record_hash(record_id))
-        if seq is None:  # (an entry not listed: withdrawn, not valid, or in a segment)
+        rh = record_hash(record_id)
+        if not listed.loose(rh):  # (not listed: withdrawn, not valid, or in a segment)
             continue
         try:
             context, lastmod, links = read_signposts_text(text)
         except (ValueError, TypeError):  # unreadable: the record is read itself
             continue
-        del wanted[catalogued[seq][0]]
+        listed.mark(rh, "done")
         if context:
-            pages.add(context, lastmod, links, seq)
-    return sorted(wanted.values())
+            pages.add(context, lastmod, links, rh)
 
 
 def build_source_signmap(
@@ -449,20 +528,6 @@ def build_source_signmap(
     # (in the order of the record hashes, as the reports were listed before the entries were
     # read: records that share a landing page merge their links in that order, their place in
     # it given to each however it is read)
-    # (only the keys are held, not the entries: a large source's Signmap stays small in memory)
-    catalogued = sorted(
-        (record_hash(entry.record_id), entry.report_key, entry.record_key)
-        for entry in wiring.catalog.records(source)
-        if entry.valid and not entry.withdrawn_at and entry.record_key is not None
-    )
-    by_segment: dict[str, list[int]] = {}  # signposts object -> places of its records
-    unread: list[int] = []  # places of the records read one by one
-    for seq, (_, _, record_key) in enumerate(catalogued):
-        segment = parse_segment_ref(record_key or "")
-        if segment is None:
-            unread.append(seq)
-        else:
-            by_segment.setdefault(segment_signposts_key(segment[0]), []).append(seq)
 
     def read_segment(key: str) -> dict[str, Signposts]:
         try:
@@ -470,43 +535,45 @@ def build_source_signmap(
         except (KeyError, ValueError, TypeError):  # none (older segments), or unreadable
             return {}
 
-    def read(seq: int) -> Signposts | None:
-        _, report_key, record_key = catalogued[seq]
+    def read(keys: tuple[str, str, str]) -> Signposts | None:
+        _, report_key, record_key = keys
         try:
             report = json.loads(wiring.store.get(report_key))
             if not isinstance(report, dict) or not report.get("valid"):
                 return None
             if report.get("withdrawn_at"):
                 return None
-            record = json.loads(wiring.store.get(record_key or ""))
+            record = json.loads(wiring.store.get(record_key))
         except (KeyError, ValueError):  # gone meanwhile, or not JSON: not a harvested record
             return None
         return record_signposts(report, record) if isinstance(record, dict) else None
 
     # On S3 the time is in the round trips, so reads run side by side (in key order all the
     # same, so the result does not depend on timing), a window of keys at a time so that the
-    # readers never run far ahead of what is written down. The landing pages are grouped on
-    # disk (_LandingPages), not in a dict of every record's links.
-    with _LandingPages() as pages, ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
+    # readers never run far ahead of what is written down. The records listed and the landing
+    # pages are on local disk (_Listed, _LandingPages), not in memory.
+    with (
+        _Listed(wiring.catalog.records(source)) as listed,
+        _LandingPages() as pages,
+        ThreadPoolExecutor(max_workers=max(1, readers)) as pool,
+    ):
         keeping = keeping_signposts(wiring.catalog)
-        if unread and keeping is not None:
-            unread = _add_kept(keeping, source, catalogued, unread, pages)
-        segments = sorted(by_segment)
-        for start in range(0, len(segments), _READ_WINDOW):
-            window = segments[start : start + _READ_WINDOW]
+        if keeping is not None and listed.any_loose():
+            _add_kept(keeping, source, listed, pages)
+        for window in listed.segments():
             for key, found in zip(window, pool.map(read_segment, window), strict=True):
-                for seq in by_segment[key]:
-                    signposts = found.get(catalogued[seq][0])
+                for rh in listed.in_segment(key):
+                    signposts = found.get(rh)
                     if signposts is None:
-                        unread.append(seq)  # not in its segment's signposts: read it
-                    elif signposts[0]:
-                        pages.add(signposts[0], signposts[1], signposts[2], seq)
-        unread.sort()
-        for start in range(0, len(unread), _READ_WINDOW):
-            places = unread[start : start + _READ_WINDOW]
-            for seq, signposts in zip(places, pool.map(read, places), strict=True):
+                        listed.mark(rh, "read")  # not in its segment's signposts: read it
+                        continue
+                    listed.mark(rh, "done")
+                    if signposts[0]:
+                        pages.add(signposts[0], signposts[1], signposts[2], rh)
+        for keys in listed.unread():
+            for (rh, _, _), signposts in zip(keys, pool.map(read, keys), strict=True):
                 if signposts is not None and signposts[0]:
-                    pages.add(signposts[0], signposts[1], signposts[2], seq)
+                    pages.add(signposts[0], signposts[1], signposts[2], rh)
         parts = iter_signmap(pages.entries(), max_urls=max_urls, max_bytes=max_bytes)
         return _write_signmap(wiring, source, parts, base_url)
 
