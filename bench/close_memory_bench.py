@@ -77,7 +77,9 @@ class _NoFetcher:
         raise AssertionError(f"closing fetched {url}")
 
 
-def _entry(index: int) -> CatalogEntry:
+def typical_entry(index: int) -> CatalogEntry:
+    """Record ``index`` of the source, with the sizes of a harvest's entries (a DOI, a landing
+    page, a segment; also the tests' measure of a spilled entry)."""
     record_id = f"https://doi.org/10.5072/bench.{index:07d}"
     return CatalogEntry(
         record_id=record_id,
@@ -204,7 +206,7 @@ def measure(records: int, endpoint: str | None = None) -> dict[str, float]:
         # catalogue's own conditional writes at these sizes. Closing reads nothing else.
         with table.batch_writer() as batch:
             for index in range(records):
-                entry = _entry(index)
+                entry = typical_entry(index)
                 batch.put_item(Item=record_item(entry))
                 batch.put_item(Item=DynamoCatalog._outcome_item(_outcome(entry)))  # noqa: SLF001
         wiring = Wiring(

@@ -1049,7 +1049,7 @@ def test_get_sources_honours_limit_and_links_the_next_page(api_stack: Provisione
 
 
 def test_a_run_s_outcomes_are_paged_reading_no_more_than_a_page(
-    api_stack: ProvisionedStack,
+    api_stack: ProvisionedStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     register(api_stack, SOURCE)
     run_id = call(api_stack, "POST", "/sources/data-example-org/harvests").json["run_id"]
@@ -1065,9 +1065,11 @@ def test_a_run_s_outcomes_are_paged_reading_no_more_than_a_page(
     def count(**kwargs: Any) -> None:
         read.append(len(kwargs["parsed"].get("Items", [])))
 
-    # (the handler's clients are made from the default session, after this registration)
-    boto3.setup_default_session()
-    boto3.DEFAULT_SESSION.events.register("after-call.dynamodb.Query", count)
+    # (the handler's clients are made from the default session, after this registration; the
+    # session is this test's alone, the one before it restored after)
+    session = boto3.session.Session()
+    session.events.register("after-call.dynamodb.Query", count)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", session)
     path = f"/runs/{run_id}/outcomes"
     for query, wanted in (
         ({"limit": "4"}, 24),

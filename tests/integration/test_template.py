@@ -9,10 +9,11 @@ method, and least-privilege policies.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus
@@ -395,29 +396,16 @@ def test_visibility_timeout_is_at_least_six_function_timeouts() -> None:
             assert props(queue)["VisibilityTimeout"] >= 6 * timeout + window, (function, queue)
 
 
-def _typical_entry(index: int) -> CatalogEntry:
-    """A catalogue entry of the sizes a harvest writes (a DOI, a landing page, a segment)."""
-    segment = f"segments/data.example.org/2026-12-07/{index // 50:08d}.seg"
-    record_id = f"https://doi.org/10.5072/dataset.{index:07d}"
-    return CatalogEntry(
-        record_id=record_id,
-        resource_id=record_id,
-        source="data.example.org",
-        url=f"https://data.example.org/datasets/{index:07d}.html",
-        title=f"Ocean observations along transect {index}, CTD casts and bottle samples",
-        pattern="embedded",
-        valid=True,
-        conformance="https://w3id.org/cdif/core/1.1",
-        date_modified="2025-01-15",
-        sd_date_published="2025-01-16",
-        content_hash=f"{index:064x}",
-        record_key=f"{segment}#{index * 3000}+2900",
-        report_key=f"{segment}#{index * 3000 + 2900}+700",
-        run_id="20261207T080000Z-0000abcd",
-        harvested_at="2026-12-07T08:00:00+00:00",
-        changed_at="2026-12-07T08:00:00+00:00",
-        profiles={"core/1.1": "valid", "discovery/1.1": "valid"},
-    )
+def _typical_entries() -> Callable[[int], CatalogEntry]:
+    """The closing-memory benchmark's entries of a harvest's sizes (bench/close_memory_bench.py:
+    ``typical_entry``)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "close_memory_bench.py"
+    spec = importlib.util.spec_from_file_location("close_memory_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    typical: Callable[[int], CatalogEntry] = bench.typical_entry
+    return typical
 
 
 def test_the_function_that_closes_runs_has_local_disk_for_a_million_records(
@@ -426,7 +414,7 @@ def test_the_function_that_closes_runs_has_local_disk_for_a_million_records(
     # Closing orders a source's record entries on local disk past 10,000 (external_sort): the
     # spill of 2,000 entries as the catalogue holds them, measured, sets what a million need.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    entries = (_typical_entry(n) for n in range(2_000))
+    entries = map(_typical_entries(), range(2_000))
     ordered = sorted_pairs(((e.record_id, e) for e in entries), spill_after=100)
     next(ordered)  # (all of them written, the first read back)
     (spill,) = tmp_path.glob("cdif-sort-*")

@@ -16,15 +16,15 @@ from typing import Any, Generic, TypeVar
 
 __all__ = [
     "HTML_MEDIA_TYPES",
-    "Page",
-    "PAGE_READ_BUDGET",
     "JSONLD_MEDIA_TYPES",
+    "PAGE_READ_BUDGET",
     "QUEUED",
     "VERDICTS",
     "CatalogEntry",
     "ProfileQuery",
     "FetchResponse",
     "Outcome",
+    "Page",
     "RecordRef",
     "RequestValidator",
     "RunState",
@@ -36,6 +36,7 @@ __all__ = [
     "entry_from_dict",
     "entry_to_dict",
     "fill_page",
+    "keeper",
     "outcome_from_dict",
     "outcome_to_dict",
     "plain",
@@ -516,6 +517,15 @@ class ProfileQuery:
             if self.verdict is None or status == self.verdict:
                 return True
         return False
+
+
+def keeper(query: ProfileQuery | None) -> Callable[[CatalogEntry], bool] | None:
+    """What keeps an entry in a listing filtered by ``query``: None when it keeps every entry
+    (no query, or one that names no profile nor verdict), so that a listing can read exactly a
+    page (see fill_page)."""
+    if query is None or query == ProfileQuery():
+        return None
+    return query.matches
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ from cdif_harvester.model import (
     UrlOutcome,
     UrlState,
     fill_page,
+    keeper,
     settle_moves,
 )
 from cdif_harvester.ports import HostSlot, Wait
@@ -267,14 +268,12 @@ class DynamoCatalog(DynamoRuns, DynamoSources):
         another, or one outside ``changed_since``."""
         condition, values = _records_condition(source, changed_since)
         start = _index_start(after, values) if after is not None else None
+        keep = keeper(query)
         items = self._index_items(
-            condition,
-            values,
-            start=start,
-            size=_query_size(limit, filtered=query is not None),
+            condition, values, start=start, size=_query_size(limit, filtered=keep is not None)
         )
         listed = ((json.dumps([item["gsi1sk"], item["pk"]]), entry_of(item)) for item in items)
-        return fill_page(listed, limit=limit, keep=query.matches if query else None)
+        return fill_page(listed, limit=limit, keep=keep)
 
     def put_outcome(
         self, outcome: UrlOutcome, *, state: UrlState | None = None

@@ -191,8 +191,9 @@ def record_item(entry: CatalogEntry) -> dict[str, str]:
         "sk": "RECORD",
         "record_id": entry.record_id,
         "gsi1pk": f"SOURCE#{entry.source}",
-        # (the index needs no record hash to tell entries apart: its keys need not be unique,
-        # and the listings sort by record id)
+        # (the index needs no record hash to tell entries apart: its keys need not be unique;
+        # records() sorts by record id, and a page of records_page starts after the last
+        # entry's whole key, its table key included)
         "gsi1sk": f"RECORD#{entry.changed_at or entry.harvested_at}",
         # Stored as a JSON document: DynamoDB cannot hold floats or empty strings everywhere,
         # and the entry is read whole anyway (less what the item's keys say).

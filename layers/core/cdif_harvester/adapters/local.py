@@ -37,6 +37,7 @@ from cdif_harvester.model import (
     entry_from_dict,
     entry_to_dict,
     fill_page,
+    keeper,
     outcome_from_dict,
     outcome_to_dict,
     run_from_dict,
@@ -379,7 +380,7 @@ _ADDED_COLUMNS = {
     "url_outcomes": (("step", "TEXT"),),
 }
 _INDEXES = """
-CREATE INDEX IF NOT EXISTS records_by_change ON records (source, changed_at);
+DROP INDEX IF EXISTS records_by_change;
 CREATE INDEX IF NOT EXISTS records_by_change_id ON records (source, changed_at, record_id);
 CREATE INDEX IF NOT EXISTS urls_by_source ON urls (source, outcome);
 CREATE INDEX IF NOT EXISTS runs_by_source ON runs (source_id, started_at);
@@ -511,31 +512,18 @@ class SqliteCatalog:
         """One page of ``source``'s entries by date of change, then record id (see the port);
         a position is ``[changed_at, record_id]`` as JSON. Raises ValueError for another."""
         start = _change_position(after) if after is not None else None
-        listed = self._by_change(source, start, changed_since)
-        return fill_page(listed, limit=limit, keep=query.matches if query else None)
-
-    def _by_change(
-        self, source: str, start: tuple[str, str] | None, changed_since: str | None
-    ) -> Iterator[tuple[str, CatalogEntry]]:
-        """``source``'s entries after ``start`` by (date of change, record id), each with its
-        position, read ``_PAGE`` rows a query (index ``records_by_change_id``)."""
         sql = "SELECT changed_at, record_id, body FROM records WHERE source = ?"
         params: tuple[object, ...] = (source,)
         if changed_since is not None:
             sql += " AND changed_at >= ?"
             params += (changed_since,)
-        while True:
-            page, args = sql, params
-            if start is not None:
-                page += " AND (changed_at > ? OR (changed_at = ? AND record_id > ?))"
-                args += (start[0], start[0], start[1])
-            rows = self._query(f"{page} ORDER BY changed_at, record_id LIMIT {_PAGE}", args)
-            for changed_at, record_id, body in rows:
-                position = json.dumps([changed_at, record_id])
-                yield position, entry_from_dict(json.loads(body))
-            if len(rows) < _PAGE:
-                return
-            start = (rows[-1][0], rows[-1][1])
+        # (index records_by_change_id)
+        rows = self._stream(sql, params, "changed_at, record_id", after=start)
+        listed = (
+            (json.dumps([changed_at, record_id]), entry_from_dict(json.loads(body)))
+            for changed_at, record_id, body in rows
+        )
+        return fill_page(listed, limit=limit, keep=keeper(query))
 
     def put_outcome(
         self, outcome: UrlOutcome, *, state: UrlState | None = None
@@ -638,10 +626,7 @@ class SqliteCatalog:
         if outcome is not None:
             sql += " AND outcome = ?"
             params += (outcome,)
-        if after is not None:
-            sql += " AND url > ?"
-            params += (after,)
-        rows = self._stream(sql, params, "url")
+        rows = self._stream(sql, params, "url", after=None if after is None else (after,))
         listed = ((url, outcome_from_dict(json.loads(body))) for url, body in rows)
         return fill_page(listed, limit=limit)
 
@@ -937,24 +922,33 @@ class SqliteCatalog:
             except sqlite3.Error as exc:
                 raise StorageError(f"catalogue write failed: {exc}") from exc
 
-    def _stream(self, sql: str, params: tuple[object, ...], key: str) -> Iterator[tuple[Any, ...]]:
-        """Yield the rows of ``sql`` (a SELECT ending in a WHERE clause, whose first column is
-        the unique ``key``) in ``key`` order, ``_PAGE`` rows a query.
+    def _stream(
+        self,
+        sql: str,
+        params: tuple[object, ...],
+        key: str,
+        *,
+        after: tuple[object, ...] | None = None,
+    ) -> Iterator[tuple[Any, ...]]:
+        """Yield the rows of ``sql`` (a SELECT ending in a WHERE clause, whose first columns are
+        the unique ``key``: one column, or several as ``"a, b"``) in ``key`` order, ``_PAGE``
+        rows a query, starting after the key ``after`` when given.
 
         A run's outcomes, a source's URLs or records may be hundreds of thousands of rows: they
         are never all in memory. The lock is held per page only, so the reader may write the
         catalogue between rows (closing a run withdraws URLs as it reads them); each page starts
         after the last key read, so a row is never yielded twice.
         """
-        after: object = None
+        width = key.count(",") + 1
+        holders = ", ".join("?" * width)
         while True:
-            page = sql if after is None else f"{sql} AND {key} > ?"
-            args = params if after is None else (*params, after)
+            page = sql if after is None else f"{sql} AND ({key}) > ({holders})"
+            args = params if after is None else (*params, *after)
             rows = self._query(f"{page} ORDER BY {key} LIMIT {_PAGE}", args)
             yield from rows
             if len(rows) < _PAGE:
                 return
-            after = rows[-1][0]
+            after = tuple(rows[-1][:width])
 
     def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         with self._lock:

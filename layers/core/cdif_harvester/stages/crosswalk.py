@@ -60,7 +60,7 @@ from cdif_harvester.keys import (
     view_keys,
 )
 from cdif_harvester.model import CatalogEntry, TypedLink
-from cdif_harvester.ports import KeptSignposts, ObjectStore, keeping_signposts
+from cdif_harvester.ports import CatalogIndex, KeptSignposts, ObjectStore, keeping_signposts
 from cdif_harvester.wiring import Wiring
 
 __all__ = [
@@ -345,6 +345,7 @@ def signmap_part_key(source: str, number: int) -> str:
     return signmap_key(source).removesuffix(".xml") + f"-{number:05d}.xml"
 
 
+_LIST_PAGE = 1000  # catalogue entries a Signmap build reads at a time
 _READ_WINDOW = 256  # records read ahead at most while a Signmap is built
 
 
@@ -479,6 +480,20 @@ class _Listed:
             last = window[-1][0]
 
 
+def _every_entry(catalog: CatalogIndex, source: str) -> Iterator[CatalogEntry]:
+    """Every entry of ``source``, a page at a time in the catalogue's own order: _Listed orders
+    them by record hash itself, so the order by id of ``records()`` (on DynamoDB, a
+    sort spilled to local disk past 10,000 entries) would be work done for nothing."""
+    after: str | None = None
+    while True:
+        page = catalog.records_page(source, limit=_LIST_PAGE, after=after)
+        after = page.after
+        yield from page.items
+        del page  # (before the next is read: one page of entries held at a time)
+        if after is None:
+            return
+
+
 def _place(entry: CatalogEntry) -> tuple[str | None, str]:
     """The signposts object of ``entry``'s segment and its first status (see _Listed)."""
     segment = parse_segment_ref(entry.record_key or "")
@@ -553,7 +568,7 @@ def build_source_signmap(
     # readers never run far ahead of what is written down. The records listed and the landing
     # pages are on local disk (_Listed, _LandingPages), not in memory.
     with (
-        _Listed(wiring.catalog.records(source)) as listed,
+        _Listed(_every_entry(wiring.catalog, source)) as listed,
         _LandingPages() as pages,
         ThreadPoolExecutor(max_workers=max(1, readers)) as pool,
     ):

@@ -290,7 +290,7 @@ def router(ctx: RouteContext) -> APIGatewayRouter:
             cursor,
             limit=limit,
             changed_since=changed_since,
-            query=None if query == ProfileQuery() else query,  # (no filter: pages read exact)
+            query=query,
         )
         return json_response(
             HTTPStatus.OK,
